@@ -1,0 +1,144 @@
+"""Measurement records: JSON Lines, one record per measurement, appended as taken.
+
+Every record carries ``schema`` (``RECORD_SCHEMA``), ``kind`` (what was
+measured: ``"allreduce"``, ``"ddp_step"``, ...) and ``env`` (torch version,
+backend, world size, threads, host, git revision). A record is written and
+flushed the moment it is taken, so a run that dies later loses nothing it had
+already measured; ``read_records`` tolerates a torn last line (a writer killed
+mid-write) and says so.
+
+This module imports no torch at import time: calibration reads records
+without it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+RECORD_SCHEMA = "ddpsim.record/1"
+
+
+def _git_revision() -> str | None:
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+_GIT_REV: list[str | None] = []
+
+
+def environment(backend: str | None = None, world_size: int | None = None, **extra: Any) -> dict[str, Any]:
+    """The environment a measurement was taken in (cheap; git is asked once per process)."""
+    if not _GIT_REV:
+        _GIT_REV.append(_git_revision())
+    env: dict[str, Any] = {
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "git_rev": _GIT_REV[0],
+    }
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        env["torch"] = torch.__version__
+        env["torch_threads"] = torch.get_num_threads()
+        env["cuda"] = torch.version.cuda if torch.cuda.is_available() else None
+        if torch.cuda.is_available():
+            env["gpu"] = torch.cuda.get_device_name(0)
+    if backend is not None:
+        env["backend"] = backend
+    if world_size is not None:
+        env["world_size"] = world_size
+    env.update(extra)
+    return env
+
+
+def make_record(kind: str, env: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
+    return {"schema": RECORD_SCHEMA, "kind": kind, "time_unix_s": time.time(), "env": dict(env), **fields}
+
+
+class RecordWriter:
+    """Appends records to a JSONL file, flushing and fsyncing each one.
+
+    Opening happens on the first write, not in the constructor.
+    """
+
+    def __init__(self, path: str | Path | None):
+        self.path = Path(path) if path is not None else None
+        self._fh = None
+        self.count = 0
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        if self.path is None:
+            return
+        if self._fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.path, "a", encoding="utf-8")
+        self._fh.write(json.dumps(record, separators=(",", ":")) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self.count += 1
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def __enter__(self) -> "RecordWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def append_records(path: str | Path, records: Iterable[Mapping[str, Any]]) -> int:
+    with RecordWriter(path) as w:
+        for r in records:
+            w.write(r)
+        return w.count
+
+
+def iter_records(path: str | Path, kind: str | None = None) -> Iterator[dict[str, Any]]:
+    """Records of ``path`` (optionally of one ``kind``).
+
+    Raises ``ValueError`` naming the file and line for a malformed line or a
+    foreign schema; a torn *last* line is skipped with a warning.
+    """
+    p = Path(path)
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise ValueError(f"cannot read records {p}: {e.strerror}") from None
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            if lineno == len(lines):
+                warnings.warn(f"{p}: last line {lineno} is incomplete (a writer was interrupted); skipped")
+                continue
+            raise ValueError(f"{p}:{lineno}: not a JSON record") from None
+        if not isinstance(rec, dict) or rec.get("schema") != RECORD_SCHEMA:
+            got = rec.get("schema") if isinstance(rec, dict) else type(rec).__name__
+            raise ValueError(f"{p}:{lineno}: record schema is {got!r}; this ddpsim reads {RECORD_SCHEMA!r}")
+        if kind is None or rec.get("kind") == kind:
+            yield rec
+
+
+def read_records(path: str | Path, kind: str | None = None) -> list[dict[str, Any]]:
+    return list(iter_records(path, kind))

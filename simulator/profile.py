@@ -1,0 +1,257 @@
+"""Gradient profiles: the ordered parameters of a model and when their gradients appear.
+
+A profile is the simulator's description of one training step of one rank:
+
+* ``params`` in registration order (the order of ``module.parameters()``),
+  each with its element count and dtype size;
+* ``ready_order``: indices into ``params`` in the order gradients become ready
+  during backward (by default the reverse of registration order);
+* per parameter ``bwd_s``: the backward compute, in seconds, spent between the
+  previous gradient becoming ready and this one (the op that produces it). For
+  several parameters produced by one op (a linear layer's weight and bias) the
+  first in ready order carries the op's time and the others carry 0;
+* ``forward_s`` and ``optimizer_s`` for the rest of the step.
+
+Profiles come from FLOPs and a device spec (``simulator.zoo``) or from a real
+measurement (``ddpsim profile``, written by ``realrun.profile_grads``). Both use
+this one format, saved as JSON with a schema version.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+PROFILE_SCHEMA = "ddpsim.profile/1"
+
+DTYPE_BYTES = {
+    "float64": 8,
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "int64": 8,
+    "int32": 4,
+    "int8": 1,
+    "uint8": 1,
+}
+
+
+def _require(cond: bool, msg: str) -> None:
+    if not cond:
+        raise ValueError(msg)
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter tensor: name, size, dtype and the backward compute that yields its gradient."""
+
+    name: str
+    numel: int
+    dtype: str = "float32"
+    bwd_s: float = 0.0
+    shape: tuple[int, ...] | None = None
+    requires_grad: bool = True
+
+    def __post_init__(self) -> None:
+        _require(isinstance(self.name, str) and self.name != "", "parameter name must be a non-empty string")
+        _require(
+            isinstance(self.numel, int) and self.numel >= 0,
+            f"parameter {self.name!r}: numel must be an integer >= 0, got {self.numel!r}",
+        )
+        _require(
+            self.dtype in DTYPE_BYTES,
+            f"parameter {self.name!r}: unknown dtype {self.dtype!r}; allowed: {', '.join(DTYPE_BYTES)}",
+        )
+        _require(
+            isinstance(self.bwd_s, (int, float)) and self.bwd_s >= 0.0,
+            f"parameter {self.name!r}: bwd_s must be a number >= 0, got {self.bwd_s!r}",
+        )
+
+    @property
+    def dtype_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * DTYPE_BYTES[self.dtype]
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"name": self.name, "numel": self.numel, "dtype": self.dtype, "bwd_s": self.bwd_s}
+        if self.shape is not None:
+            d["shape"] = list(self.shape)
+        if not self.requires_grad:
+            d["requires_grad"] = False
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ParamSpec":
+        _require(isinstance(d, Mapping), f"a parameter entry must be an object, got {type(d).__name__}")
+        for key in ("name", "numel"):
+            _require(key in d, f"parameter entry {dict(d)!r} lacks {key!r}")
+        shape = d.get("shape")
+        return cls(
+            name=d["name"],
+            numel=d["numel"],
+            dtype=d.get("dtype", "float32"),
+            bwd_s=float(d.get("bwd_s", 0.0)),
+            shape=tuple(int(x) for x in shape) if shape is not None else None,
+            requires_grad=bool(d.get("requires_grad", True)),
+        )
+
+
+@dataclass(frozen=True)
+class GradProfile:
+    """One rank's step: parameters, gradient-ready order, compute times.
+
+    ``samples_per_step`` (and ``tokens_per_sample`` for language models) let
+    results report throughput. ``source`` says where the times came from
+    (``"measured"`` or ``"flops:<device>"``); ``env`` records the machine.
+    """
+
+    model: str
+    params: tuple[ParamSpec, ...]
+    ready_order: tuple[int, ...] = ()
+    forward_s: float = 0.0
+    optimizer_s: float = 0.0
+    samples_per_step: int = 1
+    tokens_per_sample: int = 1
+    source: str = "unspecified"
+    env: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _require(len(self.params) > 0, f"profile {self.model!r} has no parameters")
+        trainable = [i for i, p in enumerate(self.params) if p.requires_grad]
+        _require(len(trainable) > 0, f"profile {self.model!r} has no trainable parameters")
+        if not self.ready_order:
+            object.__setattr__(self, "ready_order", tuple(reversed(trainable)))
+        order = self.ready_order
+        _require(
+            sorted(order) == trainable,
+            f"profile {self.model!r}: ready_order must list each trainable parameter index exactly once "
+            f"(got {len(order)} entries for {len(trainable)} trainable parameters)",
+        )
+        for name in ("forward_s", "optimizer_s"):
+            v = getattr(self, name)
+            _require(isinstance(v, (int, float)) and v >= 0, f"profile {self.model!r}: {name} must be >= 0, got {v!r}")
+        _require(self.samples_per_step >= 1, "samples_per_step must be >= 1")
+        _require(self.tokens_per_sample >= 1, "tokens_per_sample must be >= 1")
+
+    # ---- derived quantities -------------------------------------------------
+    @property
+    def trainable(self) -> tuple[ParamSpec, ...]:
+        return tuple(p for p in self.params if p.requires_grad)
+
+    @property
+    def total_grad_bytes(self) -> int:
+        return sum(p.nbytes for p in self.params if p.requires_grad)
+
+    @property
+    def backward_s(self) -> float:
+        return sum(self.params[i].bwd_s for i in self.ready_order)
+
+    @property
+    def compute_s(self) -> float:
+        """Forward + backward + optimizer: the step with no communication at all."""
+        return self.forward_s + self.backward_s + self.optimizer_s
+
+    def ready_times_s(self) -> list[float]:
+        """Seconds after backward starts at which each parameter's gradient is ready, by param index."""
+        out = [0.0] * len(self.params)
+        t = 0.0
+        for i in self.ready_order:
+            t += self.params[i].bwd_s
+            out[i] = t
+        return out
+
+    def scaled(self, compute_factor: float) -> "GradProfile":
+        """The same profile with every compute time multiplied by ``compute_factor``."""
+        _require(compute_factor > 0, f"compute factor must be > 0, got {compute_factor}")
+        return replace(
+            self,
+            params=tuple(replace(p, bwd_s=p.bwd_s * compute_factor) for p in self.params),
+            forward_s=self.forward_s * compute_factor,
+            optimizer_s=self.optimizer_s * compute_factor,
+        )
+
+    # ---- construction -------------------------------------------------------
+    @classmethod
+    def from_ready_times(
+        cls,
+        model: str,
+        params: Sequence[ParamSpec],
+        ready_times_s: Mapping[int, float],
+        **kw: Any,
+    ) -> "GradProfile":
+        """Build a profile from measured ready times (seconds after backward start, by param index).
+
+        Parameters ready at the same instant keep registration-reverse order;
+        each one's ``bwd_s`` is the gap since the previous ready gradient.
+        """
+        trainable = [i for i, p in enumerate(params) if p.requires_grad]
+        missing = [params[i].name for i in trainable if i not in ready_times_s]
+        _require(not missing, f"no ready time for parameters: {', '.join(missing[:5])}")
+        order = sorted(trainable, key=lambda i: (ready_times_s[i], -i))
+        new_params = list(params)
+        prev = 0.0
+        for i in order:
+            t = max(float(ready_times_s[i]), prev)
+            new_params[i] = replace(params[i], bwd_s=t - prev)
+            prev = t
+        return cls(model=model, params=tuple(new_params), ready_order=tuple(order), **kw)
+
+    # ---- (de)serialisation --------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": PROFILE_SCHEMA,
+            "model": self.model,
+            "source": self.source,
+            "forward_s": self.forward_s,
+            "optimizer_s": self.optimizer_s,
+            "samples_per_step": self.samples_per_step,
+            "tokens_per_sample": self.tokens_per_sample,
+            "ready_order": list(self.ready_order),
+            "params": [p.to_dict() for p in self.params],
+            "env": dict(self.env),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "GradProfile":
+        _require(isinstance(d, Mapping), "a profile must be a JSON object")
+        schema = d.get("schema")
+        _require(
+            schema == PROFILE_SCHEMA,
+            f"profile schema is {schema!r}; this ddpsim reads {PROFILE_SCHEMA!r}",
+        )
+        _require(isinstance(d.get("params"), list), "profile lacks a 'params' list")
+        return cls(
+            model=str(d.get("model", "unnamed")),
+            params=tuple(ParamSpec.from_dict(p) for p in d["params"]),
+            ready_order=tuple(int(i) for i in d.get("ready_order", ())),
+            forward_s=float(d.get("forward_s", 0.0)),
+            optimizer_s=float(d.get("optimizer_s", 0.0)),
+            samples_per_step=int(d.get("samples_per_step", 1)),
+            tokens_per_sample=int(d.get("tokens_per_sample", 1)),
+            source=str(d.get("source", "unspecified")),
+            env=dict(d.get("env", {})),
+        )
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> "GradProfile":
+        p = Path(path)
+        try:
+            text = p.read_text()
+        except OSError as e:
+            raise ValueError(f"cannot read profile {p}: {e.strerror}") from None
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"profile {p} is not valid JSON: {e.msg} at line {e.lineno}") from None
+        try:
+            return cls.from_dict(d)
+        except (TypeError, KeyError) as e:
+            raise ValueError(f"profile {p} is malformed: {e}") from None
