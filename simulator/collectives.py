@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 
-ALGORITHMS = ("ring", "recursive_doubling", "rabenseifner", "reduce_bcast")
+ALGORITHMS = ("ring", "recursive_doubling", "rabenseifner", "reduce_bcast", "tree")
 
 
 def _lg(p: int) -> int:
@@ -69,6 +69,20 @@ def reduce_bcast_allreduce_time_s(
     return 2 * k * alpha_s + 2 * msg_bytes * k * beta_s_per_byte + msg_bytes * k * gamma_s_per_byte
 
 
+def double_tree_allreduce_time_s(
+    msg_bytes: float, p: int, alpha_s: float, beta_s_per_byte: float, gamma_s_per_byte: float
+) -> float:
+    """Pipelined (double binary) tree all-reduce, NCCL's "tree" algorithm: a pipelined
+    reduce to the root then a pipelined broadcast, each at full link bandwidth
+    (Sanders, Speck & Traeff, "Two-tree algorithms for full bandwidth broadcast,
+    reduction and scan", 2009): ``2 lg p a + 2nb + ng``. Pipeline fill beyond the
+    ``lg p`` latency terms is not modelled."""
+    if p <= 1:
+        return 0.0
+    k = _lg(p)
+    return 2 * k * alpha_s + 2 * msg_bytes * beta_s_per_byte + msg_bytes * gamma_s_per_byte
+
+
 def binomial_broadcast_time_s(msg_bytes: float, p: int, alpha_s: float, beta_s_per_byte: float) -> float:
     """Binomial-tree broadcast: ``lg p (a + nb)``."""
     return _lg(p) * (alpha_s + msg_bytes * beta_s_per_byte)
@@ -79,6 +93,7 @@ ALLREDUCE = {
     "recursive_doubling": recursive_doubling_allreduce_time_s,
     "rabenseifner": rabenseifner_allreduce_time_s,
     "reduce_bcast": reduce_bcast_allreduce_time_s,
+    "tree": double_tree_allreduce_time_s,
 }
 
 
