@@ -1,0 +1,348 @@
+"""Networks and the cost model the engine asks for collective durations.
+
+A ``NetworkSpec`` is data (``simulator/data/networks/*.json``, each value with
+its source): either a linear fit ``o + n/w`` taken at one world size, or a
+two-level topology (intra-node / inter-node links with alpha, bandwidth and
+gamma, and the algorithms the library may choose from).
+
+A ``CostModel`` is what the engine consumes: it turns a message size and a
+world size into ``(latency_s, transfer_s)`` -- the part of a call that does not
+shrink when bandwidth is shared and the part that does -- and carries the
+channel count (NCCL 1, gloo 2), the compute contention factor and the optional
+memory-copy bandwidth of bucket copies.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping
+
+from . import collectives as C
+
+NETWORK_SCHEMA = "ddpsim.network/1"
+
+
+def _require(cond: bool, msg: str) -> None:
+    if not cond:
+        raise ValueError(msg)
+
+
+@dataclass(frozen=True)
+class LinkLevel:
+    """One level of a topology: per-message latency, link bandwidth, reduction cost, algorithms."""
+
+    alpha_s: float
+    bw_bytes_per_s: float
+    gamma_s_per_byte: float = 0.0
+    algorithms: tuple[str, ...] = ("ring",)
+
+    def __post_init__(self) -> None:
+        _require(self.alpha_s >= 0, f"alpha_s must be >= 0, got {self.alpha_s}")
+        _require(self.bw_bytes_per_s > 0, f"bw_bytes_per_s must be > 0, got {self.bw_bytes_per_s}")
+        _require(self.gamma_s_per_byte >= 0, f"gamma_s_per_byte must be >= 0, got {self.gamma_s_per_byte}")
+        for a in self.algorithms:
+            _require(a in C.ALGORITHMS, f"unknown algorithm {a!r}; allowed: {', '.join(C.ALGORITHMS)}")
+
+    @property
+    def beta_s_per_byte(self) -> float:
+        return 1.0 / self.bw_bytes_per_s
+
+    def best(self, msg_bytes: float, p: int) -> tuple[str, float, float]:
+        """``(algorithm, t0_s, slope_s_per_byte)`` of the cheapest algorithm for this message.
+
+        Every algorithm is affine in the message size, so a call is fully
+        described by its zero-byte time and its slope.
+        """
+        best: tuple[str, float, float] | None = None
+        for a in self.algorithms:
+            t0 = C.allreduce_time_s(a, 0.0, p, self.alpha_s, self.beta_s_per_byte, self.gamma_s_per_byte)
+            t1 = C.allreduce_time_s(a, 1.0, p, self.alpha_s, self.beta_s_per_byte, self.gamma_s_per_byte)
+            t = t0 + (t1 - t0) * msg_bytes
+            if best is None or t < best[1] + best[2] * msg_bytes:
+                best = (a, t0, t1 - t0)
+        assert best is not None  # algorithms is non-empty by construction
+        return best
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "LinkLevel":
+        return cls(
+            alpha_s=float(d["alpha_s"]),
+            bw_bytes_per_s=float(d["bw_bytes_per_s"]),
+            gamma_s_per_byte=float(d.get("gamma_s_per_byte", 0.0)),
+            algorithms=tuple(d.get("algorithms", ("ring",))),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "alpha_s": self.alpha_s,
+            "bw_bytes_per_s": self.bw_bytes_per_s,
+            "gamma_s_per_byte": self.gamma_s_per_byte,
+            "algorithms": list(self.algorithms),
+        }
+
+
+@dataclass(frozen=True)
+class NetworkSpec:
+    """A network: a linear fit at one world size, or a two-level topology."""
+
+    name: str
+    backend: str = "nccl"
+    channels: int = 1
+    gpus_per_node: int = 1
+    call_overhead_s: float = 0.0
+    intra: LinkLevel | None = None
+    inter: LinkLevel | None = None
+    linear_o_s: float | None = None
+    linear_w_bytes_per_s: float | None = None
+    linear_world_size: int | None = None
+    description: str = ""
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _require(self.channels >= 1, f"network {self.name!r}: channels must be >= 1")
+        _require(self.gpus_per_node >= 1, f"network {self.name!r}: gpus_per_node must be >= 1")
+        has_linear = self.linear_o_s is not None
+        _require(
+            has_linear or self.intra is not None or self.inter is not None,
+            f"network {self.name!r} needs a 'linear' block or 'intra'/'inter' levels",
+        )
+        if has_linear:
+            _require(self.linear_o_s >= 0, f"network {self.name!r}: linear o_s must be >= 0")
+            _require(
+                self.linear_w_bytes_per_s is not None and self.linear_w_bytes_per_s > 0,
+                f"network {self.name!r}: linear w_bytes_per_s must be > 0",
+            )
+            _require(
+                self.linear_world_size is not None and self.linear_world_size >= 2,
+                f"network {self.name!r}: linear world_size must be >= 2",
+            )
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "NetworkSpec":
+        _require(isinstance(d, Mapping), "a network spec must be a JSON object")
+        _require(
+            d.get("schema") == NETWORK_SCHEMA,
+            f"network schema is {d.get('schema')!r}; this ddpsim reads {NETWORK_SCHEMA!r}",
+        )
+        lin = d.get("linear")
+        sources = {k: v for k, v in d.items() if k.endswith("source") and isinstance(v, str)}
+        for level in ("intra", "inter", "linear"):
+            if isinstance(d.get(level), Mapping) and "source" in d[level]:
+                sources[level] = d[level]["source"]
+        try:
+            return cls(
+                name=str(d["name"]),
+                backend=str(d.get("backend", "nccl")),
+                channels=int(d.get("channels", 1)),
+                gpus_per_node=int(d.get("gpus_per_node", 1)),
+                call_overhead_s=float(d.get("call_overhead_s", 0.0)),
+                intra=LinkLevel.from_dict(d["intra"]) if d.get("intra") else None,
+                inter=LinkLevel.from_dict(d["inter"]) if d.get("inter") else None,
+                linear_o_s=float(lin["o_s"]) if lin else None,
+                linear_w_bytes_per_s=float(lin["w_bytes_per_s"]) if lin else None,
+                linear_world_size=int(lin["world_size"]) if lin else None,
+                description=str(d.get("description", "")),
+                sources=sources,
+            )
+        except KeyError as e:
+            raise ValueError(f"network spec {d.get('name', '?')!r} lacks field {e}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "schema": NETWORK_SCHEMA,
+            "name": self.name,
+            "description": self.description,
+            "backend": self.backend,
+            "channels": self.channels,
+            "gpus_per_node": self.gpus_per_node,
+            "call_overhead_s": self.call_overhead_s,
+        }
+        if self.intra:
+            d["intra"] = self.intra.to_dict()
+        if self.inter:
+            d["inter"] = self.inter.to_dict()
+        if self.linear_o_s is not None:
+            d["linear"] = {
+                "o_s": self.linear_o_s,
+                "w_bytes_per_s": self.linear_w_bytes_per_s,
+                "world_size": self.linear_world_size,
+            }
+        return d
+
+
+def list_networks() -> list[str]:
+    root = resources.files("simulator") / "data" / "networks"
+    return sorted(p.name[: -len(".json")] for p in root.iterdir() if p.name.endswith(".json"))
+
+
+def load_network(name_or_path: str) -> NetworkSpec:
+    """A built-in preset by name, or a network JSON file by path."""
+    path = Path(name_or_path)
+    if name_or_path.endswith(".json") or path.exists():
+        try:
+            return NetworkSpec.from_dict(json.loads(path.read_text()))
+        except OSError as e:
+            raise ValueError(f"cannot read network file {path}: {e.strerror}") from None
+        except json.JSONDecodeError as e:
+            raise ValueError(f"network file {path} is not valid JSON: {e.msg} at line {e.lineno}") from None
+    names = list_networks()
+    if name_or_path not in names:
+        raise ValueError(f"unknown network {name_or_path!r}; built-in: {', '.join(names)} (or a path to a JSON file)")
+    text = (resources.files("simulator") / "data" / "networks" / f"{name_or_path}.json").read_text()
+    return NetworkSpec.from_dict(json.loads(text))
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Durations of collectives for the engine, plus how communication interacts with compute.
+
+    Either ``o_s``/``w_bytes_per_s`` (the linear model, valid at
+    ``ref_world_size``; other world sizes are mapped through a ring
+    alpha-beta model with the same ``o`` and ``w`` at the reference size) or a
+    ``network`` topology.
+
+    ``channels``: collectives in flight at once (NCCL 1, gloo 2).
+    ``shared_bandwidth``: concurrent collectives share the bandwidth (their
+    transfer parts progress at ``1/k`` speed each) while their latency parts
+    overlap freely.
+    ``contention``: compute runs ``1 + contention`` times slower while any
+    collective is in flight (fitted by calibration; 0 = no interference).
+    ``copy_bytes_per_s``: memory-copy rate for gradient <-> bucket copies
+    (None = free).
+    """
+
+    o_s: float | None = None
+    w_bytes_per_s: float | None = None
+    ref_world_size: int | None = None
+    network: NetworkSpec | None = None
+    channels: int = 1
+    shared_bandwidth: bool = True
+    contention: float = 0.0
+    copy_bytes_per_s: float | None = None
+    broadcast_o_s: float | None = None
+    broadcast_w_bytes_per_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.network is None:
+            _require(self.o_s is not None and self.w_bytes_per_s is not None, "a cost model needs o and w, or a network")
+            _require(self.o_s >= 0, f"per-call overhead o must be >= 0 s, got {self.o_s}")
+            _require(self.w_bytes_per_s > 0, f"bandwidth w must be > 0, got {self.w_bytes_per_s}")
+        _require(self.channels >= 1, f"channels must be >= 1, got {self.channels}")
+        _require(self.contention >= 0, f"contention must be >= 0, got {self.contention}")
+        _require(
+            self.copy_bytes_per_s is None or self.copy_bytes_per_s > 0,
+            f"copy bandwidth must be > 0, got {self.copy_bytes_per_s}",
+        )
+
+    @classmethod
+    def linear(cls, o_s: float, w_bytes_per_s: float, ref_world_size: int | None = None, **kw: Any) -> "CostModel":
+        return cls(o_s=o_s, w_bytes_per_s=w_bytes_per_s, ref_world_size=ref_world_size, **kw)
+
+    @classmethod
+    def from_network(cls, spec: NetworkSpec, **kw: Any) -> "CostModel":
+        kw.setdefault("channels", spec.channels)
+        if spec.linear_o_s is not None:
+            return cls(
+                o_s=spec.linear_o_s,
+                w_bytes_per_s=spec.linear_w_bytes_per_s,
+                ref_world_size=spec.linear_world_size,
+                network=None,
+                **kw,
+            )
+        return cls(network=spec, **kw)
+
+    def with_overrides(self, **kw: Any) -> "CostModel":
+        return replace(self, **kw)
+
+    @property
+    def label(self) -> str:
+        if self.network is not None:
+            return self.network.name
+        return f"o={self.o_s * 1e6:.1f}us w={self.w_bytes_per_s / 1e9:.3g}GB/s"
+
+    # --- per call -----------------------------------------------------------
+    def allreduce_parts_s(self, msg_bytes: float, p: int) -> tuple[float, float]:
+        """``(latency_s, transfer_s)`` of one all-reduce of ``msg_bytes`` per rank over ``p`` ranks."""
+        if p <= 1:
+            return 0.0, 0.0
+        o, slope = self._affine(msg_bytes, p)
+        return o, msg_bytes * slope
+
+    def allreduce_time_s(self, msg_bytes: float, p: int) -> float:
+        lat, xfer = self.allreduce_parts_s(msg_bytes, p)
+        return lat + xfer
+
+    def broadcast_parts_s(self, msg_bytes: float, p: int) -> tuple[float, float]:
+        """One broadcast: same call overhead as an all-reduce, the payload at all-reduce bus bandwidth
+        (``w * 2(p-1)/p``): a pipelined broadcast moves each byte over each link once, a ring
+        all-reduce ``2(p-1)/p`` times. A fitted broadcast (``broadcast_o_s``/``broadcast_w_bytes_per_s``)
+        takes precedence."""
+        if p <= 1:
+            return 0.0, 0.0
+        if self.broadcast_o_s is not None and self.broadcast_w_bytes_per_s is not None:
+            return self.broadcast_o_s, msg_bytes / self.broadcast_w_bytes_per_s
+        o, slope = self._affine(msg_bytes, p)
+        return o, msg_bytes * slope / C.busbw_factor_allreduce(p)
+
+    def linear_at(self, p: int, msg_bytes: float = 25 * 1024 * 1024) -> tuple[float, float]:
+        """``(o_s, w_bytes_per_s)`` of the all-reduce at ``p`` ranks (for the algorithm chosen at ``msg_bytes``)."""
+        o, slope = self._affine(msg_bytes, p)
+        return o, (1.0 / slope if slope > 0 else math.inf)
+
+    def _affine(self, msg_bytes: float, p: int) -> tuple[float, float]:
+        if self.network is None:
+            ref = self.ref_world_size
+            if ref is None or ref == p:
+                return self.o_s, 1.0 / self.w_bytes_per_s
+            # Same o and w at the reference size, mapped through a ring: o = 2(p-1)a, 1/w = 2(p-1)/p b.
+            alpha = self.o_s / (2 * (ref - 1))
+            beta = 1.0 / (self.w_bytes_per_s * 2 * (ref - 1) / ref)
+            return 2 * (p - 1) * alpha, 2 * (p - 1) / p * beta
+        net = self.network
+        g = min(net.gpus_per_node, p)
+        nodes = math.ceil(p / g)
+        t0, slope = net.call_overhead_s, 0.0
+        if g > 1:
+            level = net.intra or net.inter
+            _, a0, a1 = level.best(msg_bytes, g)
+            t0, slope = t0 + a0, slope + a1
+        if nodes > 1:
+            level = net.inter or net.intra
+            _, b0, b1 = level.best(msg_bytes / g, nodes)
+            t0, slope = t0 + b0, slope + b1 / g
+        return t0, slope
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "channels": self.channels,
+            "shared_bandwidth": self.shared_bandwidth,
+            "contention": self.contention,
+            "copy_bytes_per_s": self.copy_bytes_per_s,
+        }
+        if self.network is not None:
+            d["network"] = self.network.to_dict()
+        else:
+            d.update(o_s=self.o_s, w_bytes_per_s=self.w_bytes_per_s, ref_world_size=self.ref_world_size)
+        if self.broadcast_o_s is not None:
+            d.update(broadcast_o_s=self.broadcast_o_s, broadcast_w_bytes_per_s=self.broadcast_w_bytes_per_s)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "CostModel":
+        net = d.get("network")
+        return cls(
+            o_s=d.get("o_s"),
+            w_bytes_per_s=d.get("w_bytes_per_s"),
+            ref_world_size=d.get("ref_world_size"),
+            network=NetworkSpec.from_dict(net) if net else None,
+            channels=int(d.get("channels", 1)),
+            shared_bandwidth=bool(d.get("shared_bandwidth", True)),
+            contention=float(d.get("contention", 0.0)),
+            copy_bytes_per_s=d.get("copy_bytes_per_s"),
+            broadcast_o_s=d.get("broadcast_o_s"),
+            broadcast_w_bytes_per_s=d.get("broadcast_w_bytes_per_s"),
+        )

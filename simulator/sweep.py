@@ -1,0 +1,111 @@
+"""Sweep bucket sizes: predicted step time and exposed overhead per size, the best one, and the closed form."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
+
+from .closed_form import ClosedForm, closed_form
+from .network import CostModel
+from .predict import StepResult, predict
+from .profile import GradProfile
+from .strategies import StrategySpec
+
+MIB = 1024 * 1024
+SWEEP_SCHEMA = "ddpsim.sweep/1"
+
+
+def log_grid_mb(lo_mb: float, hi_mb: float, n: int) -> list[float]:
+    """``n`` log-spaced sizes from ``lo_mb`` to ``hi_mb`` MiB inclusive."""
+    if not (lo_mb > 0 and hi_mb >= lo_mb):
+        raise ValueError(f"bucket grid needs 0 < lo <= hi, got {lo_mb}..{hi_mb} MiB")
+    if n < 1:
+        raise ValueError(f"bucket grid needs at least one point, got {n}")
+    if n == 1 or hi_mb == lo_mb:
+        return [lo_mb]
+    r = math.log(hi_mb / lo_mb) / (n - 1)
+    return [lo_mb * math.exp(r * k) for k in range(n)]
+
+
+def default_grid_mb(profile: GradProfile, n: int = 64) -> list[float]:
+    """From the smallest parameter (at least 4 KiB) up to one bucket holding every gradient."""
+    total = profile.total_grad_bytes
+    smallest = min(p.nbytes for p in profile.params if p.requires_grad and p.nbytes > 0)
+    lo = max(smallest, 4096) / MIB
+    hi = max(total / MIB, lo)
+    return log_grid_mb(lo, hi, n)
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    strategy: StrategySpec
+    world_size: int
+    total_grad_bytes: int
+    rows: tuple[StepResult, ...]
+    bucket_mb: tuple[float, ...]
+    best_index: int
+    closed: ClosedForm
+    cost_label: str
+
+    @property
+    def best(self) -> StepResult:
+        return self.rows[self.best_index]
+
+    @property
+    def best_bucket_mb(self) -> float:
+        return self.bucket_mb[self.best_index]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SWEEP_SCHEMA,
+            "model": self.rows[0].model,
+            "strategy": self.strategy.name,
+            "world_size": self.world_size,
+            "network": self.cost_label,
+            "total_grad_bytes": self.total_grad_bytes,
+            "best_bucket_mb": self.best_bucket_mb,
+            "best_step_time_s": self.best.step_time_s,
+            "best_overhead_s": self.best.overhead_s,
+            "compute_s": self.best.compute_s,
+            "closed_form": self.closed.to_dict(),
+            "rows": [
+                {
+                    "bucket_mb": mb,
+                    "n_buckets": r.n_collectives,
+                    "step_time_s": r.step_time_s,
+                    "step_time_p10_s": r.step_time_p10_s,
+                    "step_time_p90_s": r.step_time_p90_s,
+                    "overhead_s": r.overhead_s,
+                }
+                for mb, r in zip(self.bucket_mb, self.rows)
+            ],
+        }
+
+
+def sweep(
+    profile: GradProfile,
+    cost: CostModel,
+    strategy: StrategySpec,
+    world_size: int,
+    bucket_mb: Sequence[float] | None = None,
+    **predict_kw: Any,
+) -> SweepResult:
+    """Predict every bucket size of the grid (default: ``default_grid_mb``) for a bucketed strategy."""
+    if strategy.name not in ("bucketed", "torch-ddp", "sharded"):
+        raise ValueError(f"a bucket sweep needs a bucketed strategy (bucketed, torch-ddp, sharded), not {strategy.name!r}")
+    grid = list(bucket_mb) if bucket_mb is not None else default_grid_mb(profile)
+    rows = tuple(predict(profile, cost, replace(strategy, bucket_mb=mb, bucket_cap_mb_list=None), world_size, **predict_kw) for mb in grid)
+    best = min(range(len(rows)), key=lambda k: (rows[k].step_time_s, -grid[k]))
+    # closed form with the all-reduce (o, w) at this world size, for the algorithm chosen at the best size
+    o_s, w = cost.linear_at(world_size, msg_bytes=grid[best] * MIB)
+    return SweepResult(
+        strategy=strategy,
+        world_size=world_size,
+        total_grad_bytes=profile.total_grad_bytes,
+        rows=rows,
+        bucket_mb=tuple(grid),
+        best_index=best,
+        closed=closed_form(profile.total_grad_bytes, o_s, w),
+        cost_label=cost.label,
+    )
