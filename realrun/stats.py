@@ -1,0 +1,88 @@
+"""Summaries of raw per-iteration times (seconds); the raw list is always kept beside them.
+
+Percentiles use linear interpolation between order statistics (numpy's
+default, ``method="linear"``): for sorted ``x`` of length ``n`` the ``q``
+quantile sits at position ``q * (n - 1)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence
+
+
+def percentile(times_s: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0..100) with linear interpolation."""
+    if not times_s:
+        raise ValueError("percentile of an empty list of times")
+    if not 0.0 <= q <= 100.0:
+        raise ValueError(f"percentile must be in [0, 100], got {q}")
+    xs = sorted(float(t) for t in times_s)
+    pos = (len(xs) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+@dataclass(frozen=True)
+class TimeSummary:
+    """Median and spread of ``n`` timed iterations, all in seconds."""
+
+    n: int
+    median_s: float
+    mean_s: float
+    min_s: float
+    max_s: float
+    p10_s: float
+    p25_s: float
+    p75_s: float
+    p90_s: float
+    std_s: float
+
+    @property
+    def iqr_s(self) -> float:
+        return self.p75_s - self.p25_s
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["iqr_s"] = self.iqr_s
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "TimeSummary":
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
+
+
+def summarize(times_s: Sequence[float]) -> TimeSummary:
+    """Summary of raw per-iteration times; raises ``ValueError`` for an empty or non-finite list."""
+    xs = [float(t) for t in times_s]
+    if not xs:
+        raise ValueError("no timed iterations to summarize")
+    if not all(math.isfinite(t) for t in xs):
+        raise ValueError("times must be finite numbers of seconds")
+    n = len(xs)
+    mean = sum(xs) / n
+    std = math.sqrt(sum((t - mean) ** 2 for t in xs) / (n - 1)) if n > 1 else 0.0
+    return TimeSummary(
+        n=n,
+        median_s=percentile(xs, 50),
+        mean_s=mean,
+        min_s=min(xs),
+        max_s=max(xs),
+        p10_s=percentile(xs, 10),
+        p25_s=percentile(xs, 25),
+        p75_s=percentile(xs, 75),
+        p90_s=percentile(xs, 90),
+        std_s=std,
+    )
+
+
+def max_over_ranks(per_rank_times_s: Sequence[Sequence[float]]) -> list[float]:
+    """Per iteration, the slowest rank's time (a collective is done when its last rank is)."""
+    if not per_rank_times_s:
+        raise ValueError("no ranks' times given")
+    lengths = {len(ts) for ts in per_rank_times_s}
+    if len(lengths) != 1:
+        raise ValueError(f"ranks timed different numbers of iterations: {sorted(lengths)}")
+    return [max(ts) for ts in zip(*per_rank_times_s)]
