@@ -1,0 +1,350 @@
+"""``ddpsim predict`` and ``ddpsim sweep``: the simulator's commands (no torch, answers in well under a second)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .network import CostModel, NetworkSpec, list_networks, load_network
+from .profile import GradProfile
+from .strategies import STRATEGIES, StrategySpec
+
+MIB = 1024 * 1024
+DEFAULT_NETWORK = "nccl-h100-ib"
+
+
+# ---- argument types (argparse turns their ValueError/ArgumentTypeError into exit 2) ----
+def positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return v
+
+
+def nonneg_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return v
+
+
+def positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return v
+
+
+def float_list(text: str) -> list[float]:
+    out = []
+    for part in text.split(","):
+        out.append(positive_float(part.strip()))
+    return out
+
+
+# ---- shared options ---------------------------------------------------------------
+def add_model_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("model")
+    g.add_argument(
+        "--model",
+        default=None,
+        help="built-in model name (see `ddpsim models`) or a profile JSON written by `ddpsim profile` "
+        "(default: the profile in --params, else gpt2-small)",
+    )
+    g.add_argument("--batch-size", type=positive_int, default=None, help="per-rank batch size (built-in models; default: the model's)")
+    g.add_argument("--device", default=None, help="device spec for FLOP-based compute (default: h100-sxm); see `ddpsim models`")
+    g.add_argument(
+        "--compute-scale", type=positive_float, default=1.0, help="multiply every compute time by this factor (default 1)"
+    )
+
+
+def add_network_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("network (a preset, a calibration, or o and w given directly)")
+    g.add_argument("--network", default=None, help=f"preset name or JSON file (default {DEFAULT_NETWORK}); built-in: {', '.join(list_networks())}")
+    g.add_argument("--params", default=None, help="fitted parameters from `ddpsim calibrate` (cost model and, unless --model is given, the profile)")
+    g.add_argument("--o-us", type=nonneg_float, default=None, help="per-call all-reduce overhead o, microseconds (overrides the preset)")
+    g.add_argument("--w-gbps", type=positive_float, default=None, help="all-reduce algorithm bandwidth w, GB/s = 1e9 B/s (overrides the preset)")
+    g.add_argument("--channels", type=positive_int, default=None, help="collectives in flight at once (NCCL 1, gloo 2; default from the preset)")
+    g.add_argument("--contention", type=nonneg_float, default=None, help="compute slowdown while communicating: compute runs 1+c times slower (default 0 or fitted)")
+
+
+def add_strategy_args(p: argparse.ArgumentParser, sweep: bool = False) -> None:
+    g = p.add_argument_group("strategy")
+    g.add_argument("--strategy", choices=STRATEGIES, default="torch-ddp", help="data-parallel strategy (default torch-ddp)")
+    if sweep:
+        g.add_argument("--bucket-mb", type=float_list, default=None, help="explicit bucket sizes in MiB, e.g. 1,4,25,100")
+    else:
+        g.add_argument(
+            "--bucket-mb",
+            type=positive_float,
+            default=None,
+            help="bucket size in MiB as torch's bucket_cap_mb (torch-ddp: unset = 25 MiB with a 1 MiB first bucket)",
+        )
+        g.add_argument("--bucket-mb-list", type=float_list, default=None, help="per-bucket caps in MiB (torch 2.13 bucket_cap_mb_list), e.g. 1,4,25")
+    g.add_argument("--find-unused-parameters", action="store_true", help="torch DDP find_unused_parameters=True (no bucket rebuild)")
+    g.add_argument("--static-graph", action="store_true", help="torch DDP static_graph=True")
+    g.add_argument("--gradient-as-bucket-view", action="store_true", help="torch DDP gradient_as_bucket_view=True (no copy-out)")
+    g.add_argument("--accum-steps", type=positive_int, default=1, help="micro-batches per step with no_sync() on all but the last (default 1)")
+
+
+def add_sim_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("simulation")
+    g.add_argument("--world-size", type=int, default=8, help="number of ranks p (default 8)")
+    g.add_argument("--ranks", type=positive_int, default=1, help="ranks simulated explicitly (default 1 stands for all)")
+    g.add_argument("--jitter", type=nonneg_float, default=0.0, help="per-rank compute jitter, lognormal sigma (default 0)")
+    g.add_argument("--repeats", type=positive_int, default=9, help="seeded repetitions when jitter > 0 (default 9)")
+    g.add_argument("--seed", type=int, default=0)
+
+
+# ---- resolution -------------------------------------------------------------------
+def _read_json(path: str, what: str) -> Any:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ValueError(f"cannot read {what} {p}: {e.strerror}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{what} {p} is not valid JSON: {e.msg} at line {e.lineno}") from None
+
+
+def resolve_profile(args: argparse.Namespace, params: dict[str, Any] | None = None) -> GradProfile:
+    """The profile: --model (built-in name or profile JSON), else the one in --params, else gpt2-small."""
+    model = args.model
+    if model is None and params is not None and params.get("profile"):
+        prof = GradProfile.from_dict(params["profile"])
+        measured = True
+    elif model is not None and (model.endswith(".json") or Path(model).is_file()):
+        prof = GradProfile.load(model)
+        measured = True
+    else:
+        from . import zoo
+
+        spec = zoo.load_model_spec(model or "gpt2-small")
+        device = zoo.load_device(args.device or zoo.DEFAULT_DEVICE)
+        prof = zoo.profile_from_flops(spec, device, batch_size=args.batch_size)
+        measured = False
+    if measured and args.batch_size is not None:
+        raise ValueError("--batch-size applies to built-in models; a measured profile has its own batch size")
+    if args.compute_scale != 1.0:
+        prof = prof.scaled(args.compute_scale)
+    return prof
+
+
+def resolve_cost(args: argparse.Namespace, world_size: int, params: dict[str, Any] | None = None) -> CostModel:
+    overrides: dict[str, Any] = {}
+    if args.channels is not None:
+        overrides["channels"] = args.channels
+    if args.contention is not None:
+        overrides["contention"] = args.contention
+    if params is not None and args.network is None:
+        if "cost_model" not in params:
+            raise ValueError("params file lacks a 'cost_model' block")
+        cost = CostModel.from_dict(params["cost_model"])
+    else:
+        cost = CostModel.from_network(load_network(args.network or DEFAULT_NETWORK))
+    if args.o_us is not None or args.w_gbps is not None:
+        o_s, w = cost.linear_at(world_size)
+        o_s = args.o_us * 1e-6 if args.o_us is not None else o_s
+        w = args.w_gbps * 1e9 if args.w_gbps is not None else w
+        # o and w given for this world size: no extrapolation
+        cost = replace(cost, o_s=o_s, w_bytes_per_s=w, ref_world_size=world_size, network=None)
+    return replace(cost, **overrides) if overrides else cost
+
+
+def resolve_strategy(args: argparse.Namespace) -> StrategySpec:
+    return StrategySpec(
+        name=args.strategy,
+        bucket_mb=getattr(args, "bucket_mb", None),
+        bucket_cap_mb_list=tuple(args.bucket_mb_list) if getattr(args, "bucket_mb_list", None) else None,
+        find_unused_parameters=args.find_unused_parameters,
+        static_graph=args.static_graph,
+        gradient_as_bucket_view=args.gradient_as_bucket_view,
+        accum_steps=args.accum_steps,
+        first_step=getattr(args, "first_step", False),
+    )
+
+
+def _resolve_all(args: argparse.Namespace) -> tuple[GradProfile, CostModel, int]:
+    if not isinstance(args.world_size, int) or args.world_size < 1:
+        raise ValueError(f"--world-size must be >= 1, got {args.world_size}")
+    params = _read_json(args.params, "params file") if args.params else None
+    if params is not None and not isinstance(params, dict):
+        raise ValueError(f"params file {args.params} must hold a JSON object")
+    return resolve_profile(args, params), resolve_cost(args, args.world_size, params), args.world_size
+
+
+# ---- output -----------------------------------------------------------------------
+def _ms(s: float) -> str:
+    return f"{s * 1e3:10.3f}"
+
+
+def strategy_label(s: StrategySpec) -> str:
+    if s.bucket_cap_mb_list:
+        return f"{s.name} bucket_cap_mb_list={list(s.bucket_cap_mb_list)}"
+    if s.name in ("torch-ddp", "sharded"):
+        return f"{s.name} bucket_cap_mb={s.bucket_mb if s.bucket_mb is not None else 'unset (25, first 1 MiB)'}"
+    if s.name == "bucketed":
+        return f"bucketed bucket_mb={s.bucket_mb}"
+    return s.name
+
+
+def print_prediction(res: Any, prof: GradProfile, out=sys.stdout) -> None:
+    w = out.write
+    w(
+        f"{prof.model}: {sum(p.numel for p in prof.trainable) / 1e6:.1f}M params, "
+        f"{res.total_grad_bytes / MIB:.1f} MiB of gradients, {prof.source} compute\n"
+    )
+    w(f"{res.world_size} ranks, {strategy_label(res.strategy)}, network {res.cost_label}\n\n")
+    w(f"  step time      {_ms(res.step_time_s)} ms")
+    if res.repeats > 1:
+        w(f"   (p10 {res.step_time_p10_s * 1e3:.3f}, p90 {res.step_time_p90_s * 1e3:.3f} over {res.repeats} seeds)")
+    w("\n")
+    w(f"  compute        {_ms(res.compute_s)} ms   (no communication)\n")
+    share = res.overhead_s / res.step_time_s * 100 if res.step_time_s else 0.0
+    w(f"  exposed comm   {_ms(res.overhead_s)} ms   ({share:.1f}% of the step)\n")
+    w(f"  comm busy      {_ms(res.comm_busy_s)} ms   ({res.n_collectives} collectives)\n\n")
+    rows = res.rows
+    show = rows if len(rows) <= 24 else rows[:12] + rows[-12:]
+    w(f"  {'#':>4} {'name':<28} {'MiB':>9} {'params':>6} {'ready ms':>10} {'start ms':>10} {'end ms':>10}\n")
+    for k, r in enumerate(show):
+        if len(rows) > 24 and k == 12:
+            w(f"  {'...':>4} ({len(rows) - 24} more)\n")
+        w(
+            f"  {r.index:>4} {r.name[:28]:<28} {r.msg_bytes / MIB:>9.3f} {r.n_params:>6} "
+            f"{r.ready_s * 1e3:>10.3f} {r.start_s * 1e3:>10.3f} {r.end_s * 1e3:>10.3f}\n"
+        )
+
+
+# ---- commands ---------------------------------------------------------------------
+def cmd_predict(args: argparse.Namespace) -> int:
+    from .predict import predict
+
+    prof, cost, p = _resolve_all(args)
+    spec = resolve_strategy(args)
+    res = predict(
+        prof, cost, spec, p, ranks=args.ranks, jitter_sigma=args.jitter, repeats=args.repeats, seed=args.seed,
+        record_events=bool(args.trace),
+    )
+    first = None
+    if spec.name in ("torch-ddp", "sharded") and not spec.first_step and not spec.bucket_cap_mb_list:
+        first = predict(prof, cost, replace(spec, first_step=True), p, ranks=args.ranks, jitter_sigma=args.jitter, repeats=args.repeats, seed=args.seed)
+    if args.trace:
+        from .trace import write_chrome_trace
+
+        write_chrome_trace(args.trace, res.events, {"model": prof.model, "strategy": spec.to_dict(), "world_size": p})
+    if args.json:
+        d = res.to_dict()
+        d["first_step_time_s"] = first.step_time_s if first else None
+        d["trace"] = args.trace
+        json.dump(d, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print_prediction(res, prof)
+        if first is not None:
+            print(f"\n  first step (one bucket before DDP's rebuild): {first.step_time_s * 1e3:.3f} ms")
+        if args.trace:
+            print(f"  trace: {args.trace} (open in https://ui.perfetto.dev)")
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from .sweep import default_grid_mb, log_grid_mb, sweep
+
+    prof, cost, p = _resolve_all(args)
+    spec = resolve_strategy(args)
+    if spec.name not in ("bucketed", "torch-ddp", "sharded"):
+        raise ValueError(f"--strategy {spec.name} has no bucket size to sweep; use bucketed, torch-ddp or sharded")
+    if args.bucket_mb:
+        grid = sorted(args.bucket_mb)
+    elif args.grid:
+        try:
+            lo, hi, n = args.grid.split(":")
+            grid = log_grid_mb(float(lo), float(hi), int(n))
+        except ValueError as e:
+            raise ValueError(f"--grid must be LO:HI:N in MiB (e.g. 0.1:1000:64): {e}") from None
+    else:
+        grid = default_grid_mb(prof, args.points)
+    res = sweep(prof, cost, replace(spec, bucket_mb=grid[0]), p, grid, ranks=args.ranks, jitter_sigma=args.jitter, repeats=args.repeats, seed=args.seed)
+    if args.plot:
+        from .sweep_plot import plot_sweep
+
+        plot_sweep(res.to_dict(), args.plot)
+    if args.json:
+        d = res.to_dict()
+        d["plot"] = args.plot
+        json.dump(d, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    out = sys.stdout.write
+    out(f"{prof.model}: {res.total_grad_bytes / MIB:.1f} MiB of gradients, {p} ranks, {spec.name}, network {res.cost_label}\n")
+    out(f"compute (no communication) {res.best.compute_s * 1e3:.3f} ms\n\n")
+    out(f"  {'bucket MiB':>11} {'buckets':>7} {'step ms':>11} {'exposed ms':>11}\n")
+    for mb, r in zip(res.bucket_mb, res.rows):
+        mark = "  <- best" if r is res.best else ""
+        out(f"  {mb:>11.4g} {r.n_collectives:>7} {r.step_time_s * 1e3:>11.3f} {r.overhead_s * 1e3:>11.3f}{mark}\n")
+    cf = res.closed
+    out(f"\nbest bucket: {res.best_bucket_mb:.4g} MiB -> step {res.best.step_time_s * 1e3:.3f} ms, exposed {res.best.overhead_s * 1e3:.3f} ms\n")
+    out(
+        f"closed form (o={cf.o_s * 1e6:.1f} us, w={cf.w_bytes_per_s / 1e9:.3g} GB/s, s={cf.total_grad_bytes / MIB:.1f} MiB): "
+        f"b* = sqrt(s w o) = {cf.best_bucket_mb:.4g} MiB, T_min = 2 sqrt(s o / w) = {cf.t_min_s * 1e3:.3f} ms\n"
+    )
+    if args.plot:
+        out(f"plot: {args.plot}\n")
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from . import zoo
+
+    print("models:")
+    for name in zoo.list_models():
+        print(f"  {name}")
+    print("devices:")
+    for name in zoo.list_devices():
+        print(f"  {name}")
+    print("networks:")
+    for name in list_networks():
+        net: NetworkSpec = load_network(name)
+        print(f"  {name:<16} {net.description}")
+    return 0
+
+
+def add_commands(sub: Any) -> None:
+    p = sub.add_parser("predict", help="predict one step's time and exposed communication", description=cmd_predict.__doc__)
+    add_model_args(p)
+    add_network_args(p)
+    add_strategy_args(p)
+    add_sim_args(p)
+    p.add_argument("--first-step", action="store_true", help="model DDP's first iteration (one bucket) instead of the steady state")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--trace", default=None, metavar="OUT.json", help="write the predicted step as a Chrome trace")
+    p.set_defaults(func=cmd_predict)
+
+    s = sub.add_parser("sweep", help="predict step time over bucket sizes and find the best one")
+    add_model_args(s)
+    add_network_args(s)
+    add_strategy_args(s, sweep=True)
+    add_sim_args(s)
+    s.add_argument("--points", type=positive_int, default=64, help="grid points (default 64, log-spaced)")
+    s.add_argument("--grid", default=None, metavar="LO:HI:N", help="explicit log grid in MiB")
+    s.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    s.add_argument("--plot", default=None, metavar="OUT.png", help="write step time and exposed overhead vs bucket size")
+    s.set_defaults(func=cmd_sweep)
+
+    m = sub.add_parser("models", help="list built-in models, devices and networks")
+    m.set_defaults(func=cmd_models)

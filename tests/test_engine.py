@@ -1,0 +1,156 @@
+"""The event model on cases small enough to work out by hand."""
+
+import pytest
+
+from simulator.engine import simulate_step
+from simulator.network import CostModel
+from simulator.predict import predict
+from simulator.profile import GradProfile, ParamSpec
+from simulator.strategies import StrategySpec, comm_plan
+
+# Three parameters registered a, b, c; backward produces c, b, a.
+# Sizes 1000 B, 2000 B, 1000 B; backward compute 1.0 s (c), 2.0 s (b), 1.0 s (a);
+# forward 0.5 s, optimizer 0.25 s. Linear cost o = 0.5 s, w = 1000 B/s:
+# T(1000 B) = 1.5 s, T(2000 B) = 2.5 s.
+PROF = GradProfile(
+    "three",
+    (ParamSpec("a", 250, bwd_s=1.0), ParamSpec("b", 500, bwd_s=2.0), ParamSpec("c", 250, bwd_s=1.0)),
+    forward_s=0.5,
+    optimizer_s=0.25,
+)
+
+
+def run(strategy, channels=1, shared=True, contention=0.0, accum=1, **kw):
+    cost = CostModel.linear(0.5, 1000.0, channels=channels, shared_bandwidth=shared, contention=contention)
+    spec = StrategySpec(strategy, accum_steps=accum, **kw)
+    return simulate_step(PROF, comm_plan(PROF, spec, 2), cost, 2, accum_steps=accum, record=True)
+
+
+def test_exact_event_log_individual_serial_channel():
+    out = run("individual")
+    # c ready at 1.5 -> all-reduce [1.5, 3.0]; b ready at 3.5 -> [3.5, 6.0];
+    # a ready at 4.5 but the channel is busy until 6.0 -> [6.0, 7.5]; optimizer [7.5, 7.75].
+    assert [(e[4], e[0], e[1]) for e in out.events] == [
+        ("forward", 0.0, 0.5),
+        ("c", 0.5, 1.5),
+        ("c", 1.5, 3.0),
+        ("b", 1.5, 3.5),
+        ("a", 3.5, 4.5),
+        ("b", 3.5, 6.0),
+        ("wait for communication", 4.5, 7.5),
+        ("a", 6.0, 7.5),
+        ("optimizer", 7.5, 7.75),
+    ]
+    assert [e[3] for e in out.events if e[4] == "c"] == ["backward", "allreduce"]
+    assert out.step_time_s == 7.75
+
+
+def test_gloo_two_channels_versus_nccl_one():
+    nccl = run("individual", channels=1)
+    # gloo, 2 threads, bandwidth not shared: a's all-reduce runs beside b's, [4.5, 6.0]; step 6.0 + 0.25
+    gloo_free = run("individual", channels=2, shared=False)
+    # gloo, bandwidth shared: b's transfer (2.0 s) starts at 4.0; a's latency [4.5, 5.0], then both
+    # transfers share: b has 1.0 s left, a 1.0 s, each at half speed -> both end at 7.0; step 7.25
+    gloo_shared = run("individual", channels=2, shared=True)
+    assert (nccl.step_time_s, gloo_free.step_time_s, gloo_shared.step_time_s) == (7.75, 6.25, 7.25)
+
+
+def test_contention_slows_compute_while_communicating():
+    out = run("individual", contention=1.0)
+    # c: [0.5, 1.5]; all-reduce c [1.5, 3.0]. b needs 2.0 s of work from 1.5: half speed until 3.0
+    # (0.75 done), full speed for the remaining 1.25 -> 4.25. all-reduce b [4.25, 6.75].
+    # a: 1.0 s of work at half speed -> 6.25; all-reduce a waits for the channel: [6.75, 8.25].
+    # optimizer [8.25, 8.5].
+    assert [(e[4], e[0], e[1]) for e in out.events if e[3] in ("backward", "allreduce")] == [
+        ("c", 0.5, 1.5),
+        ("c", 1.5, 3.0),
+        ("b", 1.5, 4.25),
+        ("a", 4.25, 6.25),
+        ("b", 4.25, 6.75),
+        ("a", 6.75, 8.25),
+    ]
+    assert out.step_time_s == 8.5
+
+
+def test_naive_blocks_per_parameter_after_backward():
+    out = run("naive")
+    # backward ends at 4.5; a, b, c reduced one after another in registration order: 1.5 + 2.5 + 1.5
+    assert out.step_time_s == 4.5 + 5.5 + 0.25
+    assert [e[4] for e in out.events if e[3] == "allreduce"] == ["a", "b", "c"]
+
+
+def test_no_sync_accumulation_communicates_once():
+    out = run("flat", accum=3)
+    # 3 x (forward 0.5 + backward 4.0) = 13.5, then one all-reduce of 4000 B = 0.5 + 4.0, then optimizer
+    assert out.step_time_s == 13.5 + 4.5 + 0.25
+    assert len([e for e in out.events if e[3] == "allreduce"]) == 1
+
+
+def test_torch_ddp_first_step_is_one_bucket_and_launch_is_in_index_order():
+    # cap 1500 B = 0.00143 MiB: rebuilt in ready order c (1000), b (2000 -> 3000 >= 1500 closes), a
+    mb = 1500 / 2**20
+    steady = run("torch-ddp", bucket_mb=mb)
+    first = run("torch-ddp", bucket_mb=mb, first_step=True)
+    assert [r.n_params for r in steady.rows] == [2, 1]
+    assert [r.n_params for r in first.rows] == [3]
+    # first step: everything after backward (4.5) in one call of 4000 B: 0.5 + 4.0; + optimizer
+    assert first.step_time_s == 4.5 + 4.5 + 0.25
+    # steady: bucket0 (c, b: 3000 B) ready 3.5 -> [3.5, 7.0]; bucket1 (a) ready 4.5 -> [7.0, 8.5]
+    assert [(r.start_s, r.end_s) for r in steady.rows] == [(3.5, 7.0), (7.0, 8.5)]
+
+
+def test_in_order_launch_waits_for_lower_buckets():
+    # find_unused_parameters: buckets by registration order, reversed, no rebuild. With a ready order
+    # that differs (a ready first), bucket 0 (= c) is ready last, so nothing launches before it.
+    prof = GradProfile("p", PROF.params, ready_order=(0, 1, 2), forward_s=0.5, optimizer_s=0.25)
+    cost = CostModel.linear(0.5, 1000.0)
+    spec = StrategySpec("torch-ddp", bucket_mb=500 / 2**20, find_unused_parameters=True)
+    out = simulate_step(prof, comm_plan(prof, spec, 2), cost, 2)
+    # buckets (c), (b), (a); backward a [0.5,1.5], b [1.5,3.5], c [3.5,4.5]; all three launch at 4.5
+    assert [r.name for r in out.rows] == ["bucket0", "bucket1", "bucket2"]
+    assert [r.ready_s for r in out.rows] == [4.5, 4.5, 4.5]
+    assert out.step_time_s == 4.5 + 1.5 + 2.5 + 1.5 + 0.25
+
+
+def test_sharded_adds_broadcasts_after_a_partial_optimizer_step():
+    mb = 1e6 / 2**20  # one bucket
+    ddp = run("torch-ddp", bucket_mb=mb)
+    zero = run("sharded", bucket_mb=mb)
+    # optimizer on half the parameters (p = 2): 0.125 s; then broadcasts of a, b, c at busbw = w * 2(p-1)/p = w
+    assert zero.step_time_s == pytest.approx(ddp.step_time_s - 0.25 + 0.125 + 1.5 + 2.5 + 1.5)
+
+
+def test_world_size_one_has_no_communication():
+    res = predict(PROF, CostModel.linear(0.5, 1000.0), StrategySpec("individual"), 1)
+    assert res.step_time_s == res.compute_s == 4.75 and res.overhead_s == 0
+
+
+def test_jitter_max_of_ranks_grows_with_world_size():
+    cost = CostModel.linear(0.5, 1000.0)
+    small = predict(PROF, cost, StrategySpec("individual"), 2, jitter_sigma=0.1, repeats=15, seed=1)
+    big = predict(PROF, cost, StrategySpec("individual"), 4096, jitter_sigma=0.1, repeats=15, seed=1)
+    explicit = predict(PROF, cost, StrategySpec("individual"), 8, ranks=8, jitter_sigma=0.1, repeats=15, seed=1)
+    # the slowest of 4096 ranks (about +3.5 sigma) is slower than the slowest of 2
+    assert big.step_time_s > small.step_time_s
+    assert big.step_time_p10_s <= big.step_time_s <= big.step_time_p90_s
+    assert explicit.repeats == 15
+
+
+@pytest.mark.parametrize(
+    "kw, msg",
+    [
+        ({"name": "bogus"}, "unknown strategy"),
+        ({"name": "bucketed", "bucket_mb": -1}, "bucket size must be > 0"),
+        ({"name": "bucketed", "bucket_mb": 0}, "bucket size must be > 0"),
+        ({"name": "bucketed"}, "needs a bucket size"),
+        ({"name": "torch-ddp", "accum_steps": 0}, "accum_steps"),
+    ],
+)
+def test_bad_strategy_input(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        StrategySpec(**kw)
+
+
+def test_bad_world_size():
+    with pytest.raises(ValueError, match="world size"):
+        predict(PROF, CostModel.linear(0.5, 1000.0), StrategySpec("flat"), 0)
