@@ -1,0 +1,55 @@
+"""``python -m realrun COMMAND ...``: realrun's subcommands without the rest of ``ddpsim``.
+
+This is the entry for multi-node runs under torchrun::
+
+    torchrun --nnodes 2 --nproc-per-node 1 --rdzv-endpoint HOST:29500 -m realrun bench-allreduce --sizes 1M:64M
+
+Commands see torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
+MASTER_PORT), join the group from them, gather results on rank 0, and only
+rank 0 prints and writes. Without those variables the commands spawn their
+own ranks, as under ``ddpsim``. Exit codes as ``ddpsim``: 2 bad input, 1 a
+failed run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Sequence
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from .cli import add_commands
+    from .errors import RunFailure
+
+    parser = _Parser(prog="python -m realrun", description="realrun: measurements on real ranks")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    add_commands(sub)
+    args = parser.parse_args(argv)
+    debug = os.environ.get("DDPSIM_DEBUG") == "1"
+    try:
+        return int(args.func(args) or 0)
+    except ValueError as e:
+        if debug:
+            raise
+        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        return 2
+    except RunFailure as e:
+        if debug:
+            raise
+        print(f"{parser.prog}: run failed: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{parser.prog}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

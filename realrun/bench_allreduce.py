@@ -1,0 +1,409 @@
+"""``ddpsim bench-allreduce``: all-reduce (and broadcast) micro-benchmark, nccl-tests style.
+
+For every world size, message size and implementation: ``warmup`` untimed
+calls, then ``iters`` timed calls, each after a barrier, timed per rank with
+``perf_counter`` (CUDA synchronized on GPU); the per-rank lists are gathered
+with ``all_gather_object`` and the time of an iteration is its slowest rank's.
+One JSONL record per point is appended as soon as it is taken.
+
+Definitions follow nccl-tests (``doc/PERFORMANCE.md``): ``algbw = msg_bytes /
+time``; all-reduce ``busbw = algbw * 2(p-1)/p``; broadcast ``busbw = algbw``;
+GB/s means 1e9 bytes/s (fields ``*_gbps``). Sizes follow nccl-tests too:
+``1K`` = ``1KB`` = ``1KiB`` = 1024 bytes (powers of two).
+
+Implementations: ``native`` (``dist.all_reduce``), ``ring`` and ``naive``
+(``realrun.collectives``, by hand over send/recv), ``broadcast``
+(``dist.broadcast`` from rank 0; recorded with kind ``"broadcast"`` so fits
+of ``"allreduce"`` records never mix it in).
+
+This module imports torch only inside the functions that run on ranks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .records import RecordWriter, environment, make_record, read_records
+from .stats import max_over_ranks, summarize
+
+IMPLS = ("native", "ring", "naive", "broadcast")
+DTYPES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
+DEFAULT_SIZES = "1M:1G"
+MAX_MSG_BYTES = 8 << 30
+MAX_WORLD_SIZE = 64
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+_SIZE_RE = re.compile(r"^(\d+(?:\.\d+)?)([KMG]?)(?:I?B)?$", re.IGNORECASE)
+LOOPBACK_BYTES_PER_S = 1.5e9  # rough gloo algbw on this kind of box (DESIGN.md), for iteration counts only
+TIME_BUDGET_S = 1.5  # target timed seconds per point when --iters is not given
+
+
+def parse_size(text: str) -> int:
+    """``"1KB"`` -> 1024: a byte count with an optional K/M/G suffix (powers of two, as nccl-tests)."""
+    m = _SIZE_RE.match(text.strip().replace(" ", ""))
+    if not m:
+        raise ValueError(f"bad message size {text!r}: use a byte count like 4096, 1K, 1KB, 16MB, 1GiB (K = 1024)")
+    value = float(m.group(1)) * _UNITS[m.group(2).upper()]
+    if value != int(value):
+        raise ValueError(f"message size {text!r} is not a whole number of bytes")
+    return int(value)
+
+
+def parse_sizes(text: str) -> tuple[int, ...]:
+    """A comma list of sizes; an item ``A:B`` is A, 2A, 4A ... up to B (``A:B:F`` steps by factor F)."""
+    sizes: list[int] = []
+    for item in text.split(","):
+        if not item.strip():
+            raise ValueError(f"empty item in message sizes {text!r}")
+        parts = item.split(":")
+        if len(parts) == 1:
+            sizes.append(parse_size(parts[0]))
+            continue
+        if len(parts) > 3:
+            raise ValueError(f"bad size range {item!r}: use START:END or START:END:FACTOR")
+        lo, hi = parse_size(parts[0]), parse_size(parts[1])
+        factor = int(parts[2]) if len(parts) == 3 and parts[2].strip().isdigit() else (2 if len(parts) == 2 else 0)
+        if factor < 2:
+            raise ValueError(f"bad size range {item!r}: the factor must be an integer >= 2")
+        if lo < 1 or hi < lo:
+            raise ValueError(f"bad size range {item!r}: need 1 <= START <= END")
+        s = lo
+        while s <= hi:
+            sizes.append(s)
+            s *= factor
+    for s in sizes:
+        if s > MAX_MSG_BYTES:
+            raise ValueError(f"message size {s} bytes is above the {MAX_MSG_BYTES >> 30} GiB this benchmark allows")
+    return tuple(dict.fromkeys(sizes))
+
+
+def parse_world_sizes(text: str) -> tuple[int, ...]:
+    out = []
+    for item in str(text).split(","):
+        try:
+            n = int(item)
+        except ValueError:
+            raise ValueError(f"bad world size {item!r}: use integers like 2 or 2,4,6") from None
+        if not 2 <= n <= MAX_WORLD_SIZE:
+            raise ValueError(f"world size {n} out of range: all-reduce needs 2 to {MAX_WORLD_SIZE} ranks")
+        out.append(n)
+    return tuple(dict.fromkeys(out))
+
+
+def parse_impls(text: str) -> tuple[str, ...]:
+    impls = tuple(dict.fromkeys(s.strip() for s in text.split(",")))
+    bad = [i for i in impls if i not in IMPLS]
+    if bad:
+        raise ValueError(f"unknown implementation {', '.join(map(repr, bad))}: choose from {', '.join(IMPLS)}")
+    return impls
+
+
+def default_iters(msg_bytes: int, link_mbit: float | None = None) -> tuple[int, int]:
+    """(iters, warmup) for one point: about ``TIME_BUDGET_S`` of timed calls, 5 to 200 iterations."""
+    est = estimate_call_s(msg_bytes, link_mbit)
+    iters = int(min(200, max(5, TIME_BUDGET_S / est)))
+    return iters, int(min(10, max(1, iters // 10)))
+
+
+def estimate_call_s(msg_bytes: int, link_mbit: float | None = None) -> float:
+    bw = link_mbit * 1e6 / 8 if link_mbit else LOOPBACK_BYTES_PER_S
+    return 5e-4 + msg_bytes / bw
+
+
+@dataclass(frozen=True)
+class AllreduceBenchSpec:
+    backend: str = "gloo"
+    world_sizes: tuple[int, ...] = (2,)
+    sizes_bytes: tuple[int, ...] = field(default_factory=lambda: parse_sizes(DEFAULT_SIZES))
+    impls: tuple[str, ...] = ("native",)
+    dtype: str = "float32"
+    iters: int | None = None  # None: by size (default_iters)
+    warmup: int | None = None
+    link_mbit: float | None = None
+    timeout_s: float = 600.0
+
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        for s in self.sizes_bytes:
+            if s < DTYPES[self.dtype] or s % DTYPES[self.dtype]:
+                raise ValueError(f"message size {s} bytes is not a positive multiple of {self.dtype}'s {DTYPES[self.dtype]} bytes")
+        if self.iters is not None and self.iters < 1:
+            raise ValueError(f"--iters must be >= 1, got {self.iters}")
+        if self.warmup is not None and self.warmup < 0:
+            raise ValueError(f"--warmup must be >= 0, got {self.warmup}")
+        if self.link_mbit is not None and not self.link_mbit > 0:
+            raise ValueError(f"--link-mbit must be a positive rate in Mbit/s, got {self.link_mbit}")
+
+    def schedule(self, msg_bytes: int) -> tuple[int, int]:
+        iters, warmup = default_iters(msg_bytes, self.link_mbit)
+        return (self.iters if self.iters is not None else iters, self.warmup if self.warmup is not None else warmup)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "AllreduceBenchSpec":
+        return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items()})
+
+
+# ------------------------------------------------------------------ on the ranks
+def measure(ctx: Any, impl: str, count: int, dtype: str, iters: int, warmup: int) -> dict[str, Any]:
+    """One point on every rank; every rank returns all ranks' per-iteration times."""
+    import torch
+    import torch.distributed as dist
+
+    from .collectives import naive_allreduce, ring_allreduce
+
+    ops: dict[str, Callable[[Any], Any]] = {
+        "native": dist.all_reduce,
+        "ring": ring_allreduce,
+        "naive": naive_allreduce,
+        "broadcast": lambda t: dist.broadcast(t, src=0),
+    }
+    op = ops[impl]
+    cuda = ctx.device.startswith("cuda")
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    x = torch.zeros(count, dtype=getattr(torch, dtype), device=ctx.device)  # zeros: sums never overflow
+    for _ in range(warmup):
+        op(x)
+    sync()
+    times = []
+    for _ in range(iters):
+        dist.barrier()
+        sync()
+        t0 = time.perf_counter()
+        op(x)
+        sync()
+        times.append(time.perf_counter() - t0)
+    del x
+    gathered: list[Any] = [None] * ctx.world_size
+    dist.all_gather_object(gathered, times)
+    env = environment(ctx.backend, ctx.world_size, threads_per_rank=torch.get_num_threads(), device=ctx.device)
+    return {"per_rank_times_s": gathered, "env": env}
+
+
+# ------------------------------------------------------------------ records and table
+def point_record(spec: AllreduceBenchSpec, impl: str, world_size: int, msg_bytes: int, iters: int, warmup: int,
+                 measured: dict[str, Any], run_id: str) -> dict[str, Any]:  # fmt: skip
+    times_s = max_over_ranks(measured["per_rank_times_s"])
+    summ = summarize(times_s)
+    algbw = msg_bytes / summ.median_s / 1e9
+    factor = 1.0 if impl == "broadcast" else 2.0 * (world_size - 1) / world_size
+    return make_record(
+        "broadcast" if impl == "broadcast" else "allreduce",
+        measured["env"],
+        run_id=run_id,
+        backend=spec.backend,
+        world_size=world_size,
+        impl=impl,
+        msg_bytes=msg_bytes,
+        count=msg_bytes // DTYPES[spec.dtype],
+        dtype=spec.dtype,
+        iters=iters,
+        warmup=warmup,
+        times_s=times_s,
+        median_s=summ.median_s,
+        p10_s=summ.p10_s,
+        p90_s=summ.p90_s,
+        mean_s=summ.mean_s,
+        min_s=summ.min_s,
+        iqr_s=summ.iqr_s,
+        algbw_gbps=algbw,
+        busbw_gbps=algbw * factor,
+        link_mbit=spec.link_mbit,
+    )
+
+
+def format_table(records: list[dict[str, Any]]) -> str:
+    """nccl-tests style: one block per (backend, world size, link), one row per point."""
+    lines = []
+    key = None
+    for r in records:
+        k = (r["backend"], r["world_size"], r.get("link_mbit"))
+        if k != key:
+            key = k
+            link = f"tbf {r['link_mbit']:g} Mbit/s" if r.get("link_mbit") else "local"
+            lines.append(f"# backend {r['backend']}, world size {r['world_size']}, link {link}; "
+                         "GB/s = 1e9 B/s, busbw = algbw*2(p-1)/p (broadcast: algbw)")  # fmt: skip
+            lines.append(f"#{'impl':>9} {'size':>12} {'count':>11} {'type':>8} {'time(us)':>11} "
+                         f"{'algbw(GB/s)':>11} {'busbw(GB/s)':>11} {'p10(us)':>10} {'p90(us)':>10} {'iters':>6}")  # fmt: skip
+        lines.append(
+            f"{r['impl']:>10} {r['msg_bytes']:>12} {r['count']:>11} {r['dtype']:>8} {r['median_s'] * 1e6:>11.1f} "
+            f"{r['algbw_gbps']:>11.3f} {r['busbw_gbps']:>11.3f} {r['p10_s'] * 1e6:>10.1f} {r['p90_s'] * 1e6:>10.1f} "
+            f"{r['iters']:>6}"
+        )
+    return "\n".join(lines)
+
+
+def _human(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
+
+
+def sweep(spec: AllreduceBenchSpec, world_size: int, call: Callable[..., dict[str, Any]], writer: RecordWriter,
+          progress: bool, run_id: str, t_start: float) -> list[dict[str, Any]]:  # fmt: skip
+    """Every (size, impl) point at one world size; ``call(impl, count, dtype, iters, warmup)`` measures one."""
+    records = []
+    for msg_bytes in spec.sizes_bytes:
+        for impl in spec.impls:
+            iters, warmup = spec.schedule(msg_bytes)
+            t0 = time.monotonic()
+            measured = call(impl, msg_bytes // DTYPES[spec.dtype], spec.dtype, iters, warmup)
+            rec = point_record(spec, impl, world_size, msg_bytes, iters, warmup, measured, run_id)
+            writer.write(rec)
+            records.append(rec)
+            if progress:
+                print(f"bench-allreduce: p={world_size} {impl} {_human(msg_bytes)}: median "
+                      f"{rec['median_s'] * 1e3:.3f} ms, {rec['algbw_gbps']:.3f} GB/s, {iters} iters in "
+                      f"{time.monotonic() - t0:.1f} s (elapsed {time.monotonic() - t_start:.1f} s)",
+                      file=sys.stderr, flush=True)  # fmt: skip
+    return records
+
+
+def estimate_total_s(spec: AllreduceBenchSpec) -> float:
+    total = 0.0
+    for p in spec.world_sizes:
+        for s in spec.sizes_bytes:
+            iters, warmup = spec.schedule(s)
+            total += len(spec.impls) * (iters + warmup) * estimate_call_s(s, spec.link_mbit) * max(1.0, p / 2)
+    return total
+
+
+def run_spawned(spec: AllreduceBenchSpec, out: str | None, progress: bool = True) -> list[dict[str, Any]]:
+    """Run the benchmark on ranks spawned here (one pool per world size); returns the records."""
+    from contextlib import nullcontext
+
+    from .launch import RankPool
+    from .netns import EmulatedNetwork
+
+    run_id = uuid.uuid4().hex[:12]
+    t_start = time.monotonic()
+    records: list[dict[str, Any]] = []
+    with RecordWriter(out) as writer:
+        for p in spec.world_sizes:
+            net = EmulatedNetwork(p, spec.link_mbit) if spec.link_mbit else nullcontext()
+            with net as n:
+                pool_kwargs = n.pool_kwargs() if n is not None else {}
+                with RankPool(p, spec.backend, timeout_s=spec.timeout_s, **pool_kwargs) as pool:
+                    call = lambda *a: pool.run(measure, *a)[0]  # noqa: E731
+                    records += sweep(spec, p, call, writer, progress, run_id, t_start)
+    return records
+
+
+def run_torchrun_rank(ctx: Any, spec: AllreduceBenchSpec, out: str | None) -> list[dict[str, Any]]:
+    """The benchmark on a rank started by torchrun; rank 0 writes and reports."""
+    run_id_box = [uuid.uuid4().hex[:12] if ctx.rank == 0 else None]
+    import torch.distributed as dist
+
+    dist.broadcast_object_list(run_id_box, src=0)
+    lead = ctx.rank == 0
+    with RecordWriter(out if lead else None) as writer:
+        call = lambda *a: measure(ctx, *a)  # noqa: E731
+        return sweep(spec, ctx.world_size, call, writer, lead, run_id_box[0], time.monotonic())
+
+
+# ------------------------------------------------------------------ command line
+SIZES_HELP = (
+    "message sizes: a comma list of byte counts with K/M/G suffixes (powers of two as in nccl-tests: "
+    "1K = 1KB = 1KiB = 1024 bytes), an item START:END[:FACTOR] meaning START, START*2, ... up to END. "
+    f"Default {DEFAULT_SIZES} (1 MiB to 1 GiB, 11 sizes): 1 GiB takes about a second per call on a laptop, "
+    "so iterations are scaled down with size (5 to 200 per point, about 1.5 s of timed calls each)"
+)
+
+
+def add_arguments(p: Any) -> None:
+    p.add_argument("--backend", default="gloo", choices=("gloo", "nccl"), help="gloo (CPU) or nccl (GPU); default gloo")
+    p.add_argument("--world-size", default=None, help="ranks: 2, 4, 6 or a list like 2,4,6 (default 2; under torchrun: its world)")
+    p.add_argument("--sizes", default=DEFAULT_SIZES, help=SIZES_HELP)
+    p.add_argument("--impl", default="native", help=f"comma list of {', '.join(IMPLS)} (default native)")
+    p.add_argument("--dtype", default="float32", choices=tuple(DTYPES), help="element type (default float32)")
+    p.add_argument("--iters", type=int, default=None, help="timed iterations per point (default: by size)")
+    p.add_argument("--warmup", type=int, default=None, help="untimed iterations per point (default: by size)")
+    p.add_argument("--out", default=None, help="append one JSONL record per point to this file, as taken")
+    p.add_argument("--plot", default=None, metavar="PNG", help="draw time vs size (log-log) from the records")
+    p.add_argument("--from", dest="from_records", default=None, metavar="JSONL",
+                   help="with --plot: plot this records file and run nothing")  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print the records as JSON instead of the table")
+    p.add_argument("--link-mbit", type=float, default=None,
+                   help="emulate a link of this many Mbit/s per rank (network namespaces + tbf; root only)")  # fmt: skip
+    p.add_argument("--timeout-s", type=float, default=600.0, help="a point that takes longer fails the run (default 600)")
+
+
+def spec_from_args(args: Any, world_sizes: tuple[int, ...]) -> AllreduceBenchSpec:
+    return AllreduceBenchSpec(
+        backend=args.backend,
+        world_sizes=world_sizes,
+        sizes_bytes=parse_sizes(args.sizes),
+        impls=parse_impls(args.impl),
+        dtype=args.dtype,
+        iters=args.iters,
+        warmup=args.warmup,
+        link_mbit=args.link_mbit,
+        timeout_s=args.timeout_s,
+    )
+
+
+def _report(records: list[dict[str, Any]], args: Any) -> None:
+    if args.json:
+        print(json.dumps(records))
+    else:
+        print(format_table(records))
+    if args.plot:
+        from .plot_allreduce import plot_allreduce
+
+        plot_allreduce(records, args.plot)
+        print(f"bench-allreduce: plot written to {args.plot}", file=sys.stderr)
+
+
+def main(args: Any) -> int:
+    """Handler of ``ddpsim bench-allreduce`` (and ``python -m realrun bench-allreduce``)."""
+    from .launch import run_under_torchrun, torchrun_env_present
+
+    if args.from_records is not None:
+        if not args.plot:
+            raise ValueError("--from only plots: give --plot PNG too")
+        records = [r for r in read_records(args.from_records) if r.get("kind") in ("allreduce", "broadcast")]
+        if not records:
+            raise ValueError(f"{args.from_records} holds no allreduce or broadcast records")
+        from .plot_allreduce import plot_allreduce
+
+        plot_allreduce(records, args.plot)
+        print(f"bench-allreduce: plot of {len(records)} records written to {args.plot}", file=sys.stderr)
+        return 0
+    if torchrun_env_present():
+        import os
+
+        world = int(os.environ["WORLD_SIZE"])
+        if args.world_size is not None and parse_world_sizes(args.world_size) != (world,):
+            raise ValueError(f"--world-size {args.world_size} disagrees with torchrun's WORLD_SIZE={world}")
+        if args.link_mbit is not None:
+            raise ValueError("--link-mbit emulates links between spawned ranks; it cannot be used under torchrun")
+        spec = spec_from_args(args, (world,))
+        records = run_under_torchrun(run_torchrun_rank, spec, args.out, backend=args.backend)
+        if int(os.environ["RANK"]) == 0:
+            _report(records, args)
+        return 0
+    spec = spec_from_args(args, parse_world_sizes(args.world_size or "2"))
+    if spec.link_mbit is not None:
+        from .netns import NetnsUnavailable, require_netns
+
+        try:
+            require_netns()
+        except NetnsUnavailable as e:
+            print(f"bench-allreduce: skipped: needs root ({e})", file=sys.stderr)
+            return 0
+    est = estimate_total_s(spec)
+    if est > 60:
+        print(f"bench-allreduce: note: this sweep will take roughly {est / 60:.0f} min or more "
+              "(large messages; choose --sizes/--iters to shorten)", file=sys.stderr)  # fmt: skip
+    records = run_spawned(spec, args.out)
+    _report(records, args)
+    return 0
