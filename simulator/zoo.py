@@ -1,0 +1,433 @@
+"""Built-in models and devices as data, and gradient profiles computed from FLOPs.
+
+Models live in ``simulator/data/models/<name>.json`` (schema ``ddpsim.model/1``):
+the parameters in registration order (``module.named_parameters()``), each with
+``shape``, ``dtype`` and ``fwd_flops_per_sample``, plus ``defaults.batch_size``
+(per rank) and ``tokens_per_sample`` (the sequence length of a language model,
+1 otherwise). ``scripts/gen_zoo_models.py`` writes the large reference models
+from formulas; ``scripts/gen_toy_models.py`` writes realrun's toy workloads
+from torch.
+
+What ``fwd_flops_per_sample`` means, for every file in the zoo:
+
+* the forward FLOPs of one sample (a multiply-add is 2 FLOPs; matrix products
+  and convolutions only, as ``torch.utils.flop_counter`` counts them), given
+  to the parameter whose gradient that work's backward delays;
+* a module's op puts its FLOPs on its first tensor (the weight) and 0 on the
+  rest (the bias);
+* parameter-less work (attention's matmuls, a tied LM head) goes to the
+  parameter op that ran just before it in forward: its backward runs just
+  after that work's backward.
+
+Devices live in ``simulator/data/devices/<name>.json`` (schema
+``ddpsim.device/1``): ``peak_flops`` (dense, for the stated ``dtype``),
+``mem_bw_bytes_per_s``, ``mfu`` (the fraction of peak a training step is
+assumed to reach; an assumption, not a measurement) and a ``source`` per value.
+
+``profile_from_flops`` turns a model and a device into a ``GradProfile``:
+
+* effective rate ``r = peak_flops * mfu`` (FLOP/s);
+* ``forward_s = B * sum(fwd_flops_per_sample) / r`` for batch size ``B``;
+* backward of one op ``= 2 * B * fwd_flops / r``: a matmul's backward computes
+  both the input gradient and the weight gradient, each as large as the
+  forward product (so ``backward_s == 2 * forward_s``). The tensors of one
+  module (consecutive names with the same module path) form one op; its time
+  goes to the tensor whose gradient is ready first (the last registered, since
+  gradients become ready in reverse registration order), the others get 0, as
+  ``simulator.profile`` defines;
+* ``optimizer_s``: an Adam/AdamW update is memory-bound. Per parameter element
+  it reads the parameter, its gradient and the two moment buffers and writes the
+  parameter and both moments back: ``ADAM_BYTES_PER_ELEMENT = 7`` elements of
+  the parameter's dtype (28 bytes in float32), at the full ``mem_bw_bytes_per_s``
+  (a lower bound: no kernel reaches peak bandwidth).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from .profile import DTYPE_BYTES, GradProfile, ParamSpec
+
+MODEL_SCHEMA = "ddpsim.model/1"
+DEVICE_SCHEMA = "ddpsim.device/1"
+DEFAULT_DEVICE = "h100-sxm"
+BACKWARD_FLOPS_PER_FORWARD_FLOP = 2.0
+ADAM_BYTES_PER_ELEMENT = 7  # in units of the parameter's dtype size: read p, g, m, v; write p, m, v
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+MODELS_DIR = DATA_DIR / "models"
+DEVICES_DIR = DATA_DIR / "devices"
+
+
+def _require(cond: bool, msg: str) -> None:
+    if not cond:
+        raise ValueError(msg)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _is_count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+# ---- specs -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelParam:
+    """One parameter tensor of a model file: name, shape, dtype, forward FLOPs per sample."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+    fwd_flops_per_sample: float = 0
+
+    def __post_init__(self) -> None:
+        _require(isinstance(self.name, str) and self.name != "", "parameter name must be a non-empty string")
+        _require(
+            isinstance(self.shape, tuple) and all(_is_count(s) and s >= 0 for s in self.shape),
+            f"parameter {self.name!r}: shape must be a list of integers >= 0, got {self.shape!r}",
+        )
+        _require(
+            self.dtype in DTYPE_BYTES,
+            f"parameter {self.name!r}: unknown dtype {self.dtype!r}; allowed: {', '.join(DTYPE_BYTES)}",
+        )
+        _require(
+            _is_number(self.fwd_flops_per_sample) and self.fwd_flops_per_sample >= 0,
+            f"parameter {self.name!r}: fwd_flops_per_sample must be a number >= 0, got {self.fwd_flops_per_sample!r}",
+        )
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * DTYPE_BYTES[self.dtype]
+
+    @property
+    def module(self) -> str:
+        """The owning module's path: the name without its last component (``h.0.attn.c_attn``)."""
+        return self.name.rpartition(".")[0]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "fwd_flops_per_sample": self.fwd_flops_per_sample,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ModelParam":
+        _require(isinstance(d, Mapping), f"a parameter entry must be an object, got {type(d).__name__}")
+        for key in ("name", "shape"):
+            _require(key in d, f"parameter entry {dict(d)!r} lacks {key!r}")
+        shape = d["shape"]
+        _require(isinstance(shape, list), f"parameter {d['name']!r}: shape must be a list, got {shape!r}")
+        return cls(
+            name=d["name"],
+            shape=tuple(shape),
+            dtype=d.get("dtype", "float32"),
+            fwd_flops_per_sample=d.get("fwd_flops_per_sample", 0),
+        )
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model as data: parameters in registration order, default batch size, tokens per sample."""
+
+    name: str
+    params: tuple[ModelParam, ...]
+    source: str = ""
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    tokens_per_sample: int = 1
+
+    def __post_init__(self) -> None:
+        _require(isinstance(self.name, str) and self.name != "", "model name must be a non-empty string")
+        _require(len(self.params) > 0, f"model {self.name!r} has no parameters")
+        seen: set[str] = set()
+        for p in self.params:
+            _require(p.name not in seen, f"model {self.name!r}: parameter {p.name!r} is listed twice")
+            seen.add(p.name)
+        _require(isinstance(self.defaults, Mapping), f"model {self.name!r}: defaults must be an object")
+        bs = self.defaults.get("batch_size", 1)
+        _require(_is_count(bs) and bs >= 1, f"model {self.name!r}: defaults.batch_size must be an integer >= 1, got {bs!r}")
+        _require(
+            _is_count(self.tokens_per_sample) and self.tokens_per_sample >= 1,
+            f"model {self.name!r}: tokens_per_sample must be an integer >= 1, got {self.tokens_per_sample!r}",
+        )
+
+    @property
+    def default_batch_size(self) -> int:
+        return int(self.defaults.get("batch_size", 1))
+
+    @property
+    def n_params(self) -> int:
+        return sum(p.numel for p in self.params)
+
+    @property
+    def grad_bytes(self) -> int:
+        return sum(p.nbytes for p in self.params)
+
+    @property
+    def fwd_flops_per_sample(self) -> float:
+        return sum(p.fwd_flops_per_sample for p in self.params)
+
+    def op_groups(self) -> list[list[int]]:
+        """Indices of the tensors of each op: consecutive parameters of the same module, in registration order."""
+        groups: list[list[int]] = []
+        for i, p in enumerate(self.params):
+            if groups and self.params[groups[-1][-1]].module == p.module:
+                groups[-1].append(i)
+            else:
+                groups.append([i])
+        return groups
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": MODEL_SCHEMA,
+            "name": self.name,
+            "source": self.source,
+            "defaults": dict(self.defaults),
+            "tokens_per_sample": self.tokens_per_sample,
+            "params": [p.to_dict() for p in self.params],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ModelSpec":
+        _require(isinstance(d, Mapping), "a model spec must be a JSON object")
+        schema = d.get("schema")
+        _require(schema == MODEL_SCHEMA, f"model schema is {schema!r}; this ddpsim reads {MODEL_SCHEMA!r}")
+        _require(isinstance(d.get("params"), list), "model spec lacks a 'params' list")
+        return cls(
+            name=d.get("name", "unnamed"),
+            params=tuple(ModelParam.from_dict(p) for p in d["params"]),
+            source=str(d.get("source", "")),
+            defaults=dict(d.get("defaults", {})),
+            tokens_per_sample=d.get("tokens_per_sample", 1),
+        )
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """An accelerator as data: dense peak FLOP/s for ``dtype``, memory bandwidth, assumed MFU, sources."""
+
+    name: str
+    dtype: str
+    peak_flops: float
+    mem_bw_bytes_per_s: float
+    mfu: float
+    source: Mapping[str, str]
+    description: str = ""
+    measured: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _require(isinstance(self.name, str) and self.name != "", "device name must be a non-empty string")
+        _require(self.dtype in DTYPE_BYTES, f"device {self.name!r}: unknown dtype {self.dtype!r}; allowed: {', '.join(DTYPE_BYTES)}")
+        for key in ("peak_flops", "mem_bw_bytes_per_s"):
+            v = getattr(self, key)
+            _require(_is_number(v) and v > 0, f"device {self.name!r}: {key} must be a number > 0, got {v!r}")
+        _require(_is_number(self.mfu) and 0 < self.mfu <= 1, f"device {self.name!r}: mfu must be in (0, 1], got {self.mfu!r}")
+        _require(isinstance(self.source, Mapping), f"device {self.name!r}: source must be an object with one entry per value")
+        missing = [k for k in ("peak_flops", "mem_bw_bytes_per_s", "mfu") if not self.source.get(k)]
+        _require(not missing, f"device {self.name!r}: no source given for {', '.join(missing)}")
+
+    @property
+    def effective_flops(self) -> float:
+        """FLOP/s a training step is assumed to reach: ``peak_flops * mfu``."""
+        return self.peak_flops * self.mfu
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "schema": DEVICE_SCHEMA,
+            "name": self.name,
+            "description": self.description,
+            "dtype": self.dtype,
+            "peak_flops": self.peak_flops,
+            "mem_bw_bytes_per_s": self.mem_bw_bytes_per_s,
+            "mfu": self.mfu,
+            "source": dict(self.source),
+        }
+        if self.measured:
+            d["measured"] = dict(self.measured)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "DeviceSpec":
+        _require(isinstance(d, Mapping), "a device spec must be a JSON object")
+        schema = d.get("schema")
+        _require(schema == DEVICE_SCHEMA, f"device schema is {schema!r}; this ddpsim reads {DEVICE_SCHEMA!r}")
+        for key in ("name", "dtype", "peak_flops", "mem_bw_bytes_per_s", "mfu", "source"):
+            _require(key in d, f"device spec {d.get('name', '?')!r} lacks {key!r}")
+        return cls(
+            name=d["name"],
+            dtype=d["dtype"],
+            peak_flops=d["peak_flops"],
+            mem_bw_bytes_per_s=d["mem_bw_bytes_per_s"],
+            mfu=d["mfu"],
+            source=dict(d["source"]) if isinstance(d["source"], Mapping) else d["source"],
+            description=str(d.get("description", "")),
+            measured=dict(d.get("measured", {})),
+        )
+
+
+# ---- loading -----------------------------------------------------------------
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ValueError(f"cannot read {what} {path}: {e.strerror}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{what} {path} is not valid JSON: {e.msg} at line {e.lineno}") from None
+
+
+def _looks_like_path(spec: str | os.PathLike[str]) -> bool:
+    if isinstance(spec, os.PathLike):
+        return True
+    return spec.endswith(".json") or "/" in spec or os.sep in spec
+
+
+def _names(directory: Path) -> list[str]:
+    return sorted(p.stem for p in directory.glob("*.json"))
+
+
+def list_models() -> list[str]:
+    """Names of the built-in models (``simulator/data/models/*.json``)."""
+    return _names(MODELS_DIR)
+
+
+def list_devices() -> list[str]:
+    """Names of the built-in devices (``simulator/data/devices/*.json``)."""
+    return _names(DEVICES_DIR)
+
+
+def _load_spec(kind: str, directory: Path, name: str, parse: Any) -> Any:
+    if _looks_like_path(name):
+        path = Path(name)
+    else:
+        known = _names(directory)
+        _require(
+            name in known,
+            f"unknown {kind} {name!r}; available: {', '.join(known)} (or a path to a {kind} JSON file)",
+        )
+        path = directory / f"{name}.json"
+    d = _read_json(path, f"{kind} spec")
+    try:
+        return parse(d)
+    except (TypeError, KeyError, AttributeError) as e:
+        raise ValueError(f"{kind} spec {path} is malformed: {e}") from None
+
+
+def load_model_spec(name: str) -> ModelSpec:
+    """A built-in model by name, or a model JSON file by path; ``ValueError`` listing the names otherwise."""
+    return _load_spec("model", MODELS_DIR, name, ModelSpec.from_dict)
+
+
+def load_device(name: str) -> DeviceSpec:
+    """A built-in device by name, or a device JSON file by path; ``ValueError`` listing the names otherwise."""
+    return _load_spec("device", DEVICES_DIR, name, DeviceSpec.from_dict)
+
+
+# ---- profiles ----------------------------------------------------------------
+
+
+def profile_from_flops(
+    model: ModelSpec | str,
+    device: DeviceSpec | str = DEFAULT_DEVICE,
+    batch_size: int | None = None,
+) -> GradProfile:
+    """A ``GradProfile`` with compute times from FLOPs and a device (formulas in the module docstring).
+
+    ``batch_size`` is per rank (samples per step); ``None`` takes the model's
+    default. ``source`` is ``"flops:<device>"``; ready order is the reverse of
+    registration order.
+    """
+    spec = load_model_spec(model) if isinstance(model, str) else model
+    dev = load_device(device) if isinstance(device, str) else device
+    batch = spec.default_batch_size if batch_size is None else batch_size
+    _require(_is_count(batch) and batch >= 1, f"batch size must be an integer >= 1, got {batch!r}")
+    rate_flops = dev.effective_flops
+
+    bwd_s = [0.0] * len(spec.params)
+    for group in spec.op_groups():
+        op_flops = sum(spec.params[i].fwd_flops_per_sample for i in group)
+        bwd_s[group[-1]] = BACKWARD_FLOPS_PER_FORWARD_FLOP * batch * op_flops / rate_flops
+    params = tuple(
+        ParamSpec(name=p.name, numel=p.numel, dtype=p.dtype, bwd_s=t, shape=p.shape)
+        for p, t in zip(spec.params, bwd_s)
+    )
+    fwd_flops_per_step = batch * spec.fwd_flops_per_sample
+    return GradProfile(
+        model=spec.name,
+        params=params,
+        ready_order=tuple(reversed(range(len(params)))),
+        forward_s=fwd_flops_per_step / rate_flops,
+        optimizer_s=ADAM_BYTES_PER_ELEMENT * spec.grad_bytes / dev.mem_bw_bytes_per_s,
+        samples_per_step=batch,
+        tokens_per_sample=spec.tokens_per_sample,
+        source=f"flops:{dev.name}",
+        env={
+            "device": dev.name,
+            "device_dtype": dev.dtype,
+            "peak_flops": dev.peak_flops,
+            "mfu": dev.mfu,
+            "mem_bw_bytes_per_s": dev.mem_bw_bytes_per_s,
+            "fwd_flops_per_step": fwd_flops_per_step,
+            "model_source": spec.source,
+        },
+    )
+
+
+def load_profile(
+    spec: str | os.PathLike[str],
+    device: DeviceSpec | str | None = None,
+    batch_size: int | None = None,
+) -> GradProfile:
+    """A profile from a path or a model name.
+
+    * a path to a profile JSON (``ddpsim.profile/1``, e.g. measured by
+      ``ddpsim profile``): ``GradProfile.load``; ``device``/``batch_size`` must
+      then be left unset, the times are already in the file;
+    * a path to a model JSON (``ddpsim.model/1``) or a built-in model name:
+      ``profile_from_flops`` on ``device`` (default ``DEFAULT_DEVICE``).
+    """
+    if _looks_like_path(spec):
+        path = Path(spec)
+        d = _read_json(path, "profile")
+        if isinstance(d, Mapping) and d.get("schema") == MODEL_SCHEMA:
+            return profile_from_flops(load_model_spec(str(path)), device or DEFAULT_DEVICE, batch_size)
+        _require(
+            device is None and batch_size is None,
+            f"{path} is a profile with its own times; a device or batch size applies only to a model "
+            f"(built-in name or {MODEL_SCHEMA} file)",
+        )
+        return GradProfile.load(path)
+    return profile_from_flops(load_model_spec(spec), device or DEFAULT_DEVICE, batch_size)
+
+
+def model_summary(name: str | ModelSpec) -> dict[str, Any]:
+    """Parameter count, gradient bytes and FLOPs of a model, as a JSON-ready dict."""
+    spec = load_model_spec(name) if isinstance(name, str) else name
+    return {
+        "name": spec.name,
+        "n_tensors": len(spec.params),
+        "n_params": spec.n_params,
+        "grad_bytes": spec.grad_bytes,
+        "grad_mib": spec.grad_bytes / 2**20,
+        "fwd_flops_per_sample": spec.fwd_flops_per_sample,
+        "default_batch_size": spec.default_batch_size,
+        "tokens_per_sample": spec.tokens_per_sample,
+        "source": spec.source,
+    }
