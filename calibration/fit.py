@@ -1,0 +1,462 @@
+"""Fits of the cost model to measurement records: ``o``/``w``, alpha-beta-gamma, contention.
+
+Pure numpy/scipy: no torch, no plotting, no I/O (records come in as the dicts
+``realrun.records.read_records`` returns).
+
+How a fit is made, and why (the same core serves ``fit_linear`` and ``fit_abg``):
+
+* **One point per configuration: the median of its raw per-iteration times.**
+  On this box small all-reduces are bimodal (gloo's two worker threads collide:
+  0.2-0.5 ms usually, 2-4 ms sometimes). Least squares over all raw times
+  would fit the mean of that mixture, not the typical call, and would count
+  twenty correlated iterations of one size as twenty independent facts,
+  which shrinks the confidence interval by ``sqrt(iters)`` for nothing. The
+  median is what the simulator should reproduce and what ``validate``
+  compares against. Medians are *not* weighted by their spread: the spread
+  of small messages is mostly the second mode, and weighting it down would
+  leave ``o`` to the large sizes, where it is invisible.
+* **Relative residuals** ``prediction / median - 1``, so a 4 KiB call counts
+  as much as a 64 MiB one; in absolute terms the large sizes would decide
+  everything and ``o`` would be noise.
+* **Robust loss** (``scipy.optimize.least_squares``, ``loss="soft_l1"``,
+  ``f_scale=0.05``): medians within about 5 % of the line count as in
+  ordinary least squares, a whole size far off (a mode that won more than
+  half the iterations) counts only linearly. Every cost formula is linear in
+  its parameters, so the fit runs on ``(o, 1/w)`` / ``(alpha, beta, gamma)``
+  with bounds ``>= 0`` and cannot fail to converge.
+* **95 % confidence intervals: the union of two intervals.** A bootstrap over
+  iterations (each size's raw times resampled with replacement, medians
+  recomputed, model refitted; seeded) sees how noisy each median is; the
+  Jacobian interval (``s^2 (J^T J)^-1`` with the residual variance, Student
+  t) sees how far the medians sit from the model. Either alone can be too
+  narrow: the bootstrap trusts the model, the Jacobian needs spare sizes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from simulator.collectives import ALGORITHMS, allreduce_time_s, linear_params_from_abg
+
+from .contention import fit_contention, fit_contention_from_runs
+from .points import LOOPBACK, AllreducePoint, allreduce_points, select_allreduce
+from .robust import inv, jfloat, rms, robust_fit, unjfloat
+
+__all__ = [
+    "GB", "LOOPBACK", "AllreducePoint", "LinearFit", "ABGPoint", "ABGFit", "allreduce_points",
+    "select_allreduce", "fit_linear", "fit_abg", "fit_contention", "fit_contention_from_runs",
+]
+
+GB = 1e9
+DEFAULT_LOSS = "soft_l1"
+DEFAULT_F_SCALE = 0.05
+DEFAULT_N_BOOT = 200
+
+
+def _pair(v: Any, upper_null: float = math.nan) -> tuple[float, float]:
+    """A (low, high) interval from JSON; a null high bound of a bandwidth means unbounded."""
+    if v is None or all(x is None for x in v):
+        return (math.nan, math.nan)
+    lo, hi = v
+    return (unjfloat(lo), unjfloat(hi, upper_null))
+
+
+# ---------------------------------------------------------------------------
+# o + n / w at one world size
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LinearFit:
+    """``T(n) = o + n / w`` for one backend, world size and link, with 95 % intervals.
+
+    ``w_ci_bytes_per_s[1]`` may be ``inf`` (no upper bound: the data cannot
+    rule out a cost independent of size). ``rel_errors`` are ``fit / median - 1``
+    at ``sizes_bytes``. ``source`` is ``"fit"`` or, for ``ABGFit.linear_at``,
+    ``"abg:<algorithm>@p=<p>"`` (then the size lists are empty).
+    """
+
+    o_s: float
+    w_bytes_per_s: float
+    o_ci_s: tuple[float, float] = (math.nan, math.nan)
+    w_ci_bytes_per_s: tuple[float, float] = (math.nan, math.nan)
+    rel_rms: float = math.nan
+    max_abs_rel_err: float = math.nan
+    n_points: int = 0
+    n_samples: int = 0
+    sizes_bytes: tuple[int, ...] = ()
+    rel_errors: tuple[float, ...] = ()
+    impl: str = "native"
+    backend: str | None = None
+    world_size: int | None = None
+    link_mbit: float | None = None
+    ci_method: str = "none"
+    source: str = "fit"
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.o_s) and self.o_s >= 0):
+            raise ValueError(f"o_s must be a finite number >= 0, got {self.o_s!r}")
+        if not (self.w_bytes_per_s > 0):
+            raise ValueError(f"w_bytes_per_s must be > 0, got {self.w_bytes_per_s!r}")
+
+    @property
+    def o_us(self) -> float:
+        return self.o_s * 1e6
+
+    @property
+    def w_gbps(self) -> float:
+        """Algorithm bandwidth in GB/s (GB = 1e9 bytes)."""
+        return self.w_bytes_per_s / GB
+
+    @property
+    def o_ci_us(self) -> tuple[float, float]:
+        return (self.o_ci_s[0] * 1e6, self.o_ci_s[1] * 1e6)
+
+    @property
+    def w_ci_gbps(self) -> tuple[float, float]:
+        return (self.w_ci_bytes_per_s[0] / GB, self.w_ci_bytes_per_s[1] / GB)
+
+    def predict_time_s(self, msg_bytes: Any) -> Any:
+        """``o + n/w``; works on a float or a numpy array of sizes."""
+        if np.ndim(msg_bytes):
+            return self.o_s + np.asarray(msg_bytes, dtype=float) / self.w_bytes_per_s
+        return self.o_s + float(msg_bytes) / self.w_bytes_per_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "o_s": self.o_s,
+            "w_bytes_per_s": jfloat(self.w_bytes_per_s),
+            "o_us": self.o_us,
+            "w_gbps": jfloat(self.w_gbps),
+            "o_ci_s": [jfloat(v) for v in self.o_ci_s],
+            "w_ci_bytes_per_s": [jfloat(v) for v in self.w_ci_bytes_per_s],
+            "rel_rms": jfloat(self.rel_rms),
+            "max_abs_rel_err": jfloat(self.max_abs_rel_err),
+            "n_points": self.n_points,
+            "n_samples": self.n_samples,
+            "sizes_bytes": list(self.sizes_bytes),
+            "rel_errors": list(self.rel_errors),
+            "impl": self.impl,
+            "backend": self.backend,
+            "world_size": self.world_size,
+            "link_mbit": self.link_mbit,
+            "ci_method": self.ci_method,
+            "source": self.source,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "LinearFit":
+        if not isinstance(d, Mapping):
+            raise ValueError("a linear fit must be a JSON object")
+        missing = [k for k in ("o_s", "w_bytes_per_s") if k not in d]
+        if missing:
+            raise ValueError(f"linear fit lacks {', '.join(repr(k) for k in missing)}")
+        try:
+            return cls(
+                o_s=float(d["o_s"]),
+                w_bytes_per_s=unjfloat(d["w_bytes_per_s"], math.inf),
+                o_ci_s=_pair(d.get("o_ci_s")),
+                w_ci_bytes_per_s=_pair(d.get("w_ci_bytes_per_s"), upper_null=math.inf),
+                rel_rms=unjfloat(d.get("rel_rms")),
+                max_abs_rel_err=unjfloat(d.get("max_abs_rel_err")),
+                n_points=int(d.get("n_points", 0)),
+                n_samples=int(d.get("n_samples", 0)),
+                sizes_bytes=tuple(int(v) for v in d.get("sizes_bytes", ())),
+                rel_errors=tuple(float(v) for v in d.get("rel_errors", ())),
+                impl=str(d.get("impl", "native")),
+                backend=d.get("backend"),
+                world_size=d.get("world_size"),
+                link_mbit=d.get("link_mbit"),
+                ci_method=str(d.get("ci_method", "none")),
+                source=str(d.get("source", "fit")),
+            )
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"linear fit is malformed: {e}") from None
+
+
+def fit_linear(
+    records: Iterable[Mapping[str, Any]],
+    impl: str = "native",
+    world_size: int | None = None,
+    link_mbit: float | str | None = None,
+    *,
+    backend: str | None = None,
+    loss: str = DEFAULT_LOSS,
+    f_scale: float = DEFAULT_F_SCALE,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+) -> LinearFit:
+    """Fit ``T(n) = o + n/w`` to the all-reduce records of one configuration.
+
+    Method (see the module docstring for why): the median per message size,
+    relative residuals, ``soft_l1`` loss with ``f_scale`` (relative), ``o, 1/w >= 0``;
+    95 % interval = union of a seeded bootstrap over iterations and the
+    Jacobian interval. Selection as in ``select_allreduce``.
+    Raises ``ValueError`` for no records, no all-reduce records of this
+    configuration, or fewer than two message sizes.
+    """
+    sel = select_allreduce(records, impl=impl, backend=backend, world_size=world_size, link_mbit=link_mbit)
+    pts = allreduce_points(sel)
+    if len(pts) < 2:
+        raise ValueError(
+            f"fit_linear needs at least two message sizes, got only {pts[0].msg_bytes} bytes: "
+            "one size cannot separate the per-call overhead o from the bandwidth w"
+        )
+    n = np.array([pt.msg_bytes for pt in pts], dtype=float)
+    X = np.stack([np.ones_like(n), n], axis=1)
+    core = robust_fit(
+        X, np.zeros(len(pts)), [np.asarray(pt.times_s) for pt in pts],
+        loss=loss, f_scale=f_scale, n_boot=n_boot, seed=seed,
+    )
+    o, g = core.theta
+    (o_lo, o_hi), (g_lo, g_hi) = core.ci
+    if g <= 0:
+        raise ValueError(
+            "the fitted time does not grow with message size (1/w = 0): the sizes measured are all "
+            "overhead-dominated; measure larger messages"
+        )
+    lm = sel[0].get("link_mbit")
+    return LinearFit(
+        o_s=float(o),
+        w_bytes_per_s=1.0 / float(g),
+        o_ci_s=(float(o_lo), float(o_hi)),
+        w_ci_bytes_per_s=(inv(g_hi), inv(g_lo)),
+        rel_rms=rms(core.rel_err),
+        max_abs_rel_err=float(np.max(np.abs(core.rel_err))),
+        n_points=len(pts),
+        n_samples=sum(len(pt.times_s) for pt in pts),
+        sizes_bytes=tuple(pt.msg_bytes for pt in pts),
+        rel_errors=tuple(float(e) for e in core.rel_err),
+        impl=impl,
+        backend=sel[0].get("backend"),
+        world_size=pts[0].world_size,
+        link_mbit=None if lm is None else float(lm),
+        ci_method=core.method,
+    )
+
+
+# ---------------------------------------------------------------------------
+# alpha-beta-gamma across world sizes
+# ---------------------------------------------------------------------------
+def _abg_columns(algorithm: str, n: float, p: int) -> tuple[float, float, float]:
+    """Coefficients of alpha, beta, gamma in the algorithm's time (every formula is linear in them)."""
+    return (
+        allreduce_time_s(algorithm, n, p, 1.0, 0.0, 0.0),
+        allreduce_time_s(algorithm, n, p, 0.0, 1.0, 0.0),
+        allreduce_time_s(algorithm, n, p, 0.0, 0.0, 1.0),
+    )
+
+
+@dataclass(frozen=True)
+class ABGPoint:
+    world_size: int
+    msg_bytes: int
+    measured_median_s: float
+    predicted_s: float
+    rel_err: float
+
+
+@dataclass(frozen=True)
+class ABGFit:
+    """alpha (s), beta (s/byte sent), gamma (s/byte reduced) of one all-reduce algorithm.
+
+    ``gamma_identified`` is False when gamma was not fitted: either given
+    (``gamma_fixed``) or, by default, set to 0 because the data cannot separate
+    it from beta. In every formula of ``simulator.collectives`` beta and gamma
+    enter only as one combination (ring, Rabenseifner, reduce+broadcast, tree:
+    ``2 beta + gamma``; recursive doubling: ``beta + gamma``), at every world
+    size, so all-reduce times alone never separate them; with ``gamma = 0`` the
+    reported beta is the effective one and predictions of the same algorithm
+    are unaffected.
+    """
+
+    algorithm: str
+    alpha_s: float
+    beta_s_per_byte: float
+    gamma_s_per_byte: float
+    alpha_ci_s: tuple[float, float]
+    beta_ci_s_per_byte: tuple[float, float]
+    gamma_ci_s_per_byte: tuple[float, float]
+    gamma_identified: bool
+    world_sizes: tuple[int, ...]
+    points: tuple[ABGPoint, ...]
+    rel_rms: float
+    max_abs_rel_err: float
+    impl: str = "native"
+    backend: str | None = None
+    link_mbit: float | None = None
+    ci_method: str = "none"
+    note: str = ""
+
+    def predict_time_s(self, msg_bytes: float, p: int) -> float:
+        return allreduce_time_s(self.algorithm, msg_bytes, p, self.alpha_s, self.beta_s_per_byte, self.gamma_s_per_byte)
+
+    def linear_at(self, p: int) -> LinearFit:
+        """The ``o``, ``w`` of this algorithm at ``p`` ranks (``linear_params_from_abg``).
+
+        Intervals: ``o`` is ``A(p) alpha`` so its interval scales exactly; for
+        ``w`` the ends combine the beta and gamma ends (conservative)."""
+        if not isinstance(p, (int, np.integer)) or isinstance(p, bool) or p < 2:
+            raise ValueError(f"linear_at needs an integer world size >= 2, got {p!r}")
+        p = int(p)
+        o, w = linear_params_from_abg(self.algorithm, p, self.alpha_s, self.beta_s_per_byte, self.gamma_s_per_byte)
+        a_coef, b_coef, g_coef = _abg_columns(self.algorithm, 1.0, p)  # alpha's coefficient does not depend on n
+        slope = [b_coef * self.beta_ci_s_per_byte[i] + g_coef * self.gamma_ci_s_per_byte[i] for i in (0, 1)]
+        return LinearFit(
+            o_s=o,
+            w_bytes_per_s=w,
+            o_ci_s=(a_coef * self.alpha_ci_s[0], a_coef * self.alpha_ci_s[1]),
+            w_ci_bytes_per_s=(inv(slope[1]), inv(slope[0])),
+            impl=self.impl,
+            backend=self.backend,
+            world_size=p,
+            link_mbit=self.link_mbit,
+            ci_method=self.ci_method,
+            source=f"abg:{self.algorithm}@p={p}",
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "algorithm": self.algorithm,
+            "alpha_s": self.alpha_s,
+            "beta_s_per_byte": self.beta_s_per_byte,
+            "gamma_s_per_byte": self.gamma_s_per_byte,
+            "alpha_ci_s": [jfloat(v) for v in self.alpha_ci_s],
+            "beta_ci_s_per_byte": [jfloat(v) for v in self.beta_ci_s_per_byte],
+            "gamma_ci_s_per_byte": [jfloat(v) for v in self.gamma_ci_s_per_byte],
+            "gamma_identified": self.gamma_identified,
+            "world_sizes": list(self.world_sizes),
+            "points": [vars(pt).copy() for pt in self.points],
+            "rel_rms": jfloat(self.rel_rms),
+            "max_abs_rel_err": jfloat(self.max_abs_rel_err),
+            "impl": self.impl,
+            "backend": self.backend,
+            "link_mbit": self.link_mbit,
+            "ci_method": self.ci_method,
+            "note": self.note,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ABGFit":
+        if not isinstance(d, Mapping):
+            raise ValueError("an alpha-beta-gamma fit must be a JSON object")
+        need = ("algorithm", "alpha_s", "beta_s_per_byte", "gamma_s_per_byte")
+        missing = [k for k in need if k not in d]
+        if missing:
+            raise ValueError(f"alpha-beta-gamma fit lacks {', '.join(repr(k) for k in missing)}")
+        if d["algorithm"] not in ALGORITHMS:
+            raise ValueError(f"unknown all-reduce algorithm {d['algorithm']!r}; allowed: {', '.join(ALGORITHMS)}")
+        try:
+            return cls(
+                algorithm=d["algorithm"],
+                alpha_s=float(d["alpha_s"]),
+                beta_s_per_byte=float(d["beta_s_per_byte"]),
+                gamma_s_per_byte=float(d["gamma_s_per_byte"]),
+                alpha_ci_s=_pair(d.get("alpha_ci_s")),
+                beta_ci_s_per_byte=_pair(d.get("beta_ci_s_per_byte")),
+                gamma_ci_s_per_byte=_pair(d.get("gamma_ci_s_per_byte")),
+                gamma_identified=bool(d.get("gamma_identified", False)),
+                world_sizes=tuple(int(v) for v in d.get("world_sizes", ())),
+                points=tuple(ABGPoint(**pt) for pt in d.get("points", ())),
+                rel_rms=unjfloat(d.get("rel_rms")),
+                max_abs_rel_err=unjfloat(d.get("max_abs_rel_err")),
+                impl=str(d.get("impl", "native")),
+                backend=d.get("backend"),
+                link_mbit=d.get("link_mbit"),
+                ci_method=str(d.get("ci_method", "none")),
+                note=str(d.get("note", "")),
+            )
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"alpha-beta-gamma fit is malformed: {e}") from None
+
+
+def fit_abg(
+    records: Iterable[Mapping[str, Any]],
+    algorithm: str = "ring",
+    *,
+    gamma_s_per_byte: float | None = None,
+    impl: str = "native",
+    backend: str | None = None,
+    link_mbit: float | str | None = None,
+    loss: str = DEFAULT_LOSS,
+    f_scale: float = DEFAULT_F_SCALE,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+) -> ABGFit:
+    """Fit alpha, beta, gamma (all >= 0) of ``algorithm`` to all-reduce medians over world sizes and sizes.
+
+    Needs records at two or more world sizes >= 2 (world size 1 records are
+    ignored: nothing is communicated): the alpha-beta-gamma form is
+    what carries a fit to another ``p``, and with one ``p`` its dependence on
+    ``p`` would be assumed rather than fitted (use ``fit_linear`` there).
+
+    beta and gamma: separable only if the data make their coefficients
+    independent, which no single algorithm here does (see ``ABGFit``). Pass
+    ``gamma_s_per_byte`` (from a reduction benchmark) to fix gamma and fit
+    alpha and beta; otherwise gamma is fitted only when identifiable and is
+    set to 0 (``gamma_identified=False``) when not. Same robust core and
+    intervals as ``fit_linear``.
+    """
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"unknown all-reduce algorithm {algorithm!r}; allowed: {', '.join(ALGORITHMS)}")
+    if gamma_s_per_byte is not None and not (math.isfinite(gamma_s_per_byte) and gamma_s_per_byte >= 0):
+        raise ValueError(f"gamma_s_per_byte must be a finite number >= 0, got {gamma_s_per_byte!r}")
+    sel = select_allreduce(records, impl=impl, backend=backend, link_mbit=link_mbit, one_world_size=False)
+    pts = [pt for pt in allreduce_points(sel) if pt.world_size >= 2]
+    ps = sorted({pt.world_size for pt in pts})
+    if len(ps) < 2:
+        raise ValueError(
+            f"fit_abg needs all-reduce records at two or more world sizes >= 2, got {ps or 'none'}: at one "
+            "world size the data fix only o and w (use fit_linear); fitting alpha/beta/gamma there would "
+            "assume, not measure, how time grows with p"
+        )
+    cols = np.array([_abg_columns(algorithm, pt.msg_bytes, pt.world_size) for pt in pts])
+    med = np.array([pt.median_s for pt in pts])
+    A = cols / med[:, None]
+    An = A / np.linalg.norm(A, axis=0).clip(min=1e-300)
+    if np.linalg.matrix_rank(An[:, :2], tol=1e-9) < 2:
+        raise ValueError("alpha and beta cannot be separated: measure at least two message sizes")
+    if gamma_s_per_byte is not None:
+        free, fixed_g, note = [0, 1], float(gamma_s_per_byte), "gamma given, not fitted"
+    elif np.linalg.matrix_rank(An, tol=1e-9) == 3:
+        free, fixed_g, note = [0, 1, 2], 0.0, ""
+    else:
+        free, fixed_g = [0, 1], 0.0
+        note = (
+            f"beta and gamma enter {algorithm} only as one combination, so all-reduce times cannot "
+            "separate them; gamma set to 0 and beta is the effective value (predictions of this "
+            "algorithm are unaffected); pass gamma_s_per_byte to split them"
+        )
+    core = robust_fit(
+        cols[:, free], cols[:, 2] * fixed_g if 2 not in free else np.zeros(len(pts)),
+        [np.asarray(pt.times_s) for pt in pts], loss=loss, f_scale=f_scale, n_boot=n_boot, seed=seed,
+    )
+    theta = dict(zip(free, core.theta))
+    ci = dict(zip(free, (tuple(map(float, c)) for c in core.ci)))
+    gamma = float(theta.get(2, fixed_g))
+    pred = med * (1.0 + core.rel_err)
+    lm = sel[0].get("link_mbit")
+    return ABGFit(
+        algorithm=algorithm,
+        alpha_s=float(theta[0]),
+        beta_s_per_byte=float(theta[1]),
+        gamma_s_per_byte=gamma,
+        alpha_ci_s=ci[0],
+        beta_ci_s_per_byte=ci[1],
+        gamma_ci_s_per_byte=ci.get(2, (gamma, gamma)),
+        gamma_identified=2 in free,
+        world_sizes=tuple(ps),
+        points=tuple(
+            ABGPoint(pt.world_size, pt.msg_bytes, pt.median_s, float(pr), float(e))
+            for pt, pr, e in zip(pts, pred, core.rel_err)
+        ),
+        rel_rms=rms(core.rel_err),
+        max_abs_rel_err=float(np.max(np.abs(core.rel_err))),
+        impl=impl,
+        backend=sel[0].get("backend"),
+        link_mbit=None if lm is None else float(lm),
+        ci_method=core.method,
+        note=note,
+    )

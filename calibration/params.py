@@ -1,0 +1,192 @@
+"""Fitted parameters: what ``ddpsim calibrate`` writes and ``predict``/``validate`` read.
+
+One JSON object with ``schema`` (``PARAMS_SCHEMA``), the all-reduce fit
+(``o``, ``w`` with intervals; optionally alpha-beta-gamma over world sizes), the
+contention factor, the number of communication channels, the compute profile
+(a path or embedded), the environment and the record files it all came from.
+The top level also repeats ``o_us`` and ``w_gbps`` (derived; ignored on load)
+so a reader sees the headline numbers without digging.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from simulator.profile import GradProfile
+
+from .fit import ABGFit, LinearFit
+
+PARAMS_SCHEMA = "ddpsim.params/1"
+
+# How many all-reduces a backend runs at once. gloo: ProcessGroupGloo keeps a
+# pool of 2 worker threads per device (``threads{2}``, ProcessGroupGloo.hpp),
+# so two collectives can be in flight; NCCL: one stream per device, serialized.
+DEFAULT_CHANNELS = {"gloo": 2, "nccl": 1}
+
+_REQUIRED = ("backend", "world_size", "linear")
+
+
+@dataclass(frozen=True)
+class Params:
+    """Fitted model parameters of one backend, world size and link.
+
+    ``contention_c`` is ``None`` until fitted (the simulator then runs without
+    contention and should say so); ``channels`` defaults from the backend.
+    ``compute_profile`` is an embedded profile dict (``GradProfile.to_dict``),
+    ``compute_profile_path`` a profile file (relative paths are taken relative
+    to the params file by ``profile``).
+    """
+
+    backend: str
+    world_size: int
+    linear: LinearFit
+    link_mbit: float | None = None
+    abg: ABGFit | None = None
+    contention_c: float | None = None
+    channels: int | None = None
+    compute_profile_path: str | None = None
+    compute_profile: Mapping[str, Any] | None = None
+    env: Mapping[str, Any] = field(default_factory=dict)
+    source_records: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.backend, str) or not self.backend:
+            raise ValueError(f"backend must be a non-empty string, got {self.backend!r}")
+        if not isinstance(self.world_size, int) or isinstance(self.world_size, bool) or self.world_size < 1:
+            raise ValueError(f"world_size must be an integer >= 1, got {self.world_size!r}")
+        if not isinstance(self.linear, LinearFit):
+            raise ValueError("linear must be a LinearFit")
+        if self.abg is not None and not isinstance(self.abg, ABGFit):
+            raise ValueError("abg must be an ABGFit or None")
+        if self.link_mbit is not None and not (isinstance(self.link_mbit, (int, float)) and self.link_mbit > 0):
+            raise ValueError(f"link_mbit must be a number > 0 or None (loopback), got {self.link_mbit!r}")
+        c = self.contention_c
+        if c is not None and not (isinstance(c, (int, float)) and math.isfinite(c) and c >= 0):
+            raise ValueError(f"contention_c must be a finite number >= 0 or None (not fitted), got {c!r}")
+        if self.channels is None:
+            if self.backend not in DEFAULT_CHANNELS:
+                raise ValueError(
+                    f"backend {self.backend!r} has no default channel count (known: "
+                    f"{', '.join(DEFAULT_CHANNELS)}); give channels"
+                )
+            object.__setattr__(self, "channels", DEFAULT_CHANNELS[self.backend])
+        if not isinstance(self.channels, int) or isinstance(self.channels, bool) or self.channels < 1:
+            raise ValueError(f"channels must be an integer >= 1, got {self.channels!r}")
+        if self.compute_profile is not None:
+            GradProfile.from_dict(self.compute_profile)  # raises ValueError naming what is wrong
+        object.__setattr__(self, "source_records", tuple(str(s) for s in self.source_records))
+
+    # ---- headline numbers ---------------------------------------------------
+    @property
+    def o_s(self) -> float:
+        return self.linear.o_s
+
+    @property
+    def w_bytes_per_s(self) -> float:
+        return self.linear.w_bytes_per_s
+
+    @property
+    def o_us(self) -> float:
+        return self.linear.o_us
+
+    @property
+    def w_gbps(self) -> float:
+        return self.linear.w_gbps
+
+    def profile(self, base_dir: str | Path | None = None) -> GradProfile | None:
+        """The compute profile: embedded, else loaded from ``compute_profile_path``, else ``None``."""
+        if self.compute_profile is not None:
+            return GradProfile.from_dict(self.compute_profile)
+        if self.compute_profile_path is None:
+            return None
+        p = Path(self.compute_profile_path)
+        if not p.is_absolute() and base_dir is not None:
+            p = Path(base_dir) / p
+        return GradProfile.load(p)
+
+    # ---- (de)serialisation --------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": PARAMS_SCHEMA,
+            "backend": self.backend,
+            "world_size": self.world_size,
+            "link_mbit": self.link_mbit,
+            "o_us": self.o_us,
+            "w_gbps": self.w_gbps if math.isfinite(self.w_gbps) else None,
+            "linear": self.linear.to_dict(),
+            "abg": self.abg.to_dict() if self.abg is not None else None,
+            "contention_c": self.contention_c,
+            "channels": self.channels,
+            "compute_profile_path": self.compute_profile_path,
+            "compute_profile": dict(self.compute_profile) if self.compute_profile is not None else None,
+            "env": dict(self.env),
+            "source_records": list(self.source_records),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Params":
+        if not isinstance(d, Mapping):
+            raise ValueError(f"params must be a JSON object, got {type(d).__name__}")
+        schema = d.get("schema")
+        if schema != PARAMS_SCHEMA:
+            raise ValueError(
+                f"params schema is {schema!r}; this ddpsim reads {PARAMS_SCHEMA!r} (re-run ddpsim calibrate)"
+            )
+        missing = [k for k in _REQUIRED if d.get(k) is None]
+        if missing:
+            raise ValueError(f"params lack required field(s): {', '.join(missing)}")
+        try:
+            return cls(
+                backend=d["backend"],
+                world_size=d["world_size"],
+                linear=LinearFit.from_dict(d["linear"]),
+                link_mbit=d.get("link_mbit"),
+                abg=ABGFit.from_dict(d["abg"]) if d.get("abg") is not None else None,
+                contention_c=d.get("contention_c"),
+                channels=d.get("channels"),
+                compute_profile_path=d.get("compute_profile_path"),
+                compute_profile=d.get("compute_profile"),
+                env=dict(d.get("env") or {}),
+                source_records=tuple(d.get("source_records") or ()),
+            )
+        except (TypeError, KeyError) as e:
+            raise ValueError(f"params are malformed: {e}") from None
+
+    def save(self, path: str | Path) -> Path:
+        """Write atomically (temporary file, then rename): an interrupted save leaves the old file whole."""
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(p.name + ".tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
+        os.replace(tmp, p)
+        return p
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Params":
+        """Read a params file; every error is a ``ValueError`` naming the file."""
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as e:
+            raise ValueError(f"cannot read params {p}: {e.strerror}") from None
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"params {p} is not valid JSON: {e.msg} at line {e.lineno}") from None
+        try:
+            return cls.from_dict(d)
+        except ValueError as e:
+            raise ValueError(f"params {p}: {e}") from None
+
+
+def save_params(params: Params, path: str | Path) -> Path:
+    return params.save(path)
+
+
+def load_params(path: str | Path) -> Params:
+    return Params.load(path)
