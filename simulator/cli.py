@@ -135,7 +135,7 @@ def resolve_profile(args: argparse.Namespace, params: dict[str, Any] | None = No
         from . import zoo
 
         spec = zoo.load_model_spec(model or "gpt2-small")
-        device = zoo.load_device(args.device or zoo.DEFAULT_DEVICE)
+        device = zoo.load_device(args.device or spec.defaults.get("device") or zoo.DEFAULT_DEVICE)
         prof = zoo.profile_from_flops(spec, device, batch_size=args.batch_size)
         measured = False
     if measured and args.batch_size is not None:
@@ -203,8 +203,8 @@ def strategy_label(s: StrategySpec) -> str:
     return s.name
 
 
-def print_prediction(res: Any, prof: GradProfile, out=sys.stdout) -> None:
-    w = out.write
+def print_prediction(res: Any, prof: GradProfile, out: Any = None) -> None:
+    w = (out or sys.stdout).write
     w(
         f"{prof.model}: {sum(p.numel for p in prof.trainable) / 1e6:.1f}M params, "
         f"{res.total_grad_bytes / MIB:.1f} MiB of gradients, {prof.source} compute\n"

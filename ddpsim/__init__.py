@@ -1,0 +1,75 @@
+"""ddpsim's Python API.
+
+    import ddpsim
+    res = ddpsim.predict("gpt2-small", world_size=8, network="nccl-h100-ib", bucket_mb=25)
+    print(res.step_time_s, res.overhead_s)
+
+    rec = ddpsim.tune(model, example_inputs, world_size=2)   # needs torch; measures this machine
+    ddp = DistributedDataParallel(model, bucket_cap_mb=rec.recommended_bucket_mb)
+
+``predict`` is pure (no torch); ``tune`` profiles the module with torch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simulator.network import CostModel, load_network
+from simulator.predict import StepResult
+from simulator.profile import GradProfile
+from simulator.strategies import StrategySpec
+
+__all__ = ["predict", "tune", "GradProfile", "CostModel", "StrategySpec", "StepResult"]
+
+
+def _profile(model: str | GradProfile, batch_size: int | None, device: str | None) -> GradProfile:
+    if isinstance(model, GradProfile):
+        return model
+    if model.endswith(".json"):
+        return GradProfile.load(model)
+    from simulator import zoo
+
+    return zoo.profile_from_flops(
+        zoo.load_model_spec(model), zoo.load_device(device or zoo.DEFAULT_DEVICE), batch_size=batch_size
+    )
+
+
+def predict(
+    model: str | GradProfile,
+    *,
+    world_size: int,
+    network: str | CostModel | None = None,
+    o_us: float | None = None,
+    w_gbps: float | None = None,
+    strategy: str | StrategySpec = "torch-ddp",
+    bucket_mb: float | None = None,
+    bucket_cap_mb_list: list[float] | None = None,
+    batch_size: int | None = None,
+    device: str | None = None,
+    **predict_kw: Any,
+) -> StepResult:
+    """Predict one step for a built-in model name, a profile JSON path or a ``GradProfile``.
+
+    The network is a preset name, a ``CostModel``, or ``o_us``/``w_gbps`` (the all-reduce's
+    per-call overhead in microseconds and algorithm bandwidth in GB/s at this world size).
+    """
+    from simulator.predict import predict as _predict
+
+    prof = _profile(model, batch_size, device)
+    if isinstance(network, CostModel):
+        cost = network
+    elif o_us is not None and w_gbps is not None:
+        cost = CostModel.linear(o_us * 1e-6, w_gbps * 1e9, world_size)
+    else:
+        cost = CostModel.from_network(load_network(network or "nccl-h100-ib"))
+    spec = strategy if isinstance(strategy, StrategySpec) else StrategySpec(
+        strategy, bucket_mb=bucket_mb, bucket_cap_mb_list=tuple(bucket_cap_mb_list) if bucket_cap_mb_list else None
+    )
+    return _predict(prof, cost, spec, world_size, **predict_kw)
+
+
+def tune(*args: Any, **kwargs: Any) -> Any:
+    """Recommend a bucket size for a torch module on this machine (see ``calibration.tune.tune``)."""
+    from calibration.tune import tune as _tune
+
+    return _tune(*args, **kwargs)

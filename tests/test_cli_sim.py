@@ -1,0 +1,112 @@
+"""The simulator's command-line contract: outputs, and bad input -> one line on stderr, exit 2."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from calibration.cli import main
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def run_exit(capsys, *argv):
+    """argparse-level errors raise SystemExit; ours return a code. Normalise both."""
+    try:
+        return run_cli(capsys, *argv)
+    except SystemExit as e:
+        out = capsys.readouterr()
+        return e.code, out.out, out.err
+
+
+def test_predict_json_contract(capsys, tmp_path):
+    trace = tmp_path / "t.json"
+    code, out, _ = run_cli(
+        capsys, "predict", "--model", "gpt2-small", "--world-size", "8", "--o-us", "50", "--w-gbps", "100",
+        "--strategy", "torch-ddp", "--bucket-mb", "25", "--json", "--trace", str(trace),
+    )
+    assert code == 0
+    d = json.loads(out)
+    for key in ("step_time_s", "compute_s", "overhead_s", "buckets"):
+        assert key in d
+    assert d["overhead_s"] == pytest.approx(d["step_time_s"] - d["compute_s"])
+    assert len(d["buckets"]) >= 2 and all("msg_bytes" in b for b in d["buckets"])
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert any(e.get("cat") == "allreduce" for e in events) and any(e.get("cat") == "backward" for e in events)
+
+
+def test_predict_table(capsys):
+    code, out, err = run_cli(capsys, "predict", "--model", "bert-base", "--world-size", "16", "--network", "nccl-a100-ib")
+    assert code == 0, err
+    assert "step time" in out and "exposed comm" in out
+
+
+def test_sweep_json_contract_and_closed_form(capsys, tmp_path):
+    png = tmp_path / "s.png"
+    code, out, _ = run_cli(
+        capsys, "sweep", "--model", "gpt2-xl", "--world-size", "4096", "--network", "nccl-h100-ib",
+        "--strategy", "torch-ddp", "--json", "--plot", str(png),
+    )
+    assert code == 0
+    d = json.loads(out)
+    assert len(d["rows"]) >= 60
+    best = min(d["rows"], key=lambda r: r["step_time_s"])
+    assert d["best_bucket_mb"] == best["bucket_mb"]
+    cf = d["closed_form"]
+    s, o, w = d["total_grad_bytes"], cf["o_s"], cf["w_bytes_per_s"]
+    assert cf["best_bucket_mb"] == pytest.approx((s * w * o) ** 0.5 / 2**20)
+    assert cf["t_min_s"] == pytest.approx(2 * (s * o / w) ** 0.5)
+    assert png.stat().st_size > 10_000
+
+
+def test_o_w_override_a_preset(capsys):
+    _, out1, _ = run_cli(capsys, "predict", "--model", "gpt2-small", "--network", "nccl-h100-ib", "--json")
+    _, out2, _ = run_cli(capsys, "predict", "--model", "gpt2-small", "--network", "nccl-h100-ib", "--w-gbps", "1", "--json")
+    assert json.loads(out2)["step_time_s"] > json.loads(out1)["step_time_s"]
+
+
+@pytest.mark.parametrize(
+    "argv, msg",
+    [
+        (["predict", "--bucket-mb", "-5"], "must be > 0"),
+        (["predict", "--bucket-mb", "0"], "must be > 0"),
+        (["predict", "--world-size", "0"], "--world-size must be >= 1"),
+        (["predict", "--model", "no-such-model"], "unknown model"),
+        (["predict", "--network", "no-such-net"], "unknown network"),
+        (["sweep", "--strategy", "naive"], "no bucket size to sweep"),
+        (["predict", "--strategy", "bucketed"], "needs a bucket size"),
+    ],
+)
+def test_bad_input_exit_2(capsys, argv, msg):
+    code, out, err = run_exit(capsys, *argv)
+    assert code == 2
+    assert msg in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_malformed_profile_json(capsys, tmp_path):
+    bad = tmp_path / "p.json"
+    bad.write_text('{"schema": "ddpsim.profile/1", "params": [')
+    code, _, err = run_cli(capsys, "predict", "--model", str(bad))
+    assert code == 2 and "not valid JSON" in err
+    bad.write_text('{"schema": "ddpsim.profile/1", "params": [{"name": "w", "numel": -3}]}')
+    code, _, err = run_cli(capsys, "predict", "--model", str(bad))
+    assert code == 2 and "numel" in err
+    bad.write_text('{"schema": "other/9", "params": []}')
+    code, _, err = run_cli(capsys, "predict", "--model", str(bad))
+    assert code == 2 and "schema" in err
+
+
+def test_predict_subprocess_never_imports_torch():
+    code = (
+        "import sys; from calibration.cli import main; rc = main(['predict', '--json']);"
+        "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["step_time_s"] > 0
