@@ -12,9 +12,12 @@ One generator per activity:
   threads), spends its latency part, then its transfer part -- shared with
   the other transfers in flight when bandwidth is shared.
 
-Compute runs ``1 + contention`` times slower while any collective is in
-flight: a compute segment is re-timed whenever communication starts or stops
-(exact, not sampled at segment starts).
+Contention goes both ways, each a fitted factor: compute runs ``1 +
+contention`` times slower while any collective is in flight, and
+communication runs ``1 + comm_contention`` times slower while any rank
+computes (on a CPU, gloo's threads and the compute threads share cores). Work
+in progress is re-timed whenever either state changes: exact, not sampled at
+segment starts.
 
 Durations come only from the profile and the cost model. Events are recorded
 as ``(start_s, end_s, rank, kind, name)`` and turned into tables after
@@ -91,7 +94,8 @@ class _Step:
         self.busy = 0
         self.busy_changed = self.env.event()
         self.n_xfer = 0
-        self.xfer_changed = self.env.event()
+        self.computing = 0
+        self.comm_rate_changed = self.env.event()
         self.busy_since = 0.0
         self.comm_busy_s = 0.0
         self.n_sim_events = 0
@@ -128,26 +132,44 @@ class _Step:
                 work, first = 0.0, None
         return segs
 
-    # ---- contention-aware compute ------------------------------------------------
+    # ---- rate-dependent progress ---------------------------------------------------
+    # Compute runs at 1/(1+contention) while any collective is in flight; a collective's
+    # latency and transfer parts run at 1/(1+comm_contention) while any rank computes, and
+    # transfers share bandwidth (1/k each for k in flight) when bandwidth is shared. Work
+    # is re-timed whenever one of these states changes, so the result is exact.
+    def _signal(self, attr: str) -> None:
+        ev = getattr(self, attr)
+        setattr(self, attr, self.env.event())
+        ev.succeed()
+
     def _compute(self, work_s: float) -> Iterator[simpy.Event]:
         env, c = self.env, self.cost.contention
         if work_s <= 0:
             return
+        track = self.cost.comm_contention > 0
+        if track:
+            self.computing += 1
+            if self.computing == 1:
+                self._signal("comm_rate_changed")
         if c == 0:
             self.n_sim_events += 1
             yield env.timeout(work_s)
-            return
-        slow = 1.0 + c
-        remaining = work_s
-        while remaining > _EPS:
-            rate = 1.0 / slow if self.busy else 1.0
-            t0 = env.now
-            to = env.timeout(remaining / rate)
-            self.n_sim_events += 1
-            res = yield to | self.busy_changed
-            if to in res:
-                break
-            remaining -= (env.now - t0) * rate
+        else:
+            slow = 1.0 + c
+            remaining = work_s
+            while remaining > _EPS:
+                rate = 1.0 / slow if self.busy else 1.0
+                t0 = env.now
+                to = env.timeout(remaining / rate)
+                self.n_sim_events += 1
+                res = yield to | self.busy_changed
+                if to in res:
+                    break
+                remaining -= (env.now - t0) * rate
+        if track:
+            self.computing -= 1
+            if self.computing == 0:
+                self._signal("comm_rate_changed")
 
     def _set_busy(self, delta: int) -> None:
         was = self.busy
@@ -157,31 +179,33 @@ class _Step:
         elif was and self.busy == 0:
             self.comm_busy_s += self.env.now - self.busy_since
         if (was == 0) != (self.busy == 0):
-            ev, self.busy_changed = self.busy_changed, self.env.event()
-            ev.succeed()
+            self._signal("busy_changed")
 
-    def _transfer(self, work_s: float) -> Iterator[simpy.Event]:
+    def _comm_work(self, work_s: float, shared: bool) -> Iterator[simpy.Event]:
+        """Progress ``work_s`` seconds of communication at the current rates."""
         env = self.env
-        if not (self.cost.shared_bandwidth and self.cost.channels > 1):
+        cc = self.cost.comm_contention
+        shared = shared and self.cost.shared_bandwidth and self.cost.channels > 1
+        if not shared and cc == 0:
             self.n_sim_events += 1
             yield env.timeout(work_s)
             return
-        self.n_xfer += 1
-        ev, self.xfer_changed = self.xfer_changed, env.event()
-        ev.succeed()
+        if shared:
+            self.n_xfer += 1
+            self._signal("comm_rate_changed")
         remaining = work_s
         while remaining > _EPS:
-            n = self.n_xfer
+            rate = (1.0 / self.n_xfer if shared else 1.0) / (1.0 + cc if self.computing else 1.0)
             t0 = env.now
-            to = env.timeout(remaining * n)
+            to = env.timeout(remaining / rate)
             self.n_sim_events += 1
-            res = yield to | self.xfer_changed
+            res = yield to | self.comm_rate_changed
             if to in res:
                 break
-            remaining -= (env.now - t0) / n
-        self.n_xfer -= 1
-        ev, self.xfer_changed = self.xfer_changed, env.event()
-        ev.succeed()
+            remaining -= (env.now - t0) * rate
+        if shared:
+            self.n_xfer -= 1
+            self._signal("comm_rate_changed")
 
     # ---- processes -------------------------------------------------------------
     def _collective(
@@ -199,10 +223,9 @@ class _Step:
             start = env.now
             self._set_busy(+1)
             if lat > 0:
-                self.n_sim_events += 1
-                yield env.timeout(lat)
+                yield from self._comm_work(lat, shared=False)
             if xfer > 0:
-                yield from self._transfer(xfer)
+                yield from self._comm_work(xfer, shared=True)
             self._set_busy(-1)
         end = env.now
         self.rows[c] = BucketRow(c, coll.name, coll.msg_bytes, len(coll.params), ready, start, end)

@@ -211,6 +211,8 @@ class CostModel:
     overlap freely.
     ``contention``: compute runs ``1 + contention`` times slower while any
     collective is in flight (fitted by calibration; 0 = no interference).
+    ``comm_contention``: collectives run ``1 + comm_contention`` times slower
+    while any rank computes (fitted by calibration).
     ``copy_bytes_per_s``: memory-copy rate for gradient <-> bucket copies
     (None = free).
     """
@@ -222,6 +224,7 @@ class CostModel:
     channels: int = 1
     shared_bandwidth: bool = True
     contention: float = 0.0
+    comm_contention: float = 0.0
     copy_bytes_per_s: float | None = None
     broadcast_o_s: float | None = None
     broadcast_w_bytes_per_s: float | None = None
@@ -233,6 +236,7 @@ class CostModel:
             _require(self.w_bytes_per_s > 0, f"bandwidth w must be > 0, got {self.w_bytes_per_s}")
         _require(self.channels >= 1, f"channels must be >= 1, got {self.channels}")
         _require(self.contention >= 0, f"contention must be >= 0, got {self.contention}")
+        _require(self.comm_contention >= 0, f"comm contention must be >= 0, got {self.comm_contention}")
         _require(
             self.copy_bytes_per_s is None or self.copy_bytes_per_s > 0,
             f"copy bandwidth must be > 0, got {self.copy_bytes_per_s}",
@@ -321,6 +325,7 @@ class CostModel:
             "channels": self.channels,
             "shared_bandwidth": self.shared_bandwidth,
             "contention": self.contention,
+            "comm_contention": self.comm_contention,
             "copy_bytes_per_s": self.copy_bytes_per_s,
         }
         if self.network is not None:
@@ -342,6 +347,7 @@ class CostModel:
             channels=int(d.get("channels", 1)),
             shared_bandwidth=bool(d.get("shared_bandwidth", True)),
             contention=float(d.get("contention", 0.0)),
+            comm_contention=float(d.get("comm_contention", 0.0)),
             copy_bytes_per_s=d.get("copy_bytes_per_s"),
             broadcast_o_s=d.get("broadcast_o_s"),
             broadcast_w_bytes_per_s=d.get("broadcast_w_bytes_per_s"),

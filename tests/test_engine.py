@@ -154,3 +154,16 @@ def test_bad_strategy_input(kw, msg):
 def test_bad_world_size():
     with pytest.raises(ValueError, match="world size"):
         predict(PROF, CostModel.linear(0.5, 1000.0), StrategySpec("flat"), 0)
+
+
+def test_communication_slowed_while_compute_runs():
+    cost = CostModel.linear(0.5, 1000.0, channels=1, comm_contention=1.0)
+    out = simulate_step(PROF, comm_plan(PROF, StrategySpec("individual"), 2), cost, 2, record=True)
+    # all-reduce c (1.5 s of work) from 1.5 runs at half speed while b and a compute until 4.5:
+    # 3.0 s of wall time -> ends 4.5. b (2.5 s) then a (1.5 s) run with no compute: [4.5, 7.0], [7.0, 8.5].
+    assert [(e[4], e[0], e[1]) for e in out.events if e[3] == "allreduce"] == [
+        ("c", 1.5, 4.5),
+        ("b", 4.5, 7.0),
+        ("a", 7.0, 8.5),
+    ]
+    assert out.step_time_s == 8.75

@@ -1,0 +1,132 @@
+"""Calibration probes that run on ranks (module-level functions for ``RankPool.run``).
+
+* ``memcpy_probe``: the memory-copy rate of gradient <-> bucket copies
+  (``CostModel.copy_bytes_per_s``), timed on every rank at once so the ranks
+  share memory bandwidth as they do in training.
+* ``contention_probe``: the same forward+backward timed alone and while a
+  background thread keeps all-reduces in flight on a second process group --
+  overlapped versus non-overlapped compute, from which the simulator's
+  contention factor is fitted (``calibration.contention.fit_contention``). It
+  also times the all-reduces alone and under compute, which says how much
+  compute slows communication.
+
+torch is imported inside the functions: this module is imported by the CLI.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from typing import Any
+
+
+def memcpy_probe(ctx: Any, nbytes: int = 32 << 20, iters: int = 20) -> dict[str, Any]:
+    import torch
+    import torch.distributed as dist
+
+    src = torch.ones(nbytes // 4)
+    dst = torch.empty_like(src)
+    for _ in range(3):
+        dst.copy_(src)
+    dist.barrier()
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        dst.copy_(src)
+        times.append(time.perf_counter() - t0)
+    med = statistics.median(times)
+    return {"nbytes": nbytes, "times_s": times, "median_s": med, "copy_bytes_per_s": nbytes / med}
+
+
+def _timed_steps(step, n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        step()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def contention_probe(
+    ctx: Any,
+    workload_spec: str,
+    batch_size: int,
+    steps: int = 10,
+    comm_bytes: int = 4 << 20,
+    warmup: int = 3,
+) -> dict[str, Any]:
+    """Forward+backward alone, then with all-reduces of ``comm_bytes`` in flight the whole time."""
+    import torch
+    import torch.distributed as dist
+
+    from realrun.workloads import load_workload
+
+    wl = load_workload(workload_spec)
+    model = wl.build()
+    batch = wl.make_batch(batch_size, seed=1000 + ctx.rank)
+
+    def step() -> None:
+        model.zero_grad(set_to_none=True)
+        wl.loss(model, batch).backward()
+
+    group = dist.new_group(backend=dist.get_backend())
+    buf = torch.ones(comm_bytes // 4)
+    flag = torch.zeros(1)
+
+    for _ in range(warmup):
+        step()
+    dist.barrier()
+    comm_alone = []
+    for _ in range(max(5, steps)):
+        t0 = time.perf_counter()
+        dist.all_reduce(buf, group=group)
+        comm_alone.append(time.perf_counter() - t0)
+    dist.barrier()
+    alone = _timed_steps(step, steps)
+    dist.barrier()
+
+    stop = threading.Event()
+    comm_busy: list[float] = []
+    comm_times: list[float] = []
+    window: list[float] = []
+
+    def communicate() -> None:
+        # every rank runs the same number of all-reduces: after each one, all ranks agree
+        # (MAX of their stop flags) whether to go on
+        t_start = time.perf_counter()
+        while True:
+            t0 = time.perf_counter()
+            dist.all_reduce(buf, group=group)
+            comm_times.append(time.perf_counter() - t0)
+            flag.fill_(1.0 if stop.is_set() else 0.0)
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=group)
+            if flag.item() > 0:
+                break
+        window.append(time.perf_counter() - t_start)
+        comm_busy.append(sum(comm_times))
+
+    th = threading.Thread(target=communicate, daemon=True)
+    th.start()
+    time.sleep(0.02)
+    t0 = time.perf_counter()
+    overlapped = _timed_steps(step, steps)
+    compute_window = time.perf_counter() - t0
+    stop.set()
+    th.join(timeout=120)
+    if th.is_alive():
+        raise RuntimeError("background all-reduce thread did not stop")
+    dist.barrier()
+    # the fraction of the compute window during which an all-reduce was in flight
+    busy_fraction = min(1.0, comm_busy[0] / window[0]) if window and window[0] > 0 else 0.0
+    dist.destroy_process_group(group)
+    return {
+        "rank": ctx.rank,
+        "alone_s": alone,
+        "overlapped_s": overlapped,
+        "busy_fraction": busy_fraction,
+        "compute_window_s": compute_window,
+        "comm_alone_s": comm_alone,
+        "comm_under_compute_s": comm_times,
+        "comm_bytes": comm_bytes,
+    }
