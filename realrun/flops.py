@@ -11,8 +11,11 @@ their own, ``recurse=False``):
   parameter-holding module that ran most recently before them: in backward
   their gradient ops run just before that module's, so they delay its
   gradient. Ops before the first such module go to the next one;
-* a parameter used by several modules (a tied output head) collects the
-  FLOPs of every module it is the first parameter of.
+* a parameter used by several modules (a tied output head) takes the FLOPs
+  of its first use only; a later use is parameter-less work as above (its
+  backward delays the gradient produced just before it in forward, while the
+  shared gradient is complete only after the first use's backward). This
+  is the rule of ``simulator.zoo``.
 
 Counts are what ``FlopCounterMode`` counts (matmuls, convolutions,
 attention, including the CPU flash-attention kernel torch's table misses);
@@ -48,7 +51,9 @@ def param_forward_flops(module: nn.Module, batch: Any, loss_fn: Any = None) -> d
     holders = [m for m in module.modules() if any(True for _ in m.parameters(recurse=False))]
     owner_of = {id(m): names[id(next(m.parameters(recurse=False)))] for m in holders}
     counter = FlopCounterMode(display=False, custom_mapping=_CUSTOM)
-    state: dict[str, Any] = {"mark": 0, "last": None, "pending": 0, "depth": 0}
+    state: dict[str, Any] = {"mark": 0, "last": None, "pending": 0}
+    stack: list[str | None] = []  # open holder modules; None: a later use of a shared parameter
+    seen: set[int] = set()  # parameters whose first use in this forward has happened
 
     def take() -> int:
         now = counter.get_total_flops()
@@ -56,31 +61,39 @@ def param_forward_flops(module: nn.Module, batch: Any, loss_fn: Any = None) -> d
         state["mark"] = now
         return d
 
-    def gap_to(owner: str | None) -> None:
+    def open_owner() -> str | None:
+        return next((o for o in reversed(stack) if o is not None), None)
+
+    def flush_gap(next_owner: str | None) -> None:
         d = take()
-        if state["last"] is not None:
+        inner = open_owner()
+        if inner is not None:
+            out[inner] += d
+        elif state["last"] is not None:
             out[state["last"]] += d
-        elif owner is not None:
-            out[owner] += d
+        elif next_owner is not None:
+            out[next_owner] += d
         else:
             state["pending"] += d
 
     def pre(m: nn.Module, _args: Any) -> None:
+        first = next(m.parameters(recurse=False))
+        if id(first) in seen:  # e.g. a tied output head: its gradient is ready only at the first use
+            stack.append(None)
+            return
+        seen.update(id(p) for p in m.parameters(recurse=False))
         owner = owner_of[id(m)]
-        if state["depth"] == 0:
-            gap_to(owner)
-            if state["pending"]:
-                out[owner] += state["pending"]
-                state["pending"] = 0
-        else:  # a holder nested in a holder: the outer one keeps counting until here
-            out[state["stack"][-1]] += take()
-        state.setdefault("stack", []).append(owner)
-        state["depth"] += 1
+        flush_gap(owner)
+        if state["pending"]:
+            out[owner] += state["pending"]
+            state["pending"] = 0
+        stack.append(owner)
 
     def post(m: nn.Module, _args: Any, _out: Any) -> None:
-        owner = state["stack"].pop()
+        owner = stack.pop()
+        if owner is None:
+            return
         out[owner] += take()
-        state["depth"] -= 1
         state["last"] = owner
 
     handles = []
@@ -93,7 +106,7 @@ def param_forward_flops(module: nn.Module, batch: Any, loss_fn: Any = None) -> d
             res = module(*args)
             if loss_fn is not None:
                 loss_fn(res)
-        gap_to(None)
+        flush_gap(None)
         if state["pending"] and names:
             out[next(iter(out))] += state["pending"]
     finally:

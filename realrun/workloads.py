@@ -243,11 +243,11 @@ class GPT(nn.Module):
                 nn.init.normal_(p, mean=0.0, std=0.02)
             if name.endswith("c_proj.weight"):  # GPT-2's scaled init of residual projections
                 nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * n_layer))
-        self.register_buffer("_pos", torch.arange(block_size), persistent=False)
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         t = idx.shape[1]
-        x = self.wte(idx) + self.wpe(self._pos[:t])
+        # positions made here, not a buffer: torch DDP would broadcast a buffer every forward
+        x = self.wte(idx) + self.wpe(torch.arange(t, device=idx.device))
         for block in self.h:
             x = block(x)
         logits = self.lm_head(self.ln_f(x))

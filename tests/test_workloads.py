@@ -176,8 +176,9 @@ def test_flops_gpt_attention_goes_to_c_attn():
     tokens = 3 * 8
     qk_and_av = 2 * (2 * 3 * 2 * 8 * 8 * 16)  # two batched matmuls: B*heads*T*T*head_size
     assert f["h.0.attn.c_attn.weight"] == 2 * tokens * 32 * 96 + qk_and_av
-    assert f["wte.weight"] == 2 * tokens * 32 * 50  # the tied head's matmul lands on the embedding
-    assert f["wpe.weight"] == 0
+    # the tied head is a later use of wte.weight: its matmul goes to ln_f, which ran just before it
+    assert f["ln_f.weight"] == 2 * tokens * 32 * 50
+    assert f["wte.weight"] == 0 and f["wpe.weight"] == 0
 
 
 # ---- zoo data ----------------------------------------------------------------------
