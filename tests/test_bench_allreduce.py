@@ -1,0 +1,178 @@
+"""bench-allreduce: parsing, nccl-tests arithmetic, records kept on failure, the CLI end to end."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from realrun import bench_allreduce as ba
+from realrun.errors import RunFailure
+from realrun.records import RecordWriter, read_records
+from realrun.stats import max_over_ranks, percentile, summarize
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+# ---------------------------------------------------------------- pure parts
+def test_sizes_are_powers_of_two_like_nccl_tests():
+    assert ba.parse_size("1K") == ba.parse_size("1KB") == ba.parse_size("1KiB") == 1024
+    assert ba.parse_size("16MB") == 16 * 1024 * 1024
+    assert ba.parse_size("4096") == 4096
+    assert ba.parse_sizes("1KB,1MB,8MB") == (1024, 1 << 20, 8 << 20)
+    assert ba.parse_sizes("1M:8M") == (1 << 20, 2 << 20, 4 << 20, 8 << 20)
+    assert ba.parse_sizes("1K:64K:4") == (1024, 4096, 16384, 65536)
+    assert len(ba.parse_sizes(ba.DEFAULT_SIZES)) == 11  # 1 MiB .. 1 GiB
+
+
+@pytest.mark.parametrize("bad", ["", "1XB", "-1K", "1K:", "8M:1M", "1M:8M:1", "16G", "0.3B"])
+def test_bad_sizes_raise_value_error(bad):
+    with pytest.raises(ValueError):
+        ba.parse_sizes(bad)
+
+
+def test_world_sizes_and_impls():
+    assert ba.parse_world_sizes("2,4,6") == (2, 4, 6)
+    for bad in ("1", "two", "2,0", "100"):
+        with pytest.raises(ValueError, match="world size"):
+            ba.parse_world_sizes(bad)
+    with pytest.raises(ValueError, match="choose from native, ring, naive, broadcast"):
+        ba.parse_impls("native,tree")
+
+
+def test_iterations_scale_down_with_size():
+    assert ba.default_iters(1 << 20) == (200, 10)  # 1.5 s / ~1.2 ms caps at 200
+    iters, warmup = ba.default_iters(1 << 30)  # ~0.7 s per call
+    assert (iters, warmup) == (5, 1)
+    # 64 MiB over an emulated 200 Mbit/s link: 2.7 s per call -> the minimum of 5
+    assert ba.default_iters(64 << 20, link_mbit=200)[0] == 5
+
+
+def test_stats_show_their_arithmetic():
+    xs = [4.0, 1.0, 3.0, 2.0, 10.0]
+    s = summarize(xs)
+    assert s.median_s == 3.0 and s.min_s == 1.0 and s.max_s == 10.0 and s.mean_s == 4.0
+    # sorted [1,2,3,4,10]: p10 at position 0.4 -> 1 + 0.4*(2-1); p90 at 3.6 -> 4 + 0.6*(10-4)
+    assert s.p10_s == pytest.approx(1.4) and s.p90_s == pytest.approx(7.6)
+    assert s.iqr_s == pytest.approx(4.0 - 2.0)
+    assert percentile([5.0], 90) == 5.0
+    assert max_over_ranks([[1, 5, 3], [2, 1, 4]]) == [2, 5, 4]
+    with pytest.raises(ValueError):
+        max_over_ranks([[1, 2], [1]])
+    with pytest.raises(ValueError):
+        summarize([])
+
+
+def test_record_uses_the_slowest_rank_and_nccl_tests_bandwidths():
+    spec = ba.AllreduceBenchSpec(world_sizes=(4,), sizes_bytes=(8_000_000,), iters=3, warmup=0)
+    measured = {"per_rank_times_s": [[0.001, 0.004, 0.002], [0.002, 0.001, 0.002], [0.001, 0.001, 0.001], [0.001, 0.001, 0.003]], "env": {}}
+    rec = ba.point_record(spec, "native", 4, 8_000_000, 3, 0, measured, "run")
+    assert rec["kind"] == "allreduce" and rec["times_s"] == [0.002, 0.004, 0.003]
+    assert rec["median_s"] == 0.003
+    assert rec["algbw_gbps"] == pytest.approx(8e6 / 0.003 / 1e9)  # 2.667 GB/s
+    assert rec["busbw_gbps"] == pytest.approx(8e6 / 0.003 / 1e9 * 2 * 3 / 4)  # x 1.5 for p = 4
+    assert rec["count"] == 2_000_000 and rec["link_mbit"] is None
+    bc = ba.point_record(spec, "broadcast", 4, 8_000_000, 3, 0, measured, "run")
+    assert bc["kind"] == "broadcast" and bc["busbw_gbps"] == bc["algbw_gbps"]
+    table = ba.format_table([rec, bc]).splitlines()
+    assert table[1].split()[1:8] == ["impl", "size", "count", "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)"]
+    assert table[2].split()[:7] == ["native", "8000000", "2000000", "float32", "3000.0", "2.667", "4.000"]
+
+
+def test_records_taken_before_a_failure_are_kept(tmp_path):
+    spec = ba.AllreduceBenchSpec(world_sizes=(2,), sizes_bytes=(4096, 8192, 16384), iters=2, warmup=0)
+    calls = []
+
+    def call(impl, count, dtype, iters, warmup):
+        calls.append(count)
+        if len(calls) == 3:
+            raise RunFailure("rank 1 died (exited with code 9) during measure", rank=1)
+        return {"per_rank_times_s": [[0.001, 0.002], [0.002, 0.001]], "env": {}}
+
+    out = tmp_path / "r.jsonl"
+    with pytest.raises(RunFailure):
+        with RecordWriter(out) as w:
+            ba.sweep(spec, 2, call, w, False, "run", 0.0)
+    assert [r["msg_bytes"] for r in read_records(out)] == [4096, 8192]
+
+
+def test_importing_the_cli_does_not_import_torch():
+    code = "import sys, realrun.cli, realrun.launch, realrun.bench_allreduce; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+# ---------------------------------------------------------------- the command
+def _main(argv):
+    from realrun.cli import add_commands
+
+    class P(argparse.ArgumentParser):
+        def error(self, message):
+            self.exit(2, f"error: {message}\n")
+
+    parser = P(prog="t")
+    sub = parser.add_subparsers(dest="command", parser_class=P)
+    add_commands(sub)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--sizes", "1KB,12QB"], "bad message size '12QB'"),
+        (["--sizes", "6"], "not a positive multiple of float32's 4 bytes"),
+        (["--world-size", "1"], "world size 1 out of range"),
+        (["--impl", "tree"], "unknown implementation 'tree'"),
+        (["--from", "x.jsonl"], "--from only plots"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(argv, message, capsys):
+    from calibration.cli import main
+
+    assert main(["bench-allreduce", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and err.startswith("ddpsim: error: ")
+
+
+@pytest.mark.slow
+def test_bench_end_to_end_writes_records_table_and_plot(tmp_path, capsys):
+    out, png = tmp_path / "r.jsonl", tmp_path / "r.png"
+    argv = ["bench-allreduce", "--world-size", "2", "--sizes", "4K,64K", "--impl", "native,ring,naive,broadcast",
+            "--iters", "6", "--warmup", "1", "--out", str(out), "--plot", str(png)]  # fmt: skip
+    assert _main(argv) == 0
+    captured = capsys.readouterr()
+    recs = read_records(out)
+    assert [(r["impl"], r["msg_bytes"]) for r in recs] == [
+        (impl, size) for size in (4096, 65536) for impl in ("native", "ring", "naive", "broadcast")
+    ]
+    for r in recs:
+        assert len(r["times_s"]) == 6 and r["iters"] == 6 and r["warmup"] == 1
+        assert r["p10_s"] <= r["median_s"] <= r["p90_s"]
+        assert r["algbw_gbps"] == pytest.approx(r["msg_bytes"] / r["median_s"] / 1e9)
+        assert r["env"]["world_size"] == 2 and "torch" in r["env"]
+    assert len({r["run_id"] for r in recs}) == 1
+    assert captured.out.count("\n") == 2 + 8  # header lines + one row per point
+    assert captured.err.count("bench-allreduce: p=2") == 8  # a progress line per point
+    assert png.stat().st_size > 0
+    # plotting reads the records file, never re-runs
+    png2 = tmp_path / "again.png"
+    assert _main(["bench-allreduce", "--from", str(out), "--plot", str(png2)]) == 0
+    assert png2.stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_python_m_realrun_under_torchrun(tmp_path):
+    out = tmp_path / "tr.jsonl"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+           "-m", "realrun", "bench-allreduce", "--sizes", "4K", "--iters", "3", "--warmup", "1", "--json",
+           "--out", str(out)]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    printed = json.loads(proc.stdout)  # rank 0 only: one JSON document
+    assert [r["msg_bytes"] for r in printed] == [4096]
+    assert [r["world_size"] for r in read_records(out)] == [2]  # written once, by rank 0
