@@ -53,6 +53,9 @@ class Params:
     compute_profile: Mapping[str, Any] | None = None
     env: Mapping[str, Any] = field(default_factory=dict)
     source_records: tuple[str, ...] = ()
+    comm_contention_c: float | None = None
+    copy_bytes_per_s: float | None = None
+    probes: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.backend, str) or not self.backend:
@@ -68,6 +71,11 @@ class Params:
         c = self.contention_c
         if c is not None and not (isinstance(c, (int, float)) and math.isfinite(c) and c >= 0):
             raise ValueError(f"contention_c must be a finite number >= 0 or None (not fitted), got {c!r}")
+        cc = self.comm_contention_c
+        if cc is not None and not (isinstance(cc, (int, float)) and math.isfinite(cc) and cc >= 0):
+            raise ValueError(f"comm_contention_c must be a finite number >= 0 or None, got {cc!r}")
+        if self.copy_bytes_per_s is not None and not self.copy_bytes_per_s > 0:
+            raise ValueError(f"copy_bytes_per_s must be > 0 or None, got {self.copy_bytes_per_s!r}")
         if self.channels is None:
             if self.backend not in DEFAULT_CHANNELS:
                 raise ValueError(
@@ -109,6 +117,22 @@ class Params:
             p = Path(base_dir) / p
         return GradProfile.load(p)
 
+    def cost_model(self, shared_bandwidth: bool = True):
+        """The simulator's ``CostModel`` from these parameters (o and w valid at ``world_size``;
+        other world sizes through the alpha-beta fit when there is one, else a ring mapping)."""
+        from simulator.network import CostModel
+
+        return CostModel.linear(
+            self.o_s,
+            self.w_bytes_per_s,
+            self.world_size,
+            channels=self.channels,
+            shared_bandwidth=shared_bandwidth,
+            contention=self.contention_c or 0.0,
+            comm_contention=self.comm_contention_c or 0.0,
+            copy_bytes_per_s=self.copy_bytes_per_s,
+        )
+
     # ---- (de)serialisation --------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -124,8 +148,14 @@ class Params:
             "channels": self.channels,
             "compute_profile_path": self.compute_profile_path,
             "compute_profile": dict(self.compute_profile) if self.compute_profile is not None else None,
+            "comm_contention_c": self.comm_contention_c,
+            "copy_bytes_per_s": self.copy_bytes_per_s,
             "env": dict(self.env),
             "source_records": list(self.source_records),
+            "probes": dict(self.probes),
+            # what `ddpsim predict --params` reads (derived; ignored on load)
+            "cost_model": self.cost_model().to_dict(),
+            "profile": dict(self.compute_profile) if self.compute_profile is not None else None,
         }
 
     @classmethod
@@ -153,6 +183,9 @@ class Params:
                 compute_profile=d.get("compute_profile"),
                 env=dict(d.get("env") or {}),
                 source_records=tuple(d.get("source_records") or ()),
+                comm_contention_c=d.get("comm_contention_c"),
+                copy_bytes_per_s=d.get("copy_bytes_per_s"),
+                probes=dict(d.get("probes") or {}),
             )
         except (TypeError, KeyError) as e:
             raise ValueError(f"params are malformed: {e}") from None

@@ -130,6 +130,8 @@ class _Step:
                 name = par.name if first == par.name else f"{first}..{par.name}"
                 segs.append((work, name, tuple(ready_at.get(k, ()))))
                 work, first = 0.0, None
+        if prof.backward_tail_s > 0:
+            segs.append((prof.backward_tail_s, "backward tail", ()))
         return segs
 
     # ---- rate-dependent progress ---------------------------------------------------

@@ -10,7 +10,9 @@ A profile is the simulator's description of one training step of one rank:
   previous gradient becoming ready and this one (the op that produces it). For
   several parameters produced by one op (a linear layer's weight and bias) the
   first in ready order carries the op's time and the others carry 0;
-* ``forward_s`` and ``optimizer_s`` for the rest of the step.
+* ``forward_s`` and ``optimizer_s`` for the rest of the step, and
+  ``backward_tail_s``: backward work after the last gradient is ready
+  (gradients of inputs, autograd's bookkeeping).
 
 Profiles come from FLOPs and a device spec (``simulator.zoo``) or from a real
 measurement (``ddpsim profile``, written by ``realrun.profile_grads``). Both use
@@ -115,6 +117,7 @@ class GradProfile:
     ready_order: tuple[int, ...] = ()
     forward_s: float = 0.0
     optimizer_s: float = 0.0
+    backward_tail_s: float = 0.0
     samples_per_step: int = 1
     tokens_per_sample: int = 1
     source: str = "unspecified"
@@ -132,7 +135,7 @@ class GradProfile:
             f"profile {self.model!r}: ready_order must list each trainable parameter index exactly once "
             f"(got {len(order)} entries for {len(trainable)} trainable parameters)",
         )
-        for name in ("forward_s", "optimizer_s"):
+        for name in ("forward_s", "optimizer_s", "backward_tail_s"):
             v = getattr(self, name)
             _require(isinstance(v, (int, float)) and v >= 0, f"profile {self.model!r}: {name} must be >= 0, got {v!r}")
         _require(self.samples_per_step >= 1, "samples_per_step must be >= 1")
@@ -149,7 +152,7 @@ class GradProfile:
 
     @property
     def backward_s(self) -> float:
-        return sum(self.params[i].bwd_s for i in self.ready_order)
+        return sum(self.params[i].bwd_s for i in self.ready_order) + self.backward_tail_s
 
     @property
     def compute_s(self) -> float:
@@ -173,6 +176,7 @@ class GradProfile:
             params=tuple(replace(p, bwd_s=p.bwd_s * compute_factor) for p in self.params),
             forward_s=self.forward_s * compute_factor,
             optimizer_s=self.optimizer_s * compute_factor,
+            backward_tail_s=self.backward_tail_s * compute_factor,
         )
 
     # ---- construction -------------------------------------------------------
@@ -209,6 +213,7 @@ class GradProfile:
             "source": self.source,
             "forward_s": self.forward_s,
             "optimizer_s": self.optimizer_s,
+            "backward_tail_s": self.backward_tail_s,
             "samples_per_step": self.samples_per_step,
             "tokens_per_sample": self.tokens_per_sample,
             "ready_order": list(self.ready_order),
@@ -231,6 +236,7 @@ class GradProfile:
             ready_order=tuple(int(i) for i in d.get("ready_order", ())),
             forward_s=float(d.get("forward_s", 0.0)),
             optimizer_s=float(d.get("optimizer_s", 0.0)),
+            backward_tail_s=float(d.get("backward_tail_s", 0.0)),
             samples_per_step=int(d.get("samples_per_step", 1)),
             tokens_per_sample=int(d.get("tokens_per_sample", 1)),
             source=str(d.get("source", "unspecified")),

@@ -1,0 +1,186 @@
+"""``ddpsim calibrate``: measure this machine and fit the simulator's parameters.
+
+One pool of real ranks (optionally in network namespaces over a ``tbf``-limited
+link) runs, in order, with a progress line per phase:
+
+1. all-reduce at a range of sizes -> robust fit of ``o`` and ``w``;
+2. memory copies -> the bucket copy rate;
+3. the model's gradient-ready profile, ranks computing concurrently as they do
+   in training, with no communication;
+4. the contention probe: forward+backward alone versus with all-reduces in
+   flight -> the compute slowdown ``c``; all-reduces alone versus under compute
+   -> the communication slowdown.
+
+Every measurement is appended to the records file as it is taken; the params
+file is written at the end (atomically). Nothing here is assumed: each number
+in the params file comes from a record listed in it.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from .contention import fit_contention
+from .fit import fit_linear
+from .params import Params
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class CalibrateSpec:
+    model: str = "gpt"
+    backend: str = "gloo"
+    world_size: int = 2
+    batch_size: int | None = None
+    link_mbit: float | None = None
+    sizes_bytes: tuple[int, ...] | None = None
+    profile_steps: int = 20
+    contention_steps: int = 10
+    optimizer: str = "sgd"
+    records: str = "calibration.jsonl"
+    timeout_s: float = 900.0
+
+    def __post_init__(self) -> None:
+        if self.world_size < 2:
+            raise ValueError(f"calibration needs at least 2 ranks to communicate, got --world-size {self.world_size}")
+        if self.link_mbit is not None and not self.link_mbit > 0:
+            raise ValueError(f"--link-mbit must be > 0, got {self.link_mbit}")
+        if self.batch_size is not None and self.batch_size < 1:
+            raise ValueError(f"--batch-size must be >= 1, got {self.batch_size}")
+
+
+def default_sizes(link_mbit: float | None) -> tuple[int, ...]:
+    """4 KiB up by factors of 4 to the largest size whose call stays near half a second."""
+    cap = 64 * MIB if link_mbit is None else max(256 * 1024, int(link_mbit * 1e6 / 8 * 0.5))
+    sizes, s = [], 4096
+    while s <= cap:
+        sizes.append(s)
+        s *= 4
+    return tuple(sizes)
+
+
+class Progress:
+    """One line per phase on stderr with elapsed time."""
+
+    def __init__(self, enabled: bool = True, prefix: str = "calibrate"):
+        self.enabled, self.prefix, self.t0 = enabled, prefix, time.monotonic()
+
+    def __call__(self, msg: str) -> None:
+        if self.enabled:
+            print(f"{self.prefix} [{time.monotonic() - self.t0:6.1f} s] {msg}", file=sys.stderr, flush=True)
+
+
+def open_pool(world_size: int, backend: str, link_mbit: float | None, timeout_s: float):
+    """A context manager yielding a ``RankPool``, inside emulated links when ``link_mbit`` is given."""
+    from contextlib import contextmanager
+
+    from realrun.launch import RankPool
+    from realrun.netns import EmulatedNetwork
+
+    @contextmanager
+    def _cm():
+        net = EmulatedNetwork(world_size, link_mbit) if link_mbit else nullcontext()
+        with net as n:
+            kw = n.pool_kwargs() if n is not None else {}
+            with RankPool(world_size, backend, timeout_s=timeout_s, **kw) as pool:
+                yield pool
+
+    return _cm()
+
+
+def measure_allreduce(pool: Any, sizes: tuple[int, ...], link_mbit: float | None, writer: Any, say: Callable[[str], None]) -> list[dict]:
+    from realrun.bench_allreduce import AllreduceBenchSpec, measure, sweep
+
+    spec = AllreduceBenchSpec(
+        backend=pool.backend, world_sizes=(pool.world_size,), sizes_bytes=sizes, impls=("native",), link_mbit=link_mbit
+    )
+    call = lambda *a: pool.run(measure, *a)[0]  # noqa: E731
+    say(f"all-reduce at {len(sizes)} sizes, {sizes[0] // 1024} KiB to {sizes[-1] / MIB:g} MiB")
+    return sweep(spec, pool.world_size, call, writer, False, run_id=f"calibrate-{int(time.time())}", t_start=time.monotonic())
+
+
+def fit_probe(results: list[dict]) -> dict[str, Any]:
+    """Compute slowdown ``c`` and communication slowdown from the contention probe of every rank."""
+    alone = [statistics.median(r["alone_s"]) for r in results]
+    overlapped = [statistics.median(r["overlapped_s"]) for r in results]
+    busy = [r["busy_fraction"] for r in results]
+    c = fit_contention(alone, overlapped, busy)
+    comm_alone = statistics.median([t for r in results for t in r["comm_alone_s"]])
+    comm_under = statistics.median([t for r in results for t in r["comm_under_compute_s"]])
+    return {
+        "contention_c": c,
+        "comm_contention_c": max(0.0, comm_under / comm_alone - 1.0),
+        "compute_alone_median_s": alone,
+        "compute_overlapped_median_s": overlapped,
+        "busy_fraction": busy,
+        "comm_alone_median_s": comm_alone,
+        "comm_under_compute_median_s": comm_under,
+        "comm_bytes": results[0]["comm_bytes"],
+    }
+
+
+def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]) -> Params:
+    from realrun.profile_grads import profile_grads
+    from realrun.records import RecordWriter, environment, make_record
+    from realrun.workloads import load_workload
+
+    from .probes import contention_probe, memcpy_probe
+
+    wl = load_workload(spec.model)
+    bs = spec.batch_size or wl.default_batch_size
+    sizes = spec.sizes_bytes or default_sizes(spec.link_mbit)
+    env = environment(pool.backend, pool.world_size, link_mbit=spec.link_mbit)
+    with RecordWriter(spec.records) as writer:
+        recs = measure_allreduce(pool, sizes, spec.link_mbit, writer, say)
+        fit = fit_linear(recs, world_size=pool.world_size, link_mbit=spec.link_mbit if spec.link_mbit else None)
+        say(f"fit: o = {fit.o_us:.1f} us, w = {fit.w_gbps:.4g} GB/s ({fit.w_gbps * 8e3:.0f} Mbit/s), rel. RMS {fit.rel_rms * 100:.1f}%")
+
+        mem = pool.run(memcpy_probe)
+        copy_bps = statistics.median(r["copy_bytes_per_s"] for r in mem)
+        writer.write(make_record("memcpy", env, per_rank=mem, copy_bytes_per_s=copy_bps))
+        say(f"memory copy: {copy_bps / 1e9:.2f} GB/s per rank (all ranks copying)")
+
+        say(f"profiling {spec.model} (batch {bs}, {spec.profile_steps} steps, {pool.world_size} ranks computing)")
+        prof = profile_grads(pool, spec.model, batch_size=bs, steps=spec.profile_steps, optimizer=spec.optimizer)
+        writer.write(make_record("profile", env, model=spec.model, batch_size=bs, profile=prof.to_dict()))
+        say(
+            f"profile: forward {prof.forward_s * 1e3:.2f} ms, backward {prof.backward_s * 1e3:.2f} ms, "
+            f"optimizer {prof.optimizer_s * 1e3:.2f} ms, {len(prof.params)} params, {prof.total_grad_bytes / MIB:.2f} MiB"
+        )
+
+        say("contention: forward+backward alone and with all-reduces in flight")
+        comm_bytes = min(4 * MIB, max(sizes))
+        probe = pool.run(contention_probe, spec.model, bs, spec.contention_steps, comm_bytes)
+        fitted = fit_probe(probe)
+        writer.write(make_record("contention", env, model=spec.model, batch_size=bs, per_rank=probe, **fitted))
+        say(
+            f"contention: compute x{1 + fitted['contention_c']:.2f} while communicating, "
+            f"communication x{1 + fitted['comm_contention_c']:.2f} while computing"
+        )
+    return Params(
+        backend=pool.backend,
+        world_size=pool.world_size,
+        linear=fit,
+        link_mbit=spec.link_mbit,
+        contention_c=fitted["contention_c"],
+        comm_contention_c=fitted["comm_contention_c"],
+        copy_bytes_per_s=copy_bps,
+        compute_profile=prof.to_dict(),
+        env=env,
+        source_records=(str(Path(spec.records).resolve()),),
+        probes={"contention": {k: v for k, v in fitted.items()}, "model": spec.model, "batch_size": bs},
+    )
+
+
+def calibrate(spec: CalibrateSpec, progress: bool = True) -> Params:
+    say = Progress(progress)
+    say(f"{spec.world_size} {spec.backend} ranks" + (f" over emulated {spec.link_mbit:g} Mbit/s links" if spec.link_mbit else " on loopback"))
+    with open_pool(spec.world_size, spec.backend, spec.link_mbit, spec.timeout_s) as pool:
+        return calibrate_on_pool(pool, spec, say)

@@ -1,0 +1,228 @@
+"""``ddpsim calibrate``, ``validate``, ``plot`` and ``tune``: the commands of the top floor.
+
+torch is imported only inside the handlers (through realrun), never at import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from simulator.cli import float_list, positive_float, positive_int
+from simulator.strategies import STRATEGIES
+
+
+def _link_list(text: str) -> list[float]:
+    return float_list(text)
+
+
+def _strategies(text: str) -> tuple[str, ...]:
+    if text == "all":
+        return STRATEGIES
+    out = tuple(s.strip() for s in text.split(",") if s.strip())
+    bad = [s for s in out if s not in STRATEGIES]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown strategy {', '.join(bad)}; allowed: all, {', '.join(STRATEGIES)}")
+    return out
+
+
+def _netns_skip(link: float | None) -> str | None:
+    """A reason to skip when emulated links are asked for but cannot be made here."""
+    if link is None:
+        return None
+    from realrun.netns import NetnsUnavailable, require_netns
+
+    try:
+        require_netns()
+    except NetnsUnavailable as e:
+        return str(e)
+    return None
+
+
+def _out_path(base: str, link: float | None, multi: bool) -> str:
+    if not multi or link is None:
+        return base
+    p = Path(base)
+    return str(p.with_name(f"{p.stem}-{link:g}mbit{p.suffix}"))
+
+
+# ---- calibrate ----------------------------------------------------------------------
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from .calibrate import CalibrateSpec, calibrate
+
+    links = args.link_mbit or [None]
+    results = []
+    for link in links:
+        reason = _netns_skip(link)
+        if reason:
+            print(f"ddpsim calibrate: skipped {link:g} Mbit/s: {reason}", file=sys.stderr)
+            continue
+        multi = len(links) > 1
+        spec = CalibrateSpec(
+            model=args.model, backend=args.backend, world_size=args.world_size, batch_size=args.batch_size,
+            link_mbit=link, records=_out_path(args.records, link, multi), profile_steps=args.profile_steps,
+        )
+        params = calibrate(spec, progress=not args.quiet)
+        out = params.save(_out_path(args.out, link, multi))
+        results.append((out, params))
+        if not args.json:
+            lin = params.linear
+            print(f"wrote {out}")
+            print(f"  o = {lin.o_us:.1f} us  (95% CI {lin.o_ci_us[0]:.1f} .. {lin.o_ci_us[1]:.1f})")
+            print(
+                f"  w = {lin.w_gbps:.4g} GB/s = {lin.w_gbps * 8e3:.1f} Mbit/s  "
+                f"(95% CI {lin.w_ci_gbps[0]:.4g} .. {lin.w_ci_gbps[1]:.4g} GB/s)"
+                + (f"; configured link {link:g} Mbit/s" if link else "")
+            )
+            print(f"  fit error: relative RMS {lin.rel_rms * 100:.2f}%, worst {lin.max_abs_rel_err * 100:.2f}% over {lin.n_points} sizes")
+            print(f"  contention: compute x{1 + params.contention_c:.3f} while communicating, communication x{1 + params.comm_contention_c:.3f} while computing")
+            print(f"  memory copy {params.copy_bytes_per_s / 1e9:.2f} GB/s; channels {params.channels}")
+            prof = params.profile()
+            print(f"  profile {prof.model}: forward {prof.forward_s * 1e3:.2f} ms, backward {prof.backward_s * 1e3:.2f} ms, optimizer {prof.optimizer_s * 1e3:.2f} ms")
+    if args.json:
+        payload = [dict(p.to_dict(), params_file=str(o)) for o, p in results]
+        for d in payload:
+            d.pop("profile", None)
+            d.pop("compute_profile", None)
+        json.dump(payload[0] if len(payload) == 1 else payload, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    return 0
+
+
+# ---- validate -----------------------------------------------------------------------
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .calibrate import CalibrateSpec, Progress, calibrate_on_pool, open_pool
+    from .params import Params
+    from .validate import ValidateSpec, format_validation, save_validation, validate_on_pool
+
+    links = args.link_mbit or [None]
+    spec = ValidateSpec(
+        model=args.model, strategies=args.strategy, bucket_mb=tuple(args.bucket_mb), batch_size=args.batch_size,
+        steps=args.steps, warmup=args.warmup, out=args.records,
+    )
+    given = Params.load(args.params) if args.params else None
+    results = []
+    for link in links:
+        reason = _netns_skip(link)
+        if reason:
+            print(f"ddpsim validate: skipped {link:g} Mbit/s: {reason}", file=sys.stderr)
+            continue
+        multi = len(links) > 1
+        say = Progress(not args.quiet, prefix="validate")
+        world = args.world_size or (given.world_size if given else 2)
+        with open_pool(world, args.backend, link, 900.0) as pool:
+            params = given
+            if params is None or (multi and link != params.link_mbit):
+                say("no params for this link: calibrating first")
+                cal = CalibrateSpec(model=args.model, backend=args.backend, world_size=world, batch_size=args.batch_size,
+                                    link_mbit=link, records=_out_path("calibration.jsonl", link, True))
+                params = calibrate_on_pool(pool, cal, say)
+                params.save(_out_path("params.json", link, True))
+            run_spec = spec if not multi else ValidateSpec(**{**spec.__dict__, "out": _out_path(spec.out, link, True)})
+            res = validate_on_pool(pool, params, run_spec, say, link_mbit=link)
+        res_path = save_validation(res, _out_path(args.out, link, multi))
+        res["result_file"] = str(res_path)
+        if args.plot_dir:
+            res["plots"] = _validation_plots(res, Path(args.plot_dir), link)
+        results.append(res)
+        if not args.json:
+            print(format_validation(res))
+            print(f"results: {res_path}" + (f"; plots: {', '.join(res['plots'])}" if args.plot_dir else ""))
+    if not results:
+        return 0
+    if args.json:
+        json.dump(results[0] if len(results) == 1 else {"runs": results}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    return 0
+
+
+def _validation_plots(res: dict[str, Any], out_dir: Path, link: float | None) -> list[str]:
+    from .plots import plot_bucket_sweep, plot_pred_vs_measured
+
+    tag = f"-{link:g}mbit" if link else ""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = [r for r in res["rows"] if r["bucket_mb"] is not None]
+    paths = [str(plot_pred_vs_measured(res["rows"], out_dir / f"pred_vs_measured{tag}.png", quantity="both"))]
+    if rows:
+        paths.append(str(plot_bucket_sweep(rows, out_dir / f"bucket_sweep{tag}.png", title=f"{res['model']} p={res['world_size']}{tag}")))
+    return paths
+
+
+# ---- plot ---------------------------------------------------------------------------
+def cmd_plot(args: argparse.Namespace) -> int:
+    """Plots from result files only (never re-runs anything)."""
+    from .plots import plot_allreduce, plot_bucket_sweep, plot_pred_vs_measured, plot_scaling
+
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    if args.allreduce:
+        from .fit import fit_linear
+        from realrun.records import read_records
+
+        recs = read_records(args.allreduce, "allreduce")
+        fit = fit_linear(recs)
+        written.append(plot_allreduce(recs, fit, out / "allreduce_fit.png"))
+    if args.validation:
+        res = json.loads(Path(args.validation).read_text())
+        written.append(plot_pred_vs_measured(res["rows"], out / "pred_vs_measured.png", quantity="both"))
+        rows = [r for r in res["rows"] if r["bucket_mb"] is not None]
+        if rows:
+            written.append(plot_bucket_sweep(rows, out / "bucket_sweep.png"))
+    if args.scaling:
+        res = json.loads(Path(args.scaling).read_text())
+        written.append(plot_scaling(res["rows"] if isinstance(res, dict) else res, out / "scaling.png"))
+    if not written:
+        raise ValueError("nothing to plot: give --allreduce RECORDS.jsonl, --validation RESULT.json or --scaling RESULT.json")
+    for w in written:
+        print(w)
+    return 0
+
+
+def add_commands(sub: Any) -> None:
+    c = sub.add_parser("calibrate", help="measure this machine and fit o, w, contention and the compute profile")
+    c.add_argument("--model", default="gpt", help="workload to profile (built-in or path/to/file.py:build_fn; default gpt)")
+    c.add_argument("--backend", default="gloo", choices=("gloo", "nccl"))
+    c.add_argument("--world-size", type=positive_int, default=2)
+    c.add_argument("--batch-size", type=positive_int, default=None)
+    c.add_argument("--link-mbit", type=_link_list, default=None, help="emulate links of these rates (Mbit/s, needs root), e.g. 100,400")
+    c.add_argument("--profile-steps", type=positive_int, default=20)
+    c.add_argument("--out", default="params.json", help="fitted parameters (default params.json)")
+    c.add_argument("--records", default="calibration.jsonl", help="measurement records, appended (default calibration.jsonl)")
+    c.add_argument("--json", action="store_true", help="print the fitted parameters as JSON")
+    c.add_argument("--quiet", action="store_true", help="no progress lines")
+    c.set_defaults(func=cmd_calibrate)
+
+    v = sub.add_parser("validate", help="run configurations for real and in the simulator; report the error")
+    v.add_argument("--params", default=None, help="params from `ddpsim calibrate` (default: calibrate first)")
+    v.add_argument("--model", default="gpt")
+    v.add_argument("--strategy", type=_strategies, default=STRATEGIES, help="comma list or 'all' (default all)")
+    v.add_argument("--bucket-mb", type=float_list, default=[0.25, 1, 4, 16, 64, 256], help="bucket sizes in MiB for bucketed strategies")
+    v.add_argument("--backend", default="gloo", choices=("gloo", "nccl"))
+    v.add_argument("--world-size", type=positive_int, default=None, help="default: the params' world size")
+    v.add_argument("--batch-size", type=positive_int, default=None)
+    v.add_argument("--steps", type=positive_int, default=20)
+    v.add_argument("--warmup", type=int, default=3)
+    v.add_argument("--link-mbit", type=_link_list, default=None, help="validate over emulated links of these rates (calibrates each)")
+    v.add_argument("--out", default="validation.json", help="summary and rows (JSON)")
+    v.add_argument("--records", default="validation.jsonl", help="raw step records (JSONL, appended)")
+    v.add_argument("--plot-dir", default=None, help="write predicted-vs-measured and bucket-sweep PNGs here")
+    v.add_argument("--json", action="store_true")
+    v.add_argument("--quiet", action="store_true")
+    v.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("plot", help="plots from result files (never re-runs)")
+    p.add_argument("--allreduce", default=None, metavar="RECORDS.jsonl")
+    p.add_argument("--validation", default=None, metavar="RESULT.json")
+    p.add_argument("--scaling", default=None, metavar="RESULT.json")
+    p.add_argument("--out-dir", default="plots")
+    p.set_defaults(func=cmd_plot)
+
+    try:
+        from .tune_cli import add_tune_command
+    except ImportError:
+        return
+    add_tune_command(sub, positive_float=positive_float)

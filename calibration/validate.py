@@ -1,0 +1,228 @@
+"""``ddpsim validate``: run configurations for real and in the simulator, and compare.
+
+For each (strategy, bucket size): real ranks time warm-up then many steps
+(``realrun.bench_ddp.measure_ddp``, one compute-only baseline shared by all
+configurations), the simulator predicts the same configuration from the fitted
+parameters, and a row records measured median and spread, predicted step,
+measured and predicted exposed overhead, and the signed error. Rows are
+appended to a JSONL file as they are measured, so an interrupted validation
+keeps what it had.
+
+Summary: median and worst absolute error; per bucketed strategy, the predicted
+best bucket, the measured best, and whether the predicted best's measured time
+is within the measured noise (p10-p90 overlap) or within 3% of the best.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from simulator.predict import predict
+from simulator.profile import GradProfile
+from simulator.strategies import BUCKETED, STRATEGIES, StrategySpec
+
+from .params import Params
+
+VALIDATION_SCHEMA = "ddpsim.validation/1"
+DEFAULT_BUCKETS_MB = (0.25, 1.0, 4.0, 16.0, 64.0, 256.0)
+
+
+@dataclass(frozen=True)
+class ValidateSpec:
+    model: str = "gpt"
+    strategies: tuple[str, ...] = STRATEGIES
+    bucket_mb: tuple[float, ...] = DEFAULT_BUCKETS_MB
+    world_size: int | None = None  # default: the params' world size
+    batch_size: int | None = None
+    steps: int = 20
+    warmup: int = 3
+    optimizer: str = "sgd"
+    out: str = "validation.jsonl"
+    timeout_s: float = 900.0
+    extra_configs: tuple[tuple[str, tuple[float, ...]], ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        bad = [s for s in self.strategies if s not in STRATEGIES]
+        if bad:
+            raise ValueError(f"unknown strategy {', '.join(bad)}; allowed: {', '.join(STRATEGIES)}")
+        if any(not b > 0 for b in self.bucket_mb):
+            raise ValueError(f"bucket sizes must be > 0 MiB, got {list(self.bucket_mb)}")
+        if self.steps < 3:
+            raise ValueError(f"--steps must be >= 3 to report a spread, got {self.steps}")
+
+    def configs(self) -> list[StrategySpec]:
+        out = []
+        for s in self.strategies:
+            if s in BUCKETED:
+                out += [StrategySpec(s, bucket_mb=b) for b in self.bucket_mb]
+            else:
+                out.append(StrategySpec(s))
+        for s, caps in self.extra_configs:
+            out.append(StrategySpec(s, bucket_cap_mb_list=caps))
+        return out
+
+
+def predicted_row(profile: GradProfile, params: Params, spec: StrategySpec, world_size: int) -> dict[str, Any]:
+    res = predict(profile, params.cost_model(), spec, world_size)
+    return {"predicted_step_s": res.step_time_s, "predicted_exposed_s": res.overhead_s, "predicted_compute_s": res.compute_s,
+            "n_buckets": res.n_collectives}
+
+
+def make_row(spec: StrategySpec, rec: dict[str, Any], pred: dict[str, Any]) -> dict[str, Any]:
+    m = rec["median_s"]
+    return {
+        "strategy": spec.name,
+        "bucket_mb": spec.bucket_mb,
+        "bucket_cap_mb_list": list(spec.bucket_cap_mb_list) if spec.bucket_cap_mb_list else None,
+        "measured_median_s": m,
+        "measured_p10_s": rec["p10_s"],
+        "measured_p90_s": rec["p90_s"],
+        "measured_compute_s": rec["compute_median_s"],
+        "measured_exposed_s": rec["exposed_comm_s"],
+        **pred,
+        "error_pct": (pred["predicted_step_s"] - m) / m * 100.0,
+        "link_mbit": rec.get("link_mbit"),
+    }
+
+
+def summarize_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    if not rows:
+        raise ValueError("no configuration was measured")
+    errs = [abs(r["error_pct"]) for r in rows]
+    out: dict[str, Any] = {
+        "median_abs_error_pct": statistics.median(errs),
+        "worst_abs_error_pct": max(errs),
+        "n_configs": len(rows),
+        "best_bucket": {},
+    }
+    first_bucketed = None
+    for strat in dict.fromkeys(r["strategy"] for r in rows):
+        rs = [r for r in rows if r["strategy"] == strat and r["bucket_mb"] is not None]
+        if len(rs) < 2:
+            continue
+        pb = min(rs, key=lambda r: r["predicted_step_s"])
+        mb = min(rs, key=lambda r: r["measured_median_s"])
+        gap = (pb["measured_median_s"] - mb["measured_median_s"]) / mb["measured_median_s"] * 100.0
+        within_noise = pb["measured_p10_s"] <= mb["measured_p90_s"]
+        out["best_bucket"][strat] = {
+            "predicted_best_mb": pb["bucket_mb"],
+            "measured_best_mb": mb["bucket_mb"],
+            "predicted_best_measured_gap_pct": gap,
+            "same": pb["bucket_mb"] == mb["bucket_mb"],
+            "within_noise": within_noise,
+        }
+        if first_bucketed is None or strat == "torch-ddp":
+            first_bucketed = strat
+    if first_bucketed is not None:
+        bb = out["best_bucket"][first_bucketed]
+        out["best_bucket_strategy"] = first_bucketed
+        out["best_bucket_mb_predicted"] = bb["predicted_best_mb"]
+        out["best_bucket_mb_measured"] = bb["measured_best_mb"]
+    else:
+        out["best_bucket_mb_predicted"] = out["best_bucket_mb_measured"] = None
+    return out
+
+
+def check_profile_matches(params: Params, model: str, batch_size: int | None) -> GradProfile:
+    prof = params.profile()
+    if prof is None:
+        raise ValueError("the params file holds no compute profile; run `ddpsim calibrate --model ...` first")
+    probes = params.probes or {}
+    if probes.get("model") not in (None, model):
+        raise ValueError(
+            f"params were calibrated on model {probes.get('model')!r}, not {model!r}: "
+            f"run `ddpsim calibrate --model {model}` for this model"
+        )
+    if batch_size is not None and probes.get("batch_size") not in (None, batch_size):
+        raise ValueError(f"params were calibrated at batch size {probes.get('batch_size')}, not {batch_size}")
+    return prof
+
+
+def validate_on_pool(
+    pool: Any, params: Params, spec: ValidateSpec, say: Callable[[str], None], link_mbit: float | None = None
+) -> dict[str, Any]:
+    from realrun.bench_ddp import measure_compute, measure_ddp
+    from realrun.records import RecordWriter
+
+    prof = check_profile_matches(params, spec.model, spec.batch_size)
+    bs = spec.batch_size or (params.probes or {}).get("batch_size")
+    p = pool.world_size
+    rows: list[dict[str, Any]] = []
+    say(f"compute-only baseline ({spec.steps} steps)")
+    compute = measure_compute(pool, spec.model, bs, spec.steps, spec.warmup, spec.optimizer)
+    configs = spec.configs()
+    with RecordWriter(spec.out) as writer:
+        for k, cfg in enumerate(configs, 1):
+            rec = measure_ddp(
+                pool, spec.model, cfg.name, bucket_mb=cfg.bucket_mb,
+                bucket_cap_mb_list=cfg.bucket_cap_mb_list, batch_size=bs, steps=spec.steps,
+                warmup=spec.warmup, optimizer=spec.optimizer, compute=compute, link_mbit=link_mbit,
+            )
+            row = make_row(cfg, rec, predicted_row(prof, params, cfg, p))
+            rec = dict(rec, validation=row)
+            writer.write(rec)
+            rows.append(row)
+            label = cfg.name + (f" {cfg.bucket_mb:g} MiB" if cfg.bucket_mb is not None else "")
+            say(
+                f"[{k}/{len(configs)}] {label}: measured {row['measured_median_s'] * 1e3:.2f} ms "
+                f"(p10 {row['measured_p10_s'] * 1e3:.2f}, p90 {row['measured_p90_s'] * 1e3:.2f}), "
+                f"predicted {row['predicted_step_s'] * 1e3:.2f} ms, error {row['error_pct']:+.1f}%"
+            )
+    summary = summarize_rows(rows)
+    return {
+        "schema": VALIDATION_SCHEMA,
+        "model": spec.model,
+        "world_size": p,
+        "backend": pool.backend,
+        "link_mbit": link_mbit,
+        "batch_size": bs,
+        "params": {"o_us": params.o_us, "w_gbps": params.w_gbps, "contention_c": params.contention_c,
+                   "comm_contention_c": params.comm_contention_c, "channels": params.channels},
+        "measured_compute_s": compute["median_s"],
+        "predicted_compute_s": prof.compute_s,
+        **summary,
+        "rows": rows,
+    }
+
+
+def format_validation(res: dict[str, Any]) -> str:
+    lines = [
+        f"{res['model']} on {res['world_size']} {res['backend']} ranks"
+        + (f" over {res['link_mbit']:g} Mbit/s links" if res.get("link_mbit") else " on loopback")
+        + f"; compute measured {res['measured_compute_s'] * 1e3:.2f} ms, profiled {res['predicted_compute_s'] * 1e3:.2f} ms",
+        "",
+        f"  {'strategy':<11} {'bucket MiB':>10} {'measured ms':>12} {'p10..p90':>17} {'predicted':>10} "
+        f"{'exp. meas':>10} {'exp. pred':>10} {'error':>8}",
+    ]
+    for r in res["rows"]:
+        b = f"{r['bucket_mb']:g}" if r["bucket_mb"] is not None else "-"
+        lines.append(
+            f"  {r['strategy']:<11} {b:>10} {r['measured_median_s'] * 1e3:>12.2f} "
+            f"{r['measured_p10_s'] * 1e3:>8.2f}..{r['measured_p90_s'] * 1e3:<8.2f} {r['predicted_step_s'] * 1e3:>10.2f} "
+            f"{r['measured_exposed_s'] * 1e3:>10.2f} {r['predicted_exposed_s'] * 1e3:>10.2f} {r['error_pct']:>+7.1f}%"
+        )
+    lines.append("")
+    lines.append(
+        f"step-time error: median {res['median_abs_error_pct']:.2f}%, worst {res['worst_abs_error_pct']:.2f}% "
+        f"over {res['n_configs']} configurations"
+    )
+    for strat, bb in res["best_bucket"].items():
+        verdict = "same" if bb["same"] else ("within measured noise" if bb["within_noise"] else "differs")
+        lines.append(
+            f"best bucket ({strat}): predicted {bb['predicted_best_mb']:g} MiB, measured {bb['measured_best_mb']:g} MiB "
+            f"({verdict}; the predicted best measures {bb['predicted_best_measured_gap_pct']:+.1f}% vs the measured best)"
+        )
+    return "\n".join(lines)
+
+
+def save_validation(res: dict[str, Any], path: str | Path) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps(res, indent=1) + "\n")
+    return p
+
+
