@@ -27,7 +27,15 @@ def _bench_allreduce(sub: Any) -> None:
     p.set_defaults(func=m.main)
 
 
-REGISTRY: list[Callable[[Any], None]] = [_bench_allreduce]
+def _ddp_commands(sub: Any) -> None:
+    from . import ddp_cli
+
+    ddp_cli.register_check(sub)
+    ddp_cli.register_profile(sub)
+    ddp_cli.register_bench_ddp(sub)
+
+
+REGISTRY: list[Callable[[Any], None]] = [_bench_allreduce, _ddp_commands]
 
 
 def add_commands(sub: Any) -> None:

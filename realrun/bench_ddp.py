@@ -1,0 +1,370 @@
+"""Honest DDP step timing: ``measure_ddp`` on an existing ``RankPool``, one record per configuration.
+
+One configuration = a workload, a strategy (with its bucket size), a world
+size and a per-rank batch. On every rank: build the model, wrap it, run
+``warmup`` untimed steps (torch DDP rebuilds its buckets in the second), then
+``steps`` timed ones. Each step starts after a barrier; the timed region is
+forward + backward + ``finish_gradient_synchronization()`` +
+``optimizer.step()`` (``zero_grad`` and the barrier are outside; on CUDA the
+device is synchronised before each clock read). The step time of a step is
+the slowest rank's, since the next step cannot start before it.
+
+The compute-only baseline runs the same loop on the same ranks with the bare
+module: no wrapper, no communication (only the untimed barrier), so the ranks
+compete for cores exactly as in the DDP runs. ``exposed_comm_s = median_s -
+compute_median_s`` is the part of the step communication adds.
+
+Records (kind ``"ddp_step"``, see ``realrun.records``) keep every raw time:
+``step_times_s`` (max over ranks), ``rank_step_times_s`` (per rank) and the
+baseline's. Peak memory on CPU is the largest ``ru_maxrss`` over ranks, which
+is the peak of the worker process so far (a shared pool carries it from one
+configuration to the next; ``rss_end_bytes`` is the resident size after this
+configuration); on CUDA ``torch.cuda.max_memory_allocated`` after a reset.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import re
+from pathlib import Path
+from typing import Any, Sequence
+
+from .records import make_record
+from .stats import max_over_ranks, summarize
+
+DEFAULT_STEPS = 20
+DEFAULT_WARMUP = 5
+N_BATCHES = 4  # distinct batches per rank, cycled
+
+
+def _loadavg() -> list[float] | None:
+    """1, 5 and 15 minute load averages: other work on the machine shows up here."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def _memory(device: str) -> dict[str, int]:
+    import resource
+
+    out = {"peak_mem_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    try:
+        with open("/proc/self/statm") as f:
+            out["rss_end_bytes"] = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        pass
+    if device.startswith("cuda"):
+        import torch
+
+        out["peak_mem_bytes"] = int(torch.cuda.max_memory_allocated())
+    return out
+
+
+def _step_task(
+    ctx: Any,
+    spec: str,
+    strategy: str,
+    bucket_mb: float | None,
+    bucket_cap_mb_list: Sequence[float] | None,
+    batch_size: int,
+    steps: int,
+    warmup: int,
+    optimizer: str,
+    trace_path: str | None,
+) -> dict[str, Any]:
+    """On one rank: warm-up and timed steps of ``strategy`` (``"compute"``: the bare module, no communication)."""
+    import time
+
+    import torch
+    import torch.distributed as dist
+
+    from .ddp import make_ddp, make_optimizer
+    from .records import environment
+    from .workloads import cast_batch, load_workload
+
+    w = load_workload(spec)
+    device = ctx.device
+    if device.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats()
+    model = w.build().to(device)
+    if strategy == "compute":
+        net: Any = model
+        opt = make_optimizer("naive", model, optimizer)
+    else:
+        net = make_ddp(strategy, model, bucket_mb, bucket_cap_mb_list)
+        opt = make_optimizer(strategy, net, optimizer)
+    batches = [
+        cast_batch(w.make_batch(batch_size, 1000 + k * ctx.world_size + ctx.rank), device=device)
+        for k in range(N_BATCHES)
+    ]
+    start_sync = getattr(net, "on_train_batch_start", None)
+    finish = getattr(net, "finish_gradient_synchronization", None)
+    loss_of = w.loss
+    perf = time.perf_counter
+
+    def one_step(batch: Any) -> None:
+        if start_sync is not None:
+            start_sync()
+        loss = loss_of(net, batch)
+        loss.backward()
+        if finish is not None:
+            finish()
+        opt.step()
+
+    times: list[float] = []
+    for i in range(warmup + steps):
+        batch = batches[i % N_BATCHES]
+        opt.zero_grad(set_to_none=True)
+        dist.barrier()
+        _sync(device)
+        t0 = perf()
+        one_step(batch)
+        _sync(device)
+        t = perf() - t0
+        if i >= warmup:
+            times.append(t)
+    out: dict[str, Any] = {"step_times_s": times, **_memory(device)}
+    if trace_path is not None:
+        from torch.profiler import ProfilerActivity, profile
+
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.startswith("cuda") else [])
+        opt.zero_grad(set_to_none=True)
+        dist.barrier()
+        with profile(activities=acts) as prof:
+            one_step(batches[0])
+            _sync(device)
+        path = Path(trace_path.format(rank=ctx.rank))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        prof.export_chrome_trace(str(path))
+        out["trace_file"] = str(path)
+    if ctx.rank == 0:
+        out["env"] = environment(ctx.backend, ctx.world_size, device=device, loadavg=_loadavg())
+    del net, opt, model, batches
+    gc.collect()  # hooks make reference cycles: free this model before the next configuration
+    return out
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", text).strip("_")[:80]
+
+
+def trace_path_template(trace_dir: str | Path, spec: str, strategy: str, bucket_mb: float | None, world_size: int) -> str:
+    b = "default" if bucket_mb is None else f"{bucket_mb:g}MB"
+    name = f"{_safe(spec)}_{strategy}_{b}_p{world_size}_rank{{rank}}.trace.json"
+    return str(Path(trace_dir) / name)
+
+
+def measure_compute(
+    pool: Any,
+    workload_spec: str,
+    batch_size: int | None = None,
+    steps: int = DEFAULT_STEPS,
+    warmup: int = DEFAULT_WARMUP,
+    optimizer: str = "sgd",
+) -> dict[str, Any]:
+    """The compute-only baseline on ``pool``: per step the slowest rank's forward+backward+optimizer time."""
+    from .workloads import load_workload
+
+    bs = batch_size or load_workload(workload_spec).default_batch_size
+    per_rank = pool.run(_step_task, workload_spec, "compute", None, None, bs, steps, warmup, optimizer, None)
+    times = max_over_ranks([r["step_times_s"] for r in per_rank])
+    s = summarize(times)
+    return {
+        "model": workload_spec,
+        "batch_size": bs,
+        "optimizer": optimizer,
+        "world_size": pool.world_size,
+        "step_times_s": times,
+        "median_s": s.median_s,
+        "p10_s": s.p10_s,
+        "p90_s": s.p90_s,
+    }
+
+
+def measure_ddp(
+    pool: Any,
+    workload_spec: str,
+    strategy: str,
+    bucket_mb: float | None = None,
+    bucket_cap_mb_list: Sequence[float] | None = None,
+    batch_size: int | None = None,
+    steps: int = DEFAULT_STEPS,
+    warmup: int = DEFAULT_WARMUP,
+    optimizer: str = "sgd",
+    compute: dict[str, Any] | None = None,
+    trace_dir: str | Path | None = None,
+    link_mbit: float | None = None,
+) -> dict[str, Any]:
+    """Time one DDP configuration on ``pool``'s ranks; returns its ``"ddp_step"`` record.
+
+    ``compute``: a ``measure_compute`` result of the same workload, batch and
+    optimizer on the same pool, to share one baseline across configurations;
+    measured here when ``None``. ``link_mbit``: the emulated link rate the
+    pool runs over, recorded as given. Raises ``RunFailure`` if a rank fails.
+    """
+    from .ddp import BUCKET_STRATEGIES, STRATEGIES
+    from .workloads import load_workload
+
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; allowed: {', '.join(STRATEGIES)}")
+    if strategy not in BUCKET_STRATEGIES:
+        bucket_mb, bucket_cap_mb_list = None, None
+    if strategy == "bucketed" and bucket_mb is None:
+        raise ValueError("strategy 'bucketed' needs a bucket size (bucket_mb)")
+    if steps < 1 or warmup < 0:
+        raise ValueError(f"need steps >= 1 and warmup >= 0, got steps={steps}, warmup={warmup}")
+    w = load_workload(workload_spec)
+    bs = batch_size or w.default_batch_size
+    if compute is None:
+        compute = measure_compute(pool, workload_spec, bs, steps, warmup, optimizer)
+    elif (compute["model"], compute["batch_size"], compute["optimizer"], compute["world_size"]) != (
+        workload_spec, bs, optimizer, pool.world_size
+    ):
+        raise ValueError("the compute baseline given is of another workload, batch size, optimizer or world size")
+    trace = None
+    if trace_dir is not None:
+        trace = trace_path_template(trace_dir, workload_spec, strategy, bucket_mb, pool.world_size)
+    per_rank = pool.run(
+        _step_task, workload_spec, strategy, bucket_mb,
+        list(bucket_cap_mb_list) if bucket_cap_mb_list else None, bs, steps, warmup, optimizer, trace,
+    )
+    rank_times = [r["step_times_s"] for r in per_rank]
+    times = max_over_ranks(rank_times)
+    s = summarize(times)
+    p = pool.world_size
+    exposed = s.median_s - compute["median_s"]
+    env = dict(per_rank[0].get("env", {}))
+    env["threads_per_rank"] = getattr(pool, "threads_per_rank", env.get("torch_threads"))
+    return make_record(
+        "ddp_step",
+        env,
+        model=workload_spec,
+        strategy=strategy,
+        bucket_mb=bucket_mb,
+        bucket_cap_mb_list=list(bucket_cap_mb_list) if bucket_cap_mb_list else None,
+        world_size=p,
+        backend=pool.backend,
+        batch_size=bs,
+        optimizer=optimizer,
+        steps=steps,
+        warmup=warmup,
+        step_times_s=times,
+        rank_step_times_s=rank_times,
+        median_s=s.median_s,
+        p10_s=s.p10_s,
+        p90_s=s.p90_s,
+        compute_step_times_s=compute["step_times_s"],
+        compute_median_s=compute["median_s"],
+        compute_p10_s=compute["p10_s"],
+        compute_p90_s=compute["p90_s"],
+        exposed_comm_s=exposed,
+        exposed_comm_share=exposed / s.median_s if s.median_s > 0 else None,
+        samples_per_s=p * bs / s.median_s,
+        tokens_per_s=p * bs * w.tokens_per_sample / s.median_s,
+        tokens_per_sample=w.tokens_per_sample,
+        peak_mem_bytes=max(r["peak_mem_bytes"] for r in per_rank),
+        rss_end_bytes=max(r.get("rss_end_bytes", 0) for r in per_rank),
+        link_mbit=link_mbit,
+        trace_files=[r["trace_file"] for r in per_rank if "trace_file" in r] or None,
+    )
+
+
+def format_table(records: Sequence[dict[str, Any]]) -> str:
+    """One row per record: step time median [p10, p90], compute, exposed communication, throughput, memory."""
+    head = (
+        f"{'model':<14} {'strategy':<10} {'bucket_mb':>9} {'P':>2} {'step_ms':>8} {'p10':>7} {'p90':>7} "
+        f"{'compute':>8} {'exposed':>8} {'share':>6} {'samples/s':>10} {'tokens/s':>10} {'peak_MiB':>8}"
+    )
+    lines = [head]
+    for r in records:
+        b = "-" if r["bucket_mb"] is None else f"{r['bucket_mb']:g}"
+        if r.get("bucket_cap_mb_list"):
+            b = "list"
+        share = r.get("exposed_comm_share")
+        lines.append(
+            f"{r['model'][:14]:<14} {r['strategy']:<10} {b:>9} {r['world_size']:>2} "
+            f"{r['median_s'] * 1e3:8.2f} {r['p10_s'] * 1e3:7.2f} {r['p90_s'] * 1e3:7.2f} "
+            f"{r['compute_median_s'] * 1e3:8.2f} {r['exposed_comm_s'] * 1e3:8.2f} "
+            f"{'' if share is None else f'{share * 100:5.1f}%':>6} {r['samples_per_s']:10.1f} "
+            f"{r['tokens_per_s']:10.0f} {r['peak_mem_bytes'] / 2**20:8.0f}"
+        )
+    return "\n".join(lines)
+
+
+def format_scaling(records: Sequence[dict[str, Any]]) -> str:
+    """Throughput against world size per (strategy, bucket): speed-up and efficiency relative to the smallest P."""
+    groups: dict[tuple[str, Any], list[dict[str, Any]]] = {}
+    for r in records:
+        key = (r["strategy"], r["bucket_mb"] if not r.get("bucket_cap_mb_list") else tuple(r["bucket_cap_mb_list"]))
+        groups.setdefault(key, []).append(r)
+    lines = [f"{'strategy':<10} {'bucket_mb':>9} {'P':>2} {'tokens/s':>10} {'samples/s':>10} {'speedup':>8} {'efficiency':>10}"]
+    for (strategy, bucket), rs in groups.items():
+        rs = sorted(rs, key=lambda r: r["world_size"])
+        base = rs[0]
+        for r in rs:
+            speed = r["samples_per_s"] / base["samples_per_s"]
+            eff = speed * base["world_size"] / r["world_size"]
+            b = "-" if bucket is None else (f"{bucket:g}" if not isinstance(bucket, tuple) else "list")
+            lines.append(
+                f"{strategy:<10} {b:>9} {r['world_size']:>2} {r['tokens_per_s']:10.0f} "
+                f"{r['samples_per_s']:10.1f} {speed:8.2f} {eff * 100:9.1f}%"
+            )
+    return "\n".join(lines)
+
+
+def _config_key(r: dict[str, Any]) -> tuple[Any, ...]:
+    caps = tuple(r["bucket_cap_mb_list"]) if r.get("bucket_cap_mb_list") else None
+    return (r["model"], r["strategy"], r["bucket_mb"], caps, r["world_size"], r["batch_size"], r.get("optimizer"),
+            r.get("link_mbit"))  # fmt: skip
+
+
+def combine_records(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One record per configuration: the raw times of its rounds concatenated, statistics recomputed.
+
+    Records of one configuration (same model, strategy, bucket, world size,
+    batch, optimizer, link) taken in several rounds become one with
+    ``rounds`` = how many; order of first appearance is kept.
+    """
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for r in records:
+        groups.setdefault(_config_key(r), []).append(r)
+    out = []
+    for rs in groups.values():
+        base = dict(rs[0])
+        base.pop("round", None)
+        times = [t for r in rs for t in r["step_times_s"]]
+        comp = [t for r in rs for t in r["compute_step_times_s"]]
+        n_ranks = len(rs[0]["rank_step_times_s"])
+        s, c = summarize(times), summarize(comp)
+        p, bs = base["world_size"], base["batch_size"]
+        exposed = s.median_s - c.median_s
+        base.update(
+            rounds=len(rs),
+            steps=sum(r["steps"] for r in rs),
+            step_times_s=times,
+            rank_step_times_s=[[t for r in rs for t in r["rank_step_times_s"][k]] for k in range(n_ranks)],
+            median_s=s.median_s,
+            p10_s=s.p10_s,
+            p90_s=s.p90_s,
+            compute_step_times_s=comp,
+            compute_median_s=c.median_s,
+            compute_p10_s=c.p10_s,
+            compute_p90_s=c.p90_s,
+            exposed_comm_s=exposed,
+            exposed_comm_share=exposed / s.median_s if s.median_s > 0 else None,
+            samples_per_s=p * bs / s.median_s,
+            tokens_per_s=p * bs * base.get("tokens_per_sample", 1) / s.median_s,
+            peak_mem_bytes=max(r["peak_mem_bytes"] for r in rs),
+            rss_end_bytes=max(r.get("rss_end_bytes", 0) for r in rs),
+        )
+        out.append(base)
+    return out

@@ -1,0 +1,326 @@
+"""``ddpsim check``, ``ddpsim profile`` and ``ddpsim bench-ddp``: arguments and handlers.
+
+Registered in ``realrun.cli``. No torch at import time: handlers import the
+modules that run ranks.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Sequence
+
+STRATEGY_CHOICES = ("naive", "flat", "individual", "bucketed", "torch-ddp", "sharded")
+
+
+def _progress(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def parse_list(text: str, what: str, conv: Any) -> list[Any]:
+    out = []
+    for item in str(text).split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            out.append(conv(item))
+        except ValueError:
+            raise ValueError(f"bad {what} {item!r}") from None
+    if not out:
+        raise ValueError(f"no {what} given")
+    return out
+
+
+def parse_world_sizes(text: str) -> list[int]:
+    sizes = parse_list(text, "world size", int)
+    if any(n < 1 for n in sizes):
+        raise ValueError(f"world sizes must be >= 1, got {sizes}")
+    return list(dict.fromkeys(sizes))
+
+
+def parse_strategies(text: str) -> list[str]:
+    if text.strip() == "all":
+        return list(STRATEGY_CHOICES)
+    names = parse_list(text, "strategy", str)
+    bad = [n for n in names if n not in STRATEGY_CHOICES]
+    if bad:
+        raise ValueError(f"unknown strategy {', '.join(map(repr, bad))}; choose from {', '.join(STRATEGY_CHOICES)} or all")
+    return list(dict.fromkeys(names))
+
+
+def parse_bucket_mbs(text: str | None) -> list[float | None]:
+    """``1,10,100`` (MiB); ``default`` stands for torch's own default (``bucket_cap_mb=None``)."""
+    if text is None:
+        return []
+
+    def conv(s: str) -> float | None:
+        if s.lower() in ("default", "none"):
+            return None
+        v = float(s)
+        if not v > 0:
+            raise ValueError(s)
+        return v
+
+    return parse_list(text, "bucket size (MiB > 0, or 'default')", conv)
+
+
+def _check_positive(name: str, v: int | None, minimum: int = 1) -> None:
+    if v is not None and v < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {v}")
+
+
+def _workload(spec: str) -> Any:
+    from .workloads import load_workload
+
+    return load_workload(spec)
+
+
+# ---- check -------------------------------------------------------------------------
+
+
+def add_check_arguments(p: Any) -> None:
+    p.add_argument("--model", required=True, help="workload: mlp, cnn, micro-dlrm, gpt[:opts] or path/to/file.py:build_fn")
+    p.add_argument("--strategy", default="all", help=f"comma list of {', '.join(STRATEGY_CHOICES)}, or all (default)")
+    p.add_argument("--world-size", type=int, default=2, help="ranks (default 2)")
+    p.add_argument("--bucket-mb", type=float, default=None, help="bucket size in MiB for bucketed (default 1), torch-ddp, sharded")
+    p.add_argument("--batch-size", type=int, default=4, help="samples per rank per step (default 4)")
+    p.add_argument("--steps", type=int, default=3, help="float64 steps compared with single-process training (default 3)")
+    p.add_argument("--accum-steps", type=int, default=50, help="float32 steps of the loss-vs-accumulation check (default 50)")
+    p.add_argument("--optimizer", default="sgd", choices=("sgd", "adam"), help="default sgd")
+    p.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01)")
+    p.add_argument("--find-unused", action="store_true",
+                   help="find_unused_parameters=True (needed by torch-ddp when some parameters get no gradient)")  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--timeout-s", type=float, default=600.0, help="a check that takes longer fails (default 600)")
+
+
+def check_main(args: Any) -> int:
+    from .check import format_results, run_checks
+    from .launch import RankPool
+
+    strategies = parse_strategies(args.strategy)
+    _check_positive("--world-size", args.world_size, 2)
+    _check_positive("--batch-size", args.batch_size)
+    _check_positive("--steps", args.steps)
+    _check_positive("--accum-steps", args.accum_steps)
+    _workload(args.model)  # a bad --model fails here, with its message, before ranks start
+    with RankPool(args.world_size, timeout_s=args.timeout_s) as pool:
+        results = run_checks(
+            pool, args.model, strategies, bucket_mb=args.bucket_mb, steps=args.steps, accum_steps=args.accum_steps,
+            batch_size=args.batch_size, optimizer=args.optimizer, lr=args.lr, find_unused=args.find_unused,
+        )  # fmt: skip
+    if args.json:
+        print(json.dumps([r.to_dict() for r in results]))
+    else:
+        print(format_results(results))
+    return 0 if all(r.passed for r in results) else 1
+
+
+# ---- profile -----------------------------------------------------------------------
+
+
+def add_profile_arguments(p: Any) -> None:
+    p.add_argument("--model", required=True, help="workload: mlp, cnn, micro-dlrm, gpt[:opts] or path/to/file.py:build_fn")
+    p.add_argument("--batch-size", type=int, default=None, help="samples per rank (default: the workload's)")
+    p.add_argument("--world-size", type=int, default=2,
+                   help="ranks computing at once, as in the DDP runs to predict (default 2); no communication")  # fmt: skip
+    p.add_argument("--steps", type=int, default=30, help="timed steps with hooks, and as many without (default 30)")
+    p.add_argument("--warmup", type=int, default=5, help="untimed steps first (default 5)")
+    p.add_argument("--optimizer", default="sgd", choices=("sgd", "adam"), help="optimizer timed (default sgd)")
+    p.add_argument("--out", default=None, help="write the profile (simulator format, JSON) here")
+    p.add_argument("--records", default=None, help="also append a 'grad_profile' record to this JSONL file")
+    p.add_argument("--json", action="store_true", help="print the profile as JSON")
+    p.add_argument("--timeout-s", type=float, default=600.0)
+
+
+def profile_main(args: Any) -> int:
+    from .launch import RankPool
+    from .profile_grads import profile_grads
+    from .records import RecordWriter, make_record
+
+    _check_positive("--world-size", args.world_size)
+    _check_positive("--steps", args.steps)
+    _check_positive("--warmup", args.warmup, 0)
+    _check_positive("--batch-size", args.batch_size)
+    if args.out is None and not args.json and args.records is None:
+        raise ValueError("say where the profile goes: --out profile.json, --records FILE or --json")
+    _workload(args.model)
+    _progress(f"profile: {args.model}, {args.world_size} ranks computing at once, {args.steps}+{args.steps} steps")
+    with RankPool(args.world_size, timeout_s=args.timeout_s) as pool:
+        prof = profile_grads(pool, args.model, args.batch_size, args.steps, args.warmup, args.optimizer)
+    if args.out is not None:
+        prof.save(args.out)
+    if args.records is not None:
+        with RecordWriter(args.records) as w:
+            w.write(make_record("grad_profile", prof.env, model=args.model, profile=prof.to_dict()))
+    if args.json:
+        print(json.dumps(prof.to_dict()))
+        return 0
+    info = prof.env["profile"]
+    print(f"profile of {args.model}: {len(prof.params)} parameter tensors, {prof.total_grad_bytes / 2**20:.2f} MiB of gradients")
+    print(f"  per rank: batch {prof.samples_per_step}, {args.world_size} ranks at once, "
+          f"{prof.env.get('threads_per_rank')} threads each, optimizer {info['optimizer']}")  # fmt: skip
+    print(f"  forward {prof.forward_s * 1e3:.2f} ms, backward {prof.backward_s * 1e3:.2f} ms "
+          f"(hooked {info['backward_hooked_s'] * 1e3:.2f} ms, hook-free {info['backward_hookfree_s'] * 1e3:.2f} ms, "
+          f"scale {info['hook_scale']:.4f}), optimizer {prof.optimizer_s * 1e3:.2f} ms")  # fmt: skip
+    ready = prof.ready_times_s()
+    first = prof.ready_order[0]
+    print(f"  first gradient ready {ready[first] * 1e3:.2f} ms after backward start ({prof.params[first].name}); "
+          f"last at {prof.backward_s * 1e3:.2f} ms; tail after it {info['backward_tail_s'] * 1e3:.2f} ms")  # fmt: skip
+    if args.out is not None:
+        print(f"  written to {args.out}")
+    return 0
+
+
+# ---- bench-ddp -----------------------------------------------------------------------
+
+
+def add_bench_arguments(p: Any) -> None:
+    p.add_argument("--model", required=True, help="workload: mlp, cnn, micro-dlrm, gpt[:opts] or path/to/file.py:build_fn")
+    p.add_argument("--strategy", default="torch-ddp", help=f"comma list of {', '.join(STRATEGY_CHOICES)}, or all (default torch-ddp)")
+    p.add_argument("--bucket-mb", default=None,
+                   help="bucket sizes in MiB, e.g. 1,10,100,1000; 'default' = torch's (25 MiB, 1 MiB first bucket). "
+                        "Applies to bucketed (required), torch-ddp and sharded; others have no buckets")  # fmt: skip
+    p.add_argument("--bucket-cap-mb-list", default=None,
+                   help="one more torch-ddp/sharded configuration with per-bucket caps, e.g. 1,4,25 (torch 2.13)")  # fmt: skip
+    p.add_argument("--world-size", default="2", help="ranks, or a list for a scaling table: 1,2,4 (default 2)")
+    p.add_argument("--steps", type=int, default=20, help="timed steps per configuration (default 20)")
+    p.add_argument("--warmup", type=int, default=5, help="untimed steps first (default 5; torch DDP rebuilds buckets in step 2)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="repeat all configurations this many times, interleaved, so drift on a busy machine "
+                        "hits them alike; one record per configuration and round (default 1)")  # fmt: skip
+    p.add_argument("--batch-size", type=int, default=None, help="samples per rank (default: the workload's)")
+    p.add_argument("--optimizer", default="sgd", choices=("sgd", "adam"), help="default sgd")
+    p.add_argument("--out", default=None, help="append one 'ddp_step' JSONL record per configuration, as taken")
+    p.add_argument("--json", action="store_true", help="print the records (rounds combined) as JSON")
+    p.add_argument("--trace-dir", default=None, help="save a torch profiler trace (Chrome JSON) of one step per configuration and rank")
+    p.add_argument("--link-mbit", type=float, default=None,
+                   help="run the ranks over an emulated link of this many Mbit/s (network namespaces + tbf; root only)")  # fmt: skip
+    p.add_argument("--timeout-s", type=float, default=900.0, help="a configuration that takes longer fails (default 900)")
+
+
+def bench_configs(
+    strategies: Sequence[str], bucket_mbs: Sequence[float | None], cap_list: Sequence[float] | None
+) -> list[tuple[str, float | None, list[float] | None]]:
+    """(strategy, bucket_mb, bucket_cap_mb_list) per configuration, in the order they run."""
+    from .ddp import BUCKET_STRATEGIES
+
+    out: list[tuple[str, float | None, list[float] | None]] = []
+    for s in strategies:
+        if s in BUCKET_STRATEGIES:
+            sizes = list(bucket_mbs) or [None]
+            if s == "bucketed":
+                sizes = [b for b in sizes if b is not None]
+                if not sizes:
+                    raise ValueError("strategy bucketed needs bucket sizes: --bucket-mb 1,10,100")
+            out += [(s, b, None) for b in sizes]
+            if cap_list and s != "bucketed":
+                out.append((s, None, list(cap_list)))
+        else:
+            out.append((s, None, None))
+    return out
+
+
+def bench_main(args: Any) -> int:
+    from contextlib import nullcontext
+
+    from .bench_ddp import combine_records, format_scaling, format_table, measure_compute, measure_ddp
+    from .launch import RankPool
+    from .records import RecordWriter
+
+    strategies = parse_strategies(args.strategy)
+    world_sizes = parse_world_sizes(args.world_size)
+    caps = parse_list(args.bucket_cap_mb_list, "bucket cap", float) if args.bucket_cap_mb_list else None
+    configs = bench_configs(strategies, parse_bucket_mbs(args.bucket_mb), caps)
+    for name, v, lo in (("--steps", args.steps, 1), ("--warmup", args.warmup, 0), ("--rounds", args.rounds, 1),
+                        ("--batch-size", args.batch_size, 1)):  # fmt: skip
+        _check_positive(name, v, lo)
+    w = _workload(args.model)
+    bs = args.batch_size or w.default_batch_size
+    if args.link_mbit is not None:
+        from .netns import NetnsUnavailable, require_netns
+
+        try:
+            require_netns()
+        except NetnsUnavailable as e:
+            _progress(f"bench-ddp: skipped: --link-mbit needs root ({e})")
+            return 0
+    records: list[dict[str, Any]] = []
+    with RecordWriter(args.out) as writer:
+        for p in world_sizes:
+            net: Any = nullcontext()
+            if args.link_mbit is not None and p > 1:
+                from .netns import EmulatedNetwork
+
+                net = EmulatedNetwork(p, args.link_mbit)
+            with net as n:
+                kw = n.pool_kwargs() if n is not None else {}
+                with RankPool(p, timeout_s=args.timeout_s, **kw) as pool:
+                    for rnd in range(args.rounds):
+                        comp = measure_compute(pool, args.model, bs, args.steps, args.warmup, args.optimizer)
+                        _progress(f"bench-ddp: P={p} round {rnd + 1}/{args.rounds}: compute only "
+                                  f"{comp['median_s'] * 1e3:.2f} ms")  # fmt: skip
+                        for strategy, bucket, cap_list in configs:
+                            rec = measure_ddp(
+                                pool, args.model, strategy, bucket, cap_list, bs, args.steps, args.warmup,
+                                args.optimizer, compute=comp, trace_dir=args.trace_dir, link_mbit=args.link_mbit,
+                            )  # fmt: skip
+                            rec["round"] = rnd
+                            writer.write(rec)
+                            records.append(rec)
+                            b = "list" if cap_list else ("-" if bucket is None else f"{bucket:g} MiB")
+                            _progress(f"bench-ddp: P={p} {strategy} {b}: {rec['median_s'] * 1e3:.2f} ms "
+                                      f"[{rec['p10_s'] * 1e3:.2f}, {rec['p90_s'] * 1e3:.2f}], exposed "
+                                      f"{rec['exposed_comm_s'] * 1e3:.2f} ms")  # fmt: skip
+    combined = combine_records(records)
+    if args.json:
+        print(json.dumps(combined))
+        return 0
+    print(format_table(combined))
+    if len(world_sizes) > 1:
+        print()
+        print(format_scaling(combined))
+    if args.out:
+        print(f"{len(records)} records appended to {args.out}")
+    return 0
+
+
+# ---- registration (called from realrun.cli) -------------------------------------------
+
+
+def register_check(sub: Any) -> None:
+    p = sub.add_parser(
+        "check",
+        help="check the DDP variants on a workload: weights, ranks, loss vs accumulation, sharding (pass/fail)",
+        description="Run the correctness checks of realrun.check on real ranks; exit 1 if any fails.",
+    )
+    add_check_arguments(p)
+    p.set_defaults(func=check_main)
+
+
+def register_profile(sub: Any) -> None:
+    p = sub.add_parser(
+        "profile",
+        help="measure a gradient-ready profile (simulator format) with P ranks computing at once",
+        description=(
+            "Time forward, backward (when each gradient is ready) and the optimizer step on P ranks that "
+            "compute concurrently without communicating, and write a GradProfile."
+        ),
+    )
+    add_profile_arguments(p)
+    p.set_defaults(func=profile_main)
+
+
+def register_bench_ddp(sub: Any) -> None:
+    p = sub.add_parser(
+        "bench-ddp",
+        help="time DDP training steps per strategy and bucket size (median, p10/p90, exposed communication)",
+        description=(
+            "Warm-up, then timed steps (forward+backward+sync+optimizer, slowest rank per step) per "
+            "configuration, a compute-only baseline on the same ranks, throughput and peak memory; "
+            "one JSONL record per configuration."
+        ),
+    )
+    add_bench_arguments(p)
+    p.set_defaults(func=bench_main)

@@ -1,0 +1,145 @@
+"""DDP step timing (measure_ddp), gradient-ready profiles, and the check / profile / bench-ddp commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from calibration.cli import main as ddpsim  # noqa: E402
+from realrun.bench_ddp import combine_records, format_scaling, format_table, measure_compute, measure_ddp  # noqa: E402
+from realrun.launch import RankPool  # noqa: E402
+from realrun.profile_grads import profile_grads  # noqa: E402
+from realrun.records import read_records  # noqa: E402
+from realrun.stats import summarize  # noqa: E402
+from simulator.profile import GradProfile  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY_GPT = "gpt:n_layer=2,n_embd=32,n_head=2,block_size=16,vocab_size=64"
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with RankPool(2, timeout_s=120) as p:
+        yield p
+
+
+def test_measure_ddp_record(pool, tmp_path):
+    comp = measure_compute(pool, TINY_GPT, batch_size=4, steps=5, warmup=1)
+    rec = measure_ddp(pool, TINY_GPT, "torch-ddp", bucket_mb=0.01, batch_size=4, steps=5, warmup=2, compute=comp,
+                      trace_dir=tmp_path)  # fmt: skip
+    assert rec["kind"] == "ddp_step" and rec["schema"] == "ddpsim.record/1"
+    assert (rec["model"], rec["strategy"], rec["bucket_mb"], rec["world_size"], rec["backend"]) == (
+        TINY_GPT, "torch-ddp", 0.01, 2, "gloo")
+    # the step time of a step is the slower rank's; statistics are of those raw times
+    per_rank = rec["rank_step_times_s"]
+    assert rec["step_times_s"] == [max(a, b) for a, b in zip(*per_rank)] and len(rec["step_times_s"]) == 5
+    s = summarize(rec["step_times_s"])
+    assert (rec["median_s"], rec["p10_s"], rec["p90_s"]) == (s.median_s, s.p10_s, s.p90_s)
+    assert rec["exposed_comm_s"] == pytest.approx(rec["median_s"] - comp["median_s"])
+    assert rec["samples_per_s"] == pytest.approx(2 * 4 / rec["median_s"])
+    assert rec["tokens_per_s"] == pytest.approx(2 * 4 * 16 / rec["median_s"])
+    assert rec["peak_mem_bytes"] > 10 * 2**20 and rec["link_mbit"] is None and rec["bucket_cap_mb_list"] is None
+    assert rec["env"]["torch"] == torch.__version__ and rec["env"]["threads_per_rank"] == 1
+    trace = json.loads(Path(rec["trace_files"][0]).read_text())
+    assert any("backward" in str(e.get("name", "")).lower() for e in trace["traceEvents"])
+    json.dumps(rec)  # a record must be JSON
+
+
+def test_measure_ddp_strategies_without_buckets_record_null(pool):
+    rec = measure_ddp(pool, TINY_GPT, "naive", bucket_mb=8, batch_size=2, steps=2, warmup=1)
+    assert rec["bucket_mb"] is None and rec["compute_median_s"] > 0
+    with pytest.raises(ValueError, match="needs a bucket size"):
+        measure_ddp(pool, TINY_GPT, "bucketed", steps=2)
+    with pytest.raises(ValueError, match="unknown strategy"):
+        measure_ddp(pool, TINY_GPT, "ring", steps=2)
+
+
+def _rec(strategy, bucket, times, comp, world=2, rnd=0):
+    return {"model": "m", "strategy": strategy, "bucket_mb": bucket, "bucket_cap_mb_list": None, "world_size": world,
+            "batch_size": 4, "optimizer": "sgd", "link_mbit": None, "steps": len(times), "step_times_s": times,
+            "rank_step_times_s": [times, times], "compute_step_times_s": comp, "tokens_per_sample": 10,
+            "peak_mem_bytes": 100 + rnd, "round": rnd, "median_s": 0, "p10_s": 0, "p90_s": 0,
+            "compute_median_s": 0, "exposed_comm_s": 0, "samples_per_s": 0, "tokens_per_s": 0}  # fmt: skip
+
+
+def test_combine_records_concatenates_rounds():
+    a = _rec("bucketed", 1.0, [0.10, 0.30], [0.05, 0.07], rnd=0)
+    b = _rec("bucketed", 1.0, [0.20], [0.06], rnd=1)
+    c = _rec("bucketed", 4.0, [0.5], [0.06])
+    out = combine_records([a, b, c])
+    assert len(out) == 2 and out[0]["rounds"] == 2 and out[1]["rounds"] == 1
+    m = out[0]
+    assert m["step_times_s"] == [0.10, 0.30, 0.20] and m["median_s"] == pytest.approx(0.20)
+    assert m["compute_median_s"] == pytest.approx(0.06) and m["exposed_comm_s"] == pytest.approx(0.14)
+    assert m["samples_per_s"] == pytest.approx(2 * 4 / 0.20) and m["tokens_per_s"] == pytest.approx(400.0)
+    assert m["peak_mem_bytes"] == 101 and "round" not in m
+    assert "bucketed" in format_table(out)
+    scaling = format_scaling(combine_records([_rec("flat", None, [0.1], [0.1], world=1),
+                                              _rec("flat", None, [0.1], [0.1], world=2)]))
+    # P=1: 4/0.1 = 40 samples/s; P=2: 80 samples/s -> speed-up 2.00, efficiency 100%
+    assert " 2.00" in scaling and "100.0%" in scaling
+
+
+def test_profile_grads(pool, tmp_path):
+    prof = profile_grads(pool, TINY_GPT, batch_size=4, steps=6, warmup=2, optimizer="adam")
+    names = [p.name for p in prof.params]
+    assert names[0] == "wte.weight" and "lm_head.weight" not in names  # tied: one parameter
+    assert sorted(prof.ready_order) == list(range(len(names)))
+    # the tied embedding's gradient is complete only after the embedding's backward: it is (among) the last
+    assert names.index("wte.weight") in prof.ready_order[-3:]
+    info = prof.env["profile"]
+    assert info["optimizer"] == "adam" and info["ranks"] == 2
+    assert prof.backward_s == pytest.approx(max(prof.ready_times_s()))
+    # ready times are scaled to the hook-free backward: the last one plus the tail is that backward
+    assert prof.backward_s + info["backward_tail_s"] == pytest.approx(info["backward_hookfree_s"], rel=1e-6)
+    assert prof.forward_s > 0 and prof.optimizer_s > 0 and prof.samples_per_step == 4 and prof.tokens_per_sample == 16
+    prof.save(tmp_path / "p.json")
+    again = GradProfile.load(tmp_path / "p.json")
+    assert again.ready_order == prof.ready_order and again.total_grad_bytes == prof.total_grad_bytes
+
+
+# ---- command line ---------------------------------------------------------------------------
+
+
+def test_bench_ddp_command(tmp_path, capsys):
+    out = tmp_path / "r.jsonl"
+    rc = ddpsim(["bench-ddp", "--model", TINY_GPT, "--strategy", "bucketed,flat", "--bucket-mb", "0.01,1",
+                 "--steps", "3", "--warmup", "1", "--rounds", "2", "--batch-size", "2", "--out", str(out), "--json"])  # fmt: skip
+    assert rc == 0
+    combined = json.loads(capsys.readouterr().out)
+    recs = read_records(out, "ddp_step")
+    # 3 configurations (bucketed 0.01, bucketed 1, flat) x 2 rounds, appended as taken
+    assert [(r["strategy"], r["bucket_mb"], r["round"]) for r in recs] == [
+        ("bucketed", 0.01, 0), ("bucketed", 1.0, 0), ("flat", None, 0),
+        ("bucketed", 0.01, 1), ("bucketed", 1.0, 1), ("flat", None, 1)]  # fmt: skip
+    assert [len(c["step_times_s"]) for c in combined] == [6, 6, 6]
+
+
+def test_check_command_fails_on_batchnorm(capsys):
+    # BatchNorm's statistics depend on the shard: DDP cannot equal whole-batch training -> exit 1
+    rc = ddpsim(["check", "--model", f"{ROOT}/tests/data/bn_model.py:build", "--strategy", "bucketed",
+                 "--accum-steps", "3"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "weights_match_single            FAIL" in out and "sharding_covers_once            pass" in out
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["bench-ddp", "--model", "gpt", "--strategy", "bucketed"], "needs bucket sizes"),
+        (["bench-ddp", "--model", "gpt", "--world-size", "0"], "world sizes must be >= 1"),
+        (["bench-ddp", "--model", "gpt", "--strategy", "ring"], "unknown strategy"),
+        (["bench-ddp", "--model", "gpt", "--bucket-mb", "-1"], "bad bucket size"),
+        (["profile", "--model", "gpt"], "say where the profile goes"),
+        (["check", "--model", "resnet", "--world-size", "2"], "unknown workload"),
+    ],
+)
+def test_bad_input_exits_2_before_spawning(argv, words, capsys):
+    assert ddpsim(argv) == 2
+    assert words in capsys.readouterr().err
