@@ -167,7 +167,7 @@ def profile_main(args: Any) -> int:
     ready = prof.ready_times_s()
     first = prof.ready_order[0]
     print(f"  first gradient ready {ready[first] * 1e3:.2f} ms after backward start ({prof.params[first].name}); "
-          f"last at {prof.backward_s * 1e3:.2f} ms; tail after it {info['backward_tail_s'] * 1e3:.2f} ms")  # fmt: skip
+          f"last at {max(ready) * 1e3:.2f} ms; tail after it {prof.backward_tail_s * 1e3:.2f} ms")  # fmt: skip
     if args.out is not None:
         print(f"  written to {args.out}")
     return 0

@@ -17,8 +17,9 @@ Hooks cost time themselves (a Python call per parameter). Steps alternate
 between hooked and hook-free; the hook-free backward median divided by the
 hooked one is ``hook_scale``, and the ready times are multiplied by it, so the
 profile's backward is the hook-free backward. Both are reported in
-``env["profile"]``, as is the backward's tail after the last ready gradient
-(the profile format has no field for it).
+``env["profile"]``. ``backward_tail_s`` is the backward after the last ready
+gradient (hooked median backward minus the last median ready time, scaled), so
+that ``profile.backward_s`` equals the hook-free backward median.
 
 A parameter that gets no gradient in a step counts as ready at the end of
 backward (DDP reduces its zeros then). Per parameter: the median over steps (after warm-up) on each rank, then the
@@ -211,6 +212,7 @@ def profile_grads(
         ready,
         forward_s=fwd,
         optimizer_s=opt,
+        backward_tail_s=tail * scale,
         samples_per_step=bs,
         tokens_per_sample=w.tokens_per_sample,
         source=f"measured:{per_rank[0]['env'].get('device', 'cpu')}",
