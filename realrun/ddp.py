@@ -52,6 +52,10 @@ and a parameter that no rank used keeps ``.grad`` as it was (``None``), which
 is torch's behaviour (``Reducer::copy_bucket_to_grad`` skips globally unused
 parameters) and equals single-process training with any optimizer.
 
+Hooks hold the wrapper through a weak reference: a parameter's hook list is
+not visible to Python's cycle collector, so a strong reference would keep every
+dropped wrapper (and its buckets) alive. A dropped wrapper's hooks do nothing.
+
 A tied parameter (one tensor used by two modules) is one entry of
 ``parameters()`` and its hook fires once per backward, after autograd has
 summed both uses.
@@ -60,6 +64,7 @@ summed both uses.
 from __future__ import annotations
 
 import contextlib
+import weakref
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import torch
@@ -236,17 +241,20 @@ class IndividualParameterDDP(_GradSync):
         self._handles = [p.register_post_accumulate_grad_hook(self._make_hook(k)) for k, p in enumerate(self._order)]
 
     def _make_hook(self, k: int) -> Callable[[torch.Tensor], None]:
+        ref = weakref.ref(self)  # no cycle parameter -> hook -> wrapper -> module -> parameter
+
         def hook(_p: torch.Tensor) -> None:
-            if not self._sync_enabled:
+            s = ref()
+            if s is None or not s._sync_enabled:
                 return
-            if self._ready[k]:
+            if s._ready[k]:
                 raise RuntimeError(
                     "a gradient arrived twice before finish_gradient_synchronization(); "
                     "accumulate micro-batches inside no_sync()"
                 )
-            self._ready[k] = True
-            if k == self._next:
-                self._launch_ready()
+            s._ready[k] = True
+            if k == s._next:
+                s._launch_ready()
 
         return hook
 
@@ -352,20 +360,25 @@ class BucketedDDP(_GradSync):
         self._works: list[Any] = []
 
     def _make_hook(self, b: int, pos: int, view: torch.Tensor) -> Callable[[torch.Tensor], None]:
+        ref = weakref.ref(self)  # no cycle parameter -> hook -> wrapper -> module -> parameter
+        mul = torch.mul
+
         def hook(p: torch.Tensor) -> None:
-            if not self._sync_enabled:
+            s = ref()
+            if s is None or not s._sync_enabled:
                 return
-            flags = self._arrived[b]
+            flags = s._arrived[b]
             if flags[pos]:
                 raise RuntimeError(
                     "a gradient arrived twice before finish_gradient_synchronization(); "
                     "accumulate micro-batches inside no_sync()"
                 )
             flags[pos] = True
-            torch.mul(p.grad, self._scale, out=view)
-            self._pending[b] -= 1
-            if self._pending[b] == 0 and b == self._next:
-                self._launch_ready()
+            mul(p.grad, s._scale, out=view)
+            pending = s._pending
+            pending[b] -= 1
+            if pending[b] == 0 and b == s._next:
+                s._launch_ready()
 
         return hook
 

@@ -194,3 +194,30 @@ def test_sharded_optimizer_balances_and_broadcasts(pool):
     assert (r0["n_local"], r1["n_local"]) == (2, 3)
     # every parameter moved by its group's lr on both ranks (the owner stepped, the broadcast delivered)
     assert r0["moved"] == pytest.approx([0.1, 0.1, 0.1, 0.5, 0.5]) and r1["moved"] == r0["moved"]
+
+
+def _dropped_wrapper_task(ctx, strategy):
+    import gc
+    import weakref
+
+    from realrun.ddp import make_ddp
+    from realrun.workloads import load_workload
+
+    w = load_workload("mlp:d_in=8,width=16,depth=2")
+    model = w.build()
+    ddp = make_ddp(strategy, model, 1.0 if strategy == "bucketed" else None)
+    w.loss(ddp, w.make_batch(2, 0)).backward()
+    ddp.finish_gradient_synchronization()
+    ref = weakref.ref(ddp)
+    del ddp
+    gc.collect()
+    # the module lives on (the caller may keep training it); its hooks must not keep the wrapper alive
+    alive = ref() is not None
+    model.zero_grad()
+    w.loss(model, w.make_batch(2, 0)).backward()  # hooks of a dropped wrapper do nothing
+    return alive
+
+
+@pytest.mark.parametrize("strategy", ["individual", "bucketed"])
+def test_dropped_wrapper_is_freed(pool, strategy):
+    assert pool.run(_dropped_wrapper_task, strategy) == [False, False]
