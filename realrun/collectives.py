@@ -17,13 +17,17 @@ from its left; after ``p-1`` steps it holds chunk ``(r+1) mod p`` fully reduced.
 All-gather: ``p-1`` more steps pass the reduced chunks around the ring. Each
 rank sends ``2(p-1)/p * n`` bytes, the nccl-tests ``busbw`` factor.
 
-Speed: every chunk is cut into segments of ``segment_bytes``; receives are
+Speed: every chunk is cut into segments of ``segment_bytes`` (smaller if that
+gives fewer than ``MIN_SEGMENTS`` per chunk, down to ``MIN_SEGMENT_BYTES``); receives are
 posted ahead of need (up to ``RECV_WINDOW_BYTES`` of segment buffers, cached
 between calls, in the reduce-scatter; the all-gather receives straight into
 the output, each receive posted as soon as the region's earlier send is done),
 and a segment is forwarded to the next step (``isend``) as soon as it is
-reduced, so sending, receiving and adding overlap. A send and a receive are always posted
-together, so no rank blocks its neighbour (no deadlock for any ``p``).
+reduced, so sending, receiving and adding overlap. Every wait is for a message
+whose send and receive were both posted by earlier steps of the ring, so no
+rank can block its neighbour (no deadlock for any ``p``). Measured with
+``ddpsim bench-allreduce --impl native,ring``: on par with gloo's own
+all-reduce on loopback and over emulated 200 Mbit/s links.
 """
 
 from __future__ import annotations

@@ -17,11 +17,14 @@ pytestmark = pytest.mark.slow
 SIZES = (1, 2, 3, 5, 7, 64, 1000, 1001, 65537)
 
 
-def compare(ctx, impl_name, numel, dtype_name, op, segment_bytes, shape2d):
+def compare(ctx, impl_name, numel, dtype_name, op, segment_bytes, shape2d, window_bytes=None):
     import torch
     import torch.distributed as dist
 
+    from realrun import collectives
     from realrun.collectives import naive_allreduce, ring_allreduce
+
+    collectives.RECV_WINDOW_BYTES = window_bytes or (64 << 20)
 
     dtype = getattr(torch, dtype_name)
     g = torch.Generator().manual_seed(1000 * ctx.rank + numel)
@@ -70,10 +73,11 @@ def test_sum_matches_native_for_awkward_sizes(pool, impl):
 
 
 def test_ring_with_many_segments_per_chunk(pool):
-    # 64-byte segments: 1001 float64 elements -> chunks of ~500 elements -> ~63 segments each,
-    # far more than the receive window, so slots are reused across segments and steps.
+    # 64-byte segments: 1001 float64 elements -> chunks of ~500 elements -> ~63 segments each;
+    # a 256-byte receive window holds 4 of them, so slots are reused across segments and steps.
     for numel in (17, 1001, 4099):
         _check(pool, "ring", numel, "float64", "sum", 64, False)
+        _check(pool, "ring", numel, "float64", "sum", 64, False, 256)
 
 
 @pytest.mark.parametrize("impl", ["ring", "naive"])
