@@ -221,22 +221,27 @@ def point_record(spec: AllreduceBenchSpec, impl: str, world_size: int, msg_bytes
 
 
 def format_table(records: list[dict[str, Any]]) -> str:
-    """nccl-tests style: one block per (backend, world size, link), one row per point."""
+    """nccl-tests style: one block per (backend, world size, link), one row per point.
+
+    Blocks over an emulated link add ``algbw(Mbit/s)``, comparable with the link rate.
+    """
     lines = []
     key = None
     for r in records:
-        k = (r["backend"], r["world_size"], r.get("link_mbit"))
+        link_mbit = r.get("link_mbit")
+        k = (r["backend"], r["world_size"], link_mbit)
         if k != key:
             key = k
-            link = f"tbf {r['link_mbit']:g} Mbit/s" if r.get("link_mbit") else "local"
+            link = f"tbf {link_mbit:g} Mbit/s" if link_mbit else "local"
             lines.append(f"# backend {r['backend']}, world size {r['world_size']}, link {link}; "
                          "GB/s = 1e9 B/s, busbw = algbw*2(p-1)/p (broadcast: algbw)")  # fmt: skip
             lines.append(f"#{'impl':>9} {'size':>12} {'count':>11} {'type':>8} {'time(us)':>11} "
-                         f"{'algbw(GB/s)':>11} {'busbw(GB/s)':>11} {'p10(us)':>10} {'p90(us)':>10} {'iters':>6}")  # fmt: skip
+                         f"{'algbw(GB/s)':>11} {'busbw(GB/s)':>11} {'p10(us)':>10} {'p90(us)':>10} {'iters':>6}"
+                         + (f" {'algbw(Mbit/s)':>13}" if link_mbit else ""))  # fmt: skip
         lines.append(
             f"{r['impl']:>10} {r['msg_bytes']:>12} {r['count']:>11} {r['dtype']:>8} {r['median_s'] * 1e6:>11.1f} "
             f"{r['algbw_gbps']:>11.3f} {r['busbw_gbps']:>11.3f} {r['p10_s'] * 1e6:>10.1f} {r['p90_s'] * 1e6:>10.1f} "
-            f"{r['iters']:>6}"
+            f"{r['iters']:>6}" + (f" {r['algbw_gbps'] * 8e3:>13.1f}" if link_mbit else "")
         )
     return "\n".join(lines)
 
