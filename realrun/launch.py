@@ -16,8 +16,10 @@ Failures end the run within a bounded time and leave no processes behind: a
 rank that raises, dies or does not answer before the timeout raises
 ``RunFailure`` naming the rank and the cause (exception type, message and the
 end of its traceback; exit code or signal; which ranks did not answer), with
-the tail of its stderr log. Every worker is then killed (each runs in its own
-session; the whole process group is killed) and the pool refuses further work.
+the tail of its stderr log (the log files are kept for a failed pool). Every
+worker is then killed (each runs in its own session; the whole process group
+is killed) and the pool refuses further work; so is an interrupted call
+(Ctrl-C kills the workers at once instead of waiting for them).
 Workers also exit by themselves if the parent process disappears.
 
 ``run_under_torchrun`` is the other way in: torchrun started this process and
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import os
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
@@ -202,7 +205,7 @@ class RankPool:
         self.log_dir = Path(log_dir) if log_dir is not None else None
         self.worker_info: list[dict[str, Any]] = []
         self._workers: list[_Worker] = []
-        self._tmpdir: tempfile.TemporaryDirectory | None = None
+        self._tmpdir: Path | None = None  # our own log directory, removed on a clean close
         self._broken: str | None = None
         self._started = False
         self._closed = False
@@ -250,8 +253,7 @@ class RankPool:
                 n = torch.cuda.device_count() if torch.cuda.is_available() else 0
                 raise ValueError(f"backend nccl needs one CUDA device per rank: {self.world_size} ranks, {n} devices")
         if self.log_dir is None:
-            self._tmpdir = tempfile.TemporaryDirectory(prefix="ddpsim-ranks-")
-            logs = Path(self._tmpdir.name)
+            self._tmpdir = logs = Path(tempfile.mkdtemp(prefix="ddpsim-ranks-"))
         else:
             logs = self.log_dir
             logs.mkdir(parents=True, exist_ok=True)
@@ -310,8 +312,8 @@ class RankPool:
                 except subprocess.TimeoutExpired:
                     pass
         self._kill_all()
-        if self._tmpdir is not None and self._broken is None:
-            self._tmpdir.cleanup()
+        if self._tmpdir is not None and self._broken is None:  # after a failure the logs named in it stay
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
             self._tmpdir = None
 
     def _kill_all(self) -> None:
@@ -352,7 +354,14 @@ class RankPool:
                 f"cannot send task {getattr(fn, '__qualname__', fn)!r} to the ranks ({type(e).__name__}: {e}); "
                 "tasks must be module-level functions with picklable arguments"
             ) from None
-        return self._exchange(payload, float(timeout_s) if timeout_s is not None else self.timeout_s, _task_name(fn))
+        try:
+            return self._exchange(payload, float(timeout_s) if timeout_s is not None else self.timeout_s, _task_name(fn))
+        except RunFailure:
+            raise
+        except BaseException:  # Ctrl-C or an error here, mid-call: the ranks are in an unknown state
+            self._broken = f"interrupted during {_task_name(fn)}"
+            self._kill_all()
+            raise
 
     def _exchange(self, payload: bytes | None, timeout_s: float, what: str) -> list[Any]:
         """Send ``payload`` to every worker (None: just wait for "ready") and collect one reply each."""

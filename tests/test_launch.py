@@ -216,3 +216,29 @@ def test_run_under_torchrun_needs_its_variables(monkeypatch):
     monkeypatch.setenv("RANK", "0")
     with pytest.raises(ValueError, match="WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT"):
         run_under_torchrun(rank_sum, 0)
+
+
+def test_ctrl_c_in_the_parent_kills_the_workers_at_once():
+    script = textwrap.dedent(
+        f"""
+        import os, signal, sys, threading, time
+        sys.path.insert(0, {str(REPO)!r}); sys.path.insert(0, {str(REPO / "tests")!r})
+        from realrun.launch import RankPool
+        import test_launch
+        with RankPool(2, timeout_s=60) as pool:
+            print(" ".join(map(str, pool.pids)), flush=True)
+            threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+            t0 = time.monotonic()
+            try:
+                pool.run(test_launch.sleep_on_rank0)
+            except KeyboardInterrupt:
+                print(f"interrupted {{time.monotonic() - t0:.1f}} {{pool.usable}}", flush=True)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    lines = out.stdout.splitlines()
+    assert len(lines) == 2, out.stderr
+    pids = [int(x) for x in lines[0].split()]
+    word, elapsed_s, usable = lines[1].split()
+    assert word == "interrupted" and float(elapsed_s) < 3 and usable == "False"
+    assert _gone(pids)
