@@ -143,7 +143,7 @@ def test_bad_pool_arguments():
 # ---------------------------------------------------------------- failures
 def test_rank_that_raises_names_rank_and_exception_and_keeps_records(tmp_path):
     out = tmp_path / "r.jsonl"
-    with RankPool(2, timeout_s=60) as p:
+    with RankPool(2, timeout_s=60, log_dir=tmp_path / "logs") as p:
         pids = p.pids
         with RecordWriter(out) as w:
             for offset in (1, 2):
@@ -165,20 +165,21 @@ def test_rank_that_raises_names_rank_and_exception_and_keeps_records(tmp_path):
     assert _gone(pids)
 
 
-def test_rank_that_dies_is_named_with_exit_code_and_stderr():
-    with RankPool(2, timeout_s=60) as p:
+def test_rank_that_dies_is_named_with_exit_code_and_stderr(tmp_path):
+    with RankPool(2, timeout_s=60, log_dir=tmp_path) as p:
         pids = p.pids
         with pytest.raises(RunFailure) as ei:
             p.run(exit_on_rank1)
     msg = str(ei.value)
     assert ei.value.rank == 1
     assert msg.splitlines()[0] == "rank 1 died (exited with code 7) during test_launch.exit_on_rank1"
-    assert "rank 1 about to exit" in msg  # the tail of its stderr log
+    assert "rank 1 about to exit" in msg  # the tail of its stderr log, which is kept
+    assert "rank 1 about to exit" in (tmp_path / "rank1.log").read_text()
     assert _gone(pids)
 
 
-def test_rank_that_hangs_is_killed_by_the_watchdog():
-    with RankPool(2, timeout_s=60) as p:
+def test_rank_that_hangs_is_killed_by_the_watchdog(tmp_path):
+    with RankPool(2, timeout_s=60, log_dir=tmp_path) as p:
         pids = p.pids
         t0 = time.monotonic()
         with pytest.raises(RunFailure) as ei:
@@ -198,7 +199,7 @@ def test_workers_exit_when_the_parent_is_killed(tmp_path):
         import os, sys
         sys.path.insert(0, {str(REPO)!r})
         from realrun.launch import RankPool
-        pool = RankPool(2, timeout_s=60)
+        pool = RankPool(2, timeout_s=60, log_dir={str(tmp_path)!r})
         pool.start()
         print(" ".join(map(str, pool.pids)), flush=True)
         os._exit(0)  # no close(): the workers are on their own
@@ -218,14 +219,14 @@ def test_run_under_torchrun_needs_its_variables(monkeypatch):
         run_under_torchrun(rank_sum, 0)
 
 
-def test_ctrl_c_in_the_parent_kills_the_workers_at_once():
+def test_ctrl_c_in_the_parent_kills_the_workers_at_once(tmp_path):
     script = textwrap.dedent(
         f"""
         import os, signal, sys, threading, time
         sys.path.insert(0, {str(REPO)!r}); sys.path.insert(0, {str(REPO / "tests")!r})
         from realrun.launch import RankPool
         import test_launch
-        with RankPool(2, timeout_s=60) as pool:
+        with RankPool(2, timeout_s=60, log_dir={str(tmp_path)!r}) as pool:
             print(" ".join(map(str, pool.pids)), flush=True)
             threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
             t0 = time.monotonic()
