@@ -119,7 +119,7 @@ class _Worker:
         self.proc = proc
         self.log_path = log_path
         self.inbuf = bytearray()
-        self.outbuf = b""
+        self.outbuf: memoryview | bytes = b""
         self.eof = False
         os.set_blocking(proc.stdin.fileno(), False)
         os.set_blocking(proc.stdout.fileno(), False)
@@ -373,7 +373,7 @@ class RankPool:
         sel = selectors.DefaultSelector()
         try:
             for w in self._workers:
-                w.outbuf = payload or b""
+                w.outbuf = memoryview(payload or b"")
                 sel.register(w.proc.stdout, selectors.EVENT_READ, w)
                 if w.outbuf:
                     self._write_some(w, sel)
@@ -408,7 +408,12 @@ class RankPool:
                                 code = w.proc.wait(timeout=2.0)
                             except subprocess.TimeoutExpired:
                                 code = None
-                        events[w.rank] = self._died_event(w, code, what)
+                        self._drain(w, sel)  # a last message (an init error) may still be in the pipe
+                        msg = w.take_message()
+                        if msg is not None and msg[0] == "err":
+                            events[w.rank] = self._raised_event(w, msg[1], what)
+                        else:
+                            events[w.rank] = self._died_event(w, code, what)
                 if events and first_failure is None:
                     first_failure = time.monotonic()
         finally:
@@ -425,7 +430,7 @@ class RankPool:
     def _write_some(self, w: _Worker, sel: selectors.BaseSelector) -> None:
         try:
             n = os.write(w.proc.stdin.fileno(), w.outbuf[: 1 << 20])
-            w.outbuf = w.outbuf[n:]
+            w.outbuf = w.outbuf[n:]  # a memoryview: no copy of what is left
         except BlockingIOError:
             pass
         except (BrokenPipeError, OSError):
@@ -436,13 +441,22 @@ class RankPool:
         elif not w.outbuf and registered:
             sel.unregister(w.proc.stdin)
 
+    def _drain(self, w: _Worker, sel: selectors.BaseSelector) -> None:
+        """Read what an exited worker left in its pipe (bounded wait)."""
+        deadline = time.monotonic() + 0.5
+        while not w.eof and time.monotonic() < deadline:
+            self._read_some(w, sel)
+            if not w.eof:
+                time.sleep(0.01)
+
     def _read_some(self, w: _Worker, sel: selectors.BaseSelector) -> None:
         try:
             while True:
                 chunk = os.read(w.proc.stdout.fileno(), 1 << 20)
                 if not chunk:
                     w.eof = True
-                    sel.unregister(w.proc.stdout)
+                    if sel.get_map().get(w.proc.stdout.fileno()) is not None:
+                        sel.unregister(w.proc.stdout)
                     return
                 w.inbuf += chunk
         except BlockingIOError:
