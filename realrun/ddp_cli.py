@@ -70,6 +70,52 @@ def _check_positive(name: str, v: int | None, minimum: int = 1) -> None:
         raise ValueError(f"{name} must be >= {minimum}, got {v}")
 
 
+class TorchrunGroup:
+    """``RankPool``'s ``run`` interface inside a process started by torchrun.
+
+    ``run(fn, ...)`` calls ``fn(ctx, ...)`` on this rank (every rank calls it
+    too) and gathers all ranks' results with ``all_gather_object``, so
+    ``measure_ddp`` and ``profile_grads`` work unchanged across nodes.
+    """
+
+    def __init__(self, ctx: Any):
+        import torch
+
+        self.ctx = ctx
+        self.world_size = ctx.world_size
+        self.backend = ctx.backend
+        self.threads_per_rank = torch.get_num_threads()
+
+    def run(self, fn: Any, *args: Any, timeout_s: float | None = None, **kwargs: Any) -> list[Any]:
+        import torch.distributed as dist
+
+        mine = fn(self.ctx, *args, **kwargs)
+        everyone: list[Any] = [None] * self.world_size
+        dist.all_gather_object(everyone, mine)
+        return everyone
+
+
+def _under_torchrun(args: Any, body: Any) -> int | None:
+    """Run ``body(pool, lead)`` on every torchrun rank (``lead``: rank 0, which prints and writes); None if not under torchrun."""
+    import os
+
+    from .launch import run_under_torchrun, torchrun_env_present
+
+    if not torchrun_env_present():
+        return None
+    world = int(os.environ["WORLD_SIZE"])
+    asked = getattr(args, "world_size", None)
+    if asked is not None and str(asked) not in (str(world), ""):
+        raise ValueError(f"--world-size {asked} disagrees with torchrun's WORLD_SIZE={world}")
+    if getattr(args, "link_mbit", None) is not None:
+        raise ValueError("--link-mbit emulates links between spawned ranks; it cannot be used under torchrun")
+    return run_under_torchrun(_torchrun_task, body)
+
+
+def _torchrun_task(ctx: Any, body: Any) -> int:
+    return int(body(TorchrunGroup(ctx), ctx.rank == 0) or 0)
+
+
 def _workload(spec: str) -> Any:
     from .workloads import load_workload
 
@@ -123,8 +169,9 @@ def check_main(args: Any) -> int:
 def add_profile_arguments(p: Any) -> None:
     p.add_argument("--model", required=True, help="workload: mlp, cnn, micro-dlrm, gpt[:opts] or path/to/file.py:build_fn")
     p.add_argument("--batch-size", type=int, default=None, help="samples per rank (default: the workload's)")
-    p.add_argument("--world-size", type=int, default=2,
-                   help="ranks computing at once, as in the DDP runs to predict (default 2); no communication")  # fmt: skip
+    p.add_argument("--world-size", type=int, default=None,
+                   help="ranks computing at once, as in the DDP runs to predict (default 2; under torchrun: "
+                        "its world); no communication")  # fmt: skip
     p.add_argument("--steps", type=int, default=30, help="timed steps with hooks, and as many without (default 30)")
     p.add_argument("--warmup", type=int, default=5, help="untimed steps first (default 5)")
     p.add_argument("--optimizer", default="sgd", choices=("sgd", "adam"), help="optimizer timed (default sgd)")
@@ -137,18 +184,31 @@ def add_profile_arguments(p: Any) -> None:
 def profile_main(args: Any) -> int:
     from .launch import RankPool
     from .profile_grads import profile_grads
-    from .records import RecordWriter, make_record
 
     _check_positive("--world-size", args.world_size)
     _check_positive("--steps", args.steps)
     _check_positive("--warmup", args.warmup, 0)
+    world = args.world_size or 2
     _check_positive("--batch-size", args.batch_size)
     if args.out is None and not args.json and args.records is None:
         raise ValueError("say where the profile goes: --out profile.json, --records FILE or --json")
     _workload(args.model)
-    _progress(f"profile: {args.model}, {args.world_size} ranks computing at once, {args.steps}+{args.steps} steps")
-    with RankPool(args.world_size, timeout_s=args.timeout_s) as pool:
+
+    def body(pool: Any, lead: bool) -> int:
         prof = profile_grads(pool, args.model, args.batch_size, args.steps, args.warmup, args.optimizer)
+        return _report_profile(prof, args) if lead else 0
+
+    rc = _under_torchrun(args, body)
+    if rc is not None:
+        return rc
+    _progress(f"profile: {args.model}, {world} ranks computing at once, {args.steps}+{args.steps} steps")
+    with RankPool(world, timeout_s=args.timeout_s) as pool:
+        return body(pool, True)
+
+
+def _report_profile(prof: Any, args: Any) -> int:
+    from .records import RecordWriter, make_record
+
     if args.out is not None:
         prof.save(args.out)
     if args.records is not None:
@@ -159,7 +219,7 @@ def profile_main(args: Any) -> int:
         return 0
     info = prof.env["profile"]
     print(f"profile of {args.model}: {len(prof.params)} parameter tensors, {prof.total_grad_bytes / 2**20:.2f} MiB of gradients")
-    print(f"  per rank: batch {prof.samples_per_step}, {args.world_size} ranks at once, "
+    print(f"  per rank: batch {prof.samples_per_step}, {prof.env.get('world_size')} ranks at once, "
           f"{prof.env.get('threads_per_rank')} threads each, optimizer {info['optimizer']}")  # fmt: skip
     print(f"  forward {prof.forward_s * 1e3:.2f} ms, backward {prof.backward_s * 1e3:.2f} ms "
           f"(hooked {info['backward_hooked_s'] * 1e3:.2f} ms, hook-free {info['backward_hookfree_s'] * 1e3:.2f} ms, "
@@ -184,7 +244,8 @@ def add_bench_arguments(p: Any) -> None:
                         "Applies to bucketed (required), torch-ddp and sharded; others have no buckets")  # fmt: skip
     p.add_argument("--bucket-cap-mb-list", default=None,
                    help="one more torch-ddp/sharded configuration with per-bucket caps, e.g. 1,4,25 (torch 2.13)")  # fmt: skip
-    p.add_argument("--world-size", default="2", help="ranks, or a list for a scaling table: 1,2,4 (default 2)")
+    p.add_argument("--world-size", default=None,
+                   help="ranks, or a list for a scaling table: 1,2,4 (default 2; under torchrun: its world)")  # fmt: skip
     p.add_argument("--steps", type=int, default=20, help="timed steps per configuration (default 20)")
     p.add_argument("--warmup", type=int, default=5, help="untimed steps first (default 5; torch DDP rebuilds buckets in step 2)")
     p.add_argument("--rounds", type=int, default=1,
@@ -225,12 +286,12 @@ def bench_configs(
 def bench_main(args: Any) -> int:
     from contextlib import nullcontext
 
-    from .bench_ddp import combine_records, format_scaling, format_table, measure_compute, measure_ddp
+    from .bench_ddp import measure_compute, measure_ddp
     from .launch import RankPool
     from .records import RecordWriter
 
     strategies = parse_strategies(args.strategy)
-    world_sizes = parse_world_sizes(args.world_size)
+    world_sizes = parse_world_sizes(args.world_size) if args.world_size is not None else [2]
     caps = parse_list(args.bucket_cap_mb_list, "bucket cap", float) if args.bucket_cap_mb_list else None
     configs = bench_configs(strategies, parse_bucket_mbs(args.bucket_mb), caps)
     for name, v, lo in (("--steps", args.steps, 1), ("--warmup", args.warmup, 0), ("--rounds", args.rounds, 1),
@@ -247,6 +308,34 @@ def bench_main(args: Any) -> int:
             _progress(f"bench-ddp: skipped: --link-mbit needs root ({e})")
             return 0
     records: list[dict[str, Any]] = []
+
+    def run_rounds(pool: Any, writer: Any, lead: bool) -> None:
+        say = _progress if lead else (lambda _m: None)
+        p = pool.world_size
+        for rnd in range(args.rounds):
+            comp = measure_compute(pool, args.model, bs, args.steps, args.warmup, args.optimizer)
+            say(f"bench-ddp: P={p} round {rnd + 1}/{args.rounds}: compute only {comp['median_s'] * 1e3:.2f} ms")
+            for strategy, bucket, cap_list in configs:
+                rec = measure_ddp(
+                    pool, args.model, strategy, bucket, cap_list, bs, args.steps, args.warmup,
+                    args.optimizer, compute=comp, trace_dir=args.trace_dir, link_mbit=args.link_mbit,
+                )  # fmt: skip
+                rec["round"] = rnd
+                writer.write(rec)
+                records.append(rec)
+                b = "list" if cap_list else ("-" if bucket is None else f"{bucket:g} MiB")
+                say(f"bench-ddp: P={p} {strategy} {b}: {rec['median_s'] * 1e3:.2f} ms "
+                    f"[{rec['p10_s'] * 1e3:.2f}, {rec['p90_s'] * 1e3:.2f}], exposed "
+                    f"{rec['exposed_comm_s'] * 1e3:.2f} ms")  # fmt: skip
+
+    def torchrun_body(pool: Any, lead: bool) -> int:
+        with RecordWriter(args.out if lead else None) as writer:
+            run_rounds(pool, writer, lead)
+        return _report_bench(records, args, [pool.world_size]) if lead else 0
+
+    rc = _under_torchrun(args, torchrun_body)
+    if rc is not None:
+        return rc
     with RecordWriter(args.out) as writer:
         for p in world_sizes:
             net: Any = nullcontext()
@@ -257,22 +346,13 @@ def bench_main(args: Any) -> int:
             with net as n:
                 kw = n.pool_kwargs() if n is not None else {}
                 with RankPool(p, timeout_s=args.timeout_s, **kw) as pool:
-                    for rnd in range(args.rounds):
-                        comp = measure_compute(pool, args.model, bs, args.steps, args.warmup, args.optimizer)
-                        _progress(f"bench-ddp: P={p} round {rnd + 1}/{args.rounds}: compute only "
-                                  f"{comp['median_s'] * 1e3:.2f} ms")  # fmt: skip
-                        for strategy, bucket, cap_list in configs:
-                            rec = measure_ddp(
-                                pool, args.model, strategy, bucket, cap_list, bs, args.steps, args.warmup,
-                                args.optimizer, compute=comp, trace_dir=args.trace_dir, link_mbit=args.link_mbit,
-                            )  # fmt: skip
-                            rec["round"] = rnd
-                            writer.write(rec)
-                            records.append(rec)
-                            b = "list" if cap_list else ("-" if bucket is None else f"{bucket:g} MiB")
-                            _progress(f"bench-ddp: P={p} {strategy} {b}: {rec['median_s'] * 1e3:.2f} ms "
-                                      f"[{rec['p10_s'] * 1e3:.2f}, {rec['p90_s'] * 1e3:.2f}], exposed "
-                                      f"{rec['exposed_comm_s'] * 1e3:.2f} ms")  # fmt: skip
+                    run_rounds(pool, writer, True)
+    return _report_bench(records, args, world_sizes)
+
+
+def _report_bench(records: list[dict[str, Any]], args: Any, world_sizes: Sequence[int]) -> int:
+    from .bench_ddp import combine_records, format_scaling, format_table
+
     combined = combine_records(records)
     if args.json:
         print(json.dumps(combined))

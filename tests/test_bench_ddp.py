@@ -144,3 +144,18 @@ def test_check_command_fails_on_batchnorm(capsys):
 def test_bad_input_exits_2_before_spawning(argv, words, capsys):
     assert ddpsim(argv) == 2
     assert words in capsys.readouterr().err
+
+
+def test_bench_ddp_under_torchrun(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "tr.jsonl"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "realrun",
+           "bench-ddp", "--model", TINY_GPT, "--strategy", "bucketed", "--bucket-mb", "1", "--steps", "2",
+           "--warmup", "1", "--json", "--out", str(out)]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    printed = json.loads(proc.stdout)  # rank 0 alone prints one JSON document
+    assert [(r["strategy"], r["world_size"], len(r["rank_step_times_s"])) for r in printed] == [("bucketed", 2, 2)]
+    assert len(read_records(out)) == 1  # written once, by rank 0
