@@ -126,6 +126,7 @@ class AllreduceBenchSpec:
     warmup: int | None = None
     link_mbit: float | None = None
     timeout_s: float = 600.0
+    interleave: bool = False  # alternate the implementations call by call
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
@@ -153,8 +154,13 @@ class AllreduceBenchSpec:
 
 
 # ------------------------------------------------------------------ on the ranks
-def measure(ctx: Any, impl: str, count: int, dtype: str, iters: int, warmup: int) -> dict[str, Any]:
-    """One point on every rank; every rank returns all ranks' per-iteration times."""
+def measure(ctx: Any, impls: tuple[str, ...], count: int, dtype: str, iters: int, warmup: int) -> dict[str, Any]:
+    """One message size on every rank, for each of ``impls``; every rank returns all ranks' times.
+
+    With several implementations they alternate call by call (``warmup`` untimed
+    calls of each first), so a change of load on a shared machine hits them all
+    alike. Returns ``{"per_impl": {impl: per-rank lists of seconds}, "env": ...}``.
+    """
     import torch
     import torch.distributed as dist
 
@@ -166,38 +172,39 @@ def measure(ctx: Any, impl: str, count: int, dtype: str, iters: int, warmup: int
         "naive": naive_allreduce,
         "broadcast": lambda t: dist.broadcast(t, src=0),
     }
-    op = ops[impl]
     cuda = ctx.device.startswith("cuda")
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     x = torch.zeros(count, dtype=getattr(torch, dtype), device=ctx.device)  # zeros: sums never overflow
-    for _ in range(warmup):
-        op(x)
+    for impl in impls:
+        for _ in range(warmup):
+            ops[impl](x)
     sync()
-    times = []
+    times: dict[str, list[float]] = {impl: [] for impl in impls}
     for _ in range(iters):
-        dist.barrier()
-        sync()
-        t0 = time.perf_counter()
-        op(x)
-        sync()
-        times.append(time.perf_counter() - t0)
+        for impl in impls:
+            dist.barrier()
+            sync()
+            t0 = time.perf_counter()
+            ops[impl](x)
+            sync()
+            times[impl].append(time.perf_counter() - t0)
     del x
     gathered: list[Any] = [None] * ctx.world_size
     dist.all_gather_object(gathered, times)
     env = environment(ctx.backend, ctx.world_size, threads_per_rank=torch.get_num_threads(), device=ctx.device)
-    return {"per_rank_times_s": gathered, "env": env}
+    return {"per_impl": {impl: [g[impl] for g in gathered] for impl in impls}, "env": env}
 
 
 # ------------------------------------------------------------------ records and table
 def point_record(spec: AllreduceBenchSpec, impl: str, world_size: int, msg_bytes: int, iters: int, warmup: int,
-                 measured: dict[str, Any], run_id: str) -> dict[str, Any]:  # fmt: skip
-    times_s = max_over_ranks(measured["per_rank_times_s"])
+                 per_rank_times_s: list[list[float]], env: dict[str, Any], run_id: str) -> dict[str, Any]:  # fmt: skip
+    times_s = max_over_ranks(per_rank_times_s)
     summ = summarize(times_s)
     algbw = msg_bytes / summ.median_s / 1e9
     factor = 1.0 if impl == "broadcast" else 2.0 * (world_size - 1) / world_size
     return make_record(
         "broadcast" if impl == "broadcast" else "allreduce",
-        measured["env"],
+        env,
         run_id=run_id,
         backend=spec.backend,
         world_size=world_size,
@@ -217,6 +224,7 @@ def point_record(spec: AllreduceBenchSpec, impl: str, world_size: int, msg_bytes
         algbw_gbps=algbw,
         busbw_gbps=algbw * factor,
         link_mbit=spec.link_mbit,
+        interleaved=spec.interleave and len(spec.impls) > 1,
     )
 
 
@@ -255,21 +263,25 @@ def _human(n: int) -> str:
 
 def sweep(spec: AllreduceBenchSpec, world_size: int, call: Callable[..., dict[str, Any]], writer: RecordWriter,
           progress: bool, run_id: str, t_start: float) -> list[dict[str, Any]]:  # fmt: skip
-    """Every (size, impl) point at one world size; ``call(impl, count, dtype, iters, warmup)`` measures one."""
+    """Every (size, impl) point at one world size; ``call(impls, count, dtype, iters, warmup)`` is ``measure``.
+
+    Implementations are measured one after the other, or together (interleaved) with ``spec.interleave``.
+    """
     records = []
+    groups = [spec.impls] if spec.interleave else [(impl,) for impl in spec.impls]
     for msg_bytes in spec.sizes_bytes:
-        for impl in spec.impls:
-            iters, warmup = spec.schedule(msg_bytes)
-            t0 = time.monotonic()
-            measured = call(impl, msg_bytes // DTYPES[spec.dtype], spec.dtype, iters, warmup)
-            rec = point_record(spec, impl, world_size, msg_bytes, iters, warmup, measured, run_id)
-            writer.write(rec)
-            records.append(rec)
-            if progress:
-                print(f"bench-allreduce: p={world_size} {impl} {_human(msg_bytes)}: median "
-                      f"{rec['median_s'] * 1e3:.3f} ms, {rec['algbw_gbps']:.3f} GB/s, {iters} iters in "
-                      f"{time.monotonic() - t0:.1f} s (elapsed {time.monotonic() - t_start:.1f} s)",
-                      file=sys.stderr, flush=True)  # fmt: skip
+        iters, warmup = spec.schedule(msg_bytes)
+        for impls in groups:
+            measured = call(impls, msg_bytes // DTYPES[spec.dtype], spec.dtype, iters, warmup)
+            for impl in impls:
+                per_rank = measured["per_impl"][impl]
+                rec = point_record(spec, impl, world_size, msg_bytes, iters, warmup, per_rank, measured["env"], run_id)
+                writer.write(rec)
+                records.append(rec)
+                if progress:
+                    print(f"bench-allreduce: p={world_size} {impl} {_human(msg_bytes)}: median "
+                          f"{rec['median_s'] * 1e3:.3f} ms, {rec['algbw_gbps']:.3f} GB/s, {iters} iters "
+                          f"(elapsed {time.monotonic() - t_start:.1f} s)", file=sys.stderr, flush=True)  # fmt: skip
     return records
 
 
@@ -339,6 +351,8 @@ def add_arguments(p: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the records as JSON instead of the table")
     p.add_argument("--link-mbit", type=float, default=None,
                    help="emulate a link of this many Mbit/s per rank (network namespaces + tbf; root only)")  # fmt: skip
+    p.add_argument("--interleave", action="store_true",
+                   help="alternate the implementations call by call (fairer comparison on a busy machine)")  # fmt: skip
     p.add_argument("--timeout-s", type=float, default=600.0, help="a point that takes longer fails the run (default 600)")
 
 
@@ -353,6 +367,7 @@ def spec_from_args(args: Any, world_sizes: tuple[int, ...]) -> AllreduceBenchSpe
         warmup=args.warmup,
         link_mbit=args.link_mbit,
         timeout_s=args.timeout_s,
+        interleave=args.interleave,
     )
 
 

@@ -69,34 +69,51 @@ def test_stats_show_their_arithmetic():
 
 def test_record_uses_the_slowest_rank_and_nccl_tests_bandwidths():
     spec = ba.AllreduceBenchSpec(world_sizes=(4,), sizes_bytes=(8_000_000,), iters=3, warmup=0)
-    measured = {"per_rank_times_s": [[0.001, 0.004, 0.002], [0.002, 0.001, 0.002], [0.001, 0.001, 0.001], [0.001, 0.001, 0.003]], "env": {}}
-    rec = ba.point_record(spec, "native", 4, 8_000_000, 3, 0, measured, "run")
+    per_rank = [[0.001, 0.004, 0.002], [0.002, 0.001, 0.002], [0.001, 0.001, 0.001], [0.001, 0.001, 0.003]]
+    rec = ba.point_record(spec, "native", 4, 8_000_000, 3, 0, per_rank, {}, "run")
     assert rec["kind"] == "allreduce" and rec["times_s"] == [0.002, 0.004, 0.003]
     assert rec["median_s"] == 0.003
     assert rec["algbw_gbps"] == pytest.approx(8e6 / 0.003 / 1e9)  # 2.667 GB/s
     assert rec["busbw_gbps"] == pytest.approx(8e6 / 0.003 / 1e9 * 2 * 3 / 4)  # x 1.5 for p = 4
     assert rec["count"] == 2_000_000 and rec["link_mbit"] is None
-    bc = ba.point_record(spec, "broadcast", 4, 8_000_000, 3, 0, measured, "run")
+    bc = ba.point_record(spec, "broadcast", 4, 8_000_000, 3, 0, per_rank, {}, "run")
     assert bc["kind"] == "broadcast" and bc["busbw_gbps"] == bc["algbw_gbps"]
     table = ba.format_table([rec, bc]).splitlines()
     assert table[1].split()[1:8] == ["impl", "size", "count", "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)"]
     assert table[2].split()[:7] == ["native", "8000000", "2000000", "float32", "3000.0", "2.667", "4.000"]
 
 
+class FakeRanks:
+    """Stands in for ``measure`` on 2 ranks: records what it was asked, fails on call ``fail_at``."""
+
+    def __init__(self, fail_at=None):
+        self.asked = []
+        self.fail_at = fail_at
+
+    def __call__(self, impls, count, dtype, iters, warmup):
+        self.asked.append((impls, count))
+        if len(self.asked) == self.fail_at:
+            raise RunFailure("rank 1 died (exited with code 9) during measure", rank=1)
+        return {"per_impl": {i: [[0.001] * iters, [0.002] * iters] for i in impls}, "env": {}}
+
+
+@pytest.mark.parametrize("interleave, expected_calls", [(False, 4), (True, 2)])
+def test_sweep_measures_impls_apart_or_interleaved(interleave, expected_calls):
+    spec = ba.AllreduceBenchSpec(sizes_bytes=(4096, 8192), impls=("native", "ring"), iters=2, warmup=0, interleave=interleave)
+    fake = FakeRanks()
+    recs = ba.sweep(spec, 2, fake, RecordWriter(None), False, "run", 0.0)
+    assert len(fake.asked) == expected_calls
+    assert [(r["msg_bytes"], r["impl"]) for r in recs] == [(4096, "native"), (4096, "ring"), (8192, "native"), (8192, "ring")]
+    assert {r["interleaved"] for r in recs} == {interleave}
+    assert recs[0]["times_s"] == [0.002, 0.002]  # the slower rank
+
+
 def test_records_taken_before_a_failure_are_kept(tmp_path):
     spec = ba.AllreduceBenchSpec(world_sizes=(2,), sizes_bytes=(4096, 8192, 16384), iters=2, warmup=0)
-    calls = []
-
-    def call(impl, count, dtype, iters, warmup):
-        calls.append(count)
-        if len(calls) == 3:
-            raise RunFailure("rank 1 died (exited with code 9) during measure", rank=1)
-        return {"per_rank_times_s": [[0.001, 0.002], [0.002, 0.001]], "env": {}}
-
     out = tmp_path / "r.jsonl"
     with pytest.raises(RunFailure):
         with RecordWriter(out) as w:
-            ba.sweep(spec, 2, call, w, False, "run", 0.0)
+            ba.sweep(spec, 2, FakeRanks(fail_at=3), w, False, "run", 0.0)
     assert [r["msg_bytes"] for r in read_records(out)] == [4096, 8192]
 
 
@@ -143,7 +160,7 @@ def test_bad_input_exits_2_with_one_line(argv, message, capsys):
 def test_bench_end_to_end_writes_records_table_and_plot(tmp_path, capsys):
     out, png = tmp_path / "r.jsonl", tmp_path / "r.png"
     argv = ["bench-allreduce", "--world-size", "2", "--sizes", "4K,64K", "--impl", "native,ring,naive,broadcast",
-            "--iters", "6", "--warmup", "1", "--out", str(out), "--plot", str(png)]  # fmt: skip
+            "--iters", "6", "--warmup", "1", "--out", str(out), "--plot", str(png), "--interleave"]  # fmt: skip
     assert _main(argv) == 0
     captured = capsys.readouterr()
     recs = read_records(out)
@@ -154,7 +171,7 @@ def test_bench_end_to_end_writes_records_table_and_plot(tmp_path, capsys):
         assert len(r["times_s"]) == 6 and r["iters"] == 6 and r["warmup"] == 1
         assert r["p10_s"] <= r["median_s"] <= r["p90_s"]
         assert r["algbw_gbps"] == pytest.approx(r["msg_bytes"] / r["median_s"] / 1e9)
-        assert r["env"]["world_size"] == 2 and "torch" in r["env"]
+        assert r["env"]["world_size"] == 2 and "torch" in r["env"] and r["interleaved"] is True
     assert len({r["run_id"] for r in recs}) == 1
     assert captured.out.count("\n") == 2 + 8  # header lines + one row per point
     assert captured.err.count("bench-allreduce: p=2") == 8  # a progress line per point
