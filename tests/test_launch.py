@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from realrun.errors import RunFailure
-from realrun.launch import RankPool, run_under_torchrun
+from realrun.launch import RankPool, run_under_torchrun, spawn
 from realrun.records import RecordWriter, environment, make_record, read_records
 
 pytestmark = pytest.mark.slow
@@ -129,6 +129,17 @@ def test_tasks_must_be_importable(pool):
     with pytest.raises(ValueError, match="module-level"):
         pool.run(lambda ctx: 1)
     assert pool.usable  # refused before anything was sent
+
+
+def scaled_rank(ctx, factor, *, offset):
+    import torch
+
+    return ctx.rank * factor + offset, torch.get_num_threads()
+
+
+def test_spawn_is_a_one_shot_pool_and_passes_keywords_to_the_task():
+    out = spawn(scaled_rank, 2, 10, offset=1, pool_options={"threads_per_rank": 1}, timeout_s=60)
+    assert out == [(1, 1), (11, 1)]  # rank * 10 + 1, one torch thread each
 
 
 def test_bad_pool_arguments():
