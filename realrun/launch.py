@@ -53,6 +53,7 @@ __all__ = [
     "run_under_torchrun",
     "torchrun_env_present",
     "default_threads_per_rank",
+    "usable_cpus",
     "find_free_port",
 ]
 
@@ -65,8 +66,17 @@ BACKENDS = ("gloo", "nccl")
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 
 
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask; ``cpu_count`` where that is unknown)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def default_threads_per_rank(world_size: int) -> int:
-    return max(1, (os.cpu_count() or 1) // max(1, world_size))
+    """Torch threads per rank so that ranks do not oversubscribe the CPUs: ``max(1, cpus // world_size)``."""
+    return max(1, usable_cpus() // max(1, world_size))
 
 
 def find_free_port(addr: str = "127.0.0.1") -> int:

@@ -117,7 +117,7 @@ def test_state_survives_between_calls(pool):
 
 
 def test_threads_per_rank_default(pool):
-    assert pool.run(threads) == [max(1, os.cpu_count() // 3)] * 3
+    assert pool.run(threads) == [max(1, len(os.sched_getaffinity(0)) // 3)] * 3
 
 
 def test_task_output_on_stdout_does_not_break_the_protocol(pool):
