@@ -19,6 +19,24 @@ def _link_list(text: str) -> list[float]:
     return float_list(text)
 
 
+def _sizes(text: str) -> tuple[int, ...]:
+    """All-reduce message sizes for ``calibrate --sizes`` (the syntax of ``bench-allreduce --sizes``)."""
+    from realrun.bench_allreduce import parse_sizes  # no torch at import
+
+    try:
+        sizes = parse_sizes(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if len(sizes) < 2:
+        raise argparse.ArgumentTypeError(
+            f"give at least two message sizes (one size cannot separate o from w), got {text!r}"
+        )
+    odd = [s for s in sizes if s % 4]
+    if odd:
+        raise argparse.ArgumentTypeError(f"message sizes must be whole float32 elements (multiples of 4 bytes), got {odd}")
+    return sizes
+
+
 def _strategies(text: str) -> tuple[str, ...]:
     if text == "all":
         return STRATEGIES
@@ -42,6 +60,11 @@ def _netns_skip(link: float | None) -> str | None:
     return None
 
 
+def _print_json(obj: Any) -> None:
+    json.dump(obj, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
 def _out_path(base: str, link: float | None, multi: bool) -> str:
     if not multi or link is None:
         return base
@@ -55,15 +78,18 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     links = args.link_mbit or [None]
     results = []
+    skipped = []
     for link in links:
         reason = _netns_skip(link)
         if reason:
             print(f"ddpsim calibrate: skipped {link:g} Mbit/s: {reason}", file=sys.stderr)
+            skipped.append({"link_mbit": link, "reason": reason})
             continue
         multi = len(links) > 1
         spec = CalibrateSpec(
             model=args.model, backend=args.backend, world_size=args.world_size, batch_size=args.batch_size,
             link_mbit=link, records=_out_path(args.records, link, multi), profile_steps=args.profile_steps,
+            contention_steps=args.contention_steps, sizes_bytes=args.sizes,
         )
         params = calibrate(spec, progress=not args.quiet)
         out = params.save(_out_path(args.out, link, multi))
@@ -82,7 +108,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             print(f"  memory copy {params.copy_bytes_per_s / 1e9:.2f} GB/s; channels {params.channels}")
             prof = params.profile()
             print(f"  profile {prof.model}: forward {prof.forward_s * 1e3:.2f} ms, backward {prof.backward_s * 1e3:.2f} ms, optimizer {prof.optimizer_s * 1e3:.2f} ms")
-    if args.json:
+    if args.json and not results:
+        _print_json({"skipped": skipped})  # stdout stays JSON when every link was skipped
+    elif args.json:
         payload = [dict(p.to_dict(), params_file=str(o)) for o, p in results]
         for d in payload:
             d.pop("profile", None)
@@ -96,7 +124,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from .calibrate import CalibrateSpec, Progress, calibrate_on_pool, open_pool
     from .params import Params
-    from .validate import ValidateSpec, format_validation, save_validation, validate_on_pool
+    from .validate import ValidateSpec, check_profile_matches, format_validation, save_validation, validate_on_pool
 
     links = args.link_mbit or [None]
     spec = ValidateSpec(
@@ -104,11 +132,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
         steps=args.steps, warmup=args.warmup, out=args.records,
     )
     given = Params.load(args.params) if args.params else None
+    if given is not None and (len(links) == 1 or given.link_mbit in links):
+        check_profile_matches(given, args.model, args.batch_size)  # before starting ranks, not after
     results = []
+    skipped = []
     for link in links:
         reason = _netns_skip(link)
         if reason:
             print(f"ddpsim validate: skipped {link:g} Mbit/s: {reason}", file=sys.stderr)
+            skipped.append({"link_mbit": link, "reason": reason})
             continue
         multi = len(links) > 1
         say = Progress(not args.quiet, prefix="validate")
@@ -132,6 +164,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print(format_validation(res))
             print(f"results: {res_path}" + (f"; plots: {', '.join(res['plots'])}" if args.plot_dir else ""))
     if not results:
+        if args.json:
+            _print_json({"skipped": skipped})  # stdout stays JSON when every link was skipped
         return 0
     if args.json:
         json.dump(results[0] if len(results) == 1 else {"runs": results}, sys.stdout, indent=1)
@@ -163,8 +197,11 @@ def cmd_plot(args: argparse.Namespace) -> int:
         from .fit import fit_linear
         from realrun.records import read_records
 
-        recs = read_records(args.allreduce, "allreduce")
-        fit = fit_linear(recs)
+        recs = read_records(args.allreduce)  # every kind: the fit says what it found when none is an all-reduce
+        try:
+            fit = fit_linear(recs)
+        except ValueError as e:
+            raise ValueError(f"{args.allreduce}: {e}") from None
         written.append(plot_allreduce(recs, fit, out / "allreduce_fit.png"))
     if args.validation:
         res = json.loads(Path(args.validation).read_text())
@@ -189,7 +226,13 @@ def add_commands(sub: Any) -> None:
     c.add_argument("--world-size", type=positive_int, default=2)
     c.add_argument("--batch-size", type=positive_int, default=None)
     c.add_argument("--link-mbit", type=_link_list, default=None, help="emulate links of these rates (Mbit/s, needs root), e.g. 100,400")
-    c.add_argument("--profile-steps", type=positive_int, default=20)
+    c.add_argument("--profile-steps", type=positive_int, default=20, help="timed steps of the gradient-ready profile (default 20)")
+    c.add_argument("--contention-steps", type=positive_int, default=10,
+                   help="timed steps of the contention probe, alone and overlapped (default 10)")
+    c.add_argument("--sizes", type=_sizes, default=None,
+                   help="all-reduce message sizes to fit o and w on, as in bench-allreduce --sizes (e.g. 4K,64K,1M "
+                        "or 4K:64M:4); default 4 KiB up by factors of 4 to 64 MiB on loopback, to about half a "
+                        "second per call over an emulated link")
     c.add_argument("--out", default="params.json", help="fitted parameters (default params.json)")
     c.add_argument("--records", default="calibration.jsonl", help="measurement records, appended (default calibration.jsonl)")
     c.add_argument("--json", action="store_true", help="print the fitted parameters as JSON")

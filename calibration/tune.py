@@ -36,6 +36,32 @@ def round_sig(x: float, sig: int = 3) -> float:
     return round(x, sig - 1 - int(math.floor(math.log10(x))))
 
 
+def readable_caps(
+    profile: GradProfile, groups: Sequence[Sequence[int]], caps_mb: Sequence[float], sig: int = 4
+) -> tuple[float, ...]:
+    """``caps_mb`` rounded to ``sig`` significant digits, with more digits where fewer would move a boundary.
+
+    DDP closes a bucket once its size is >= ``int(cap * MiB)`` (the bytes torch
+    and ``simulator.buckets`` compute), so a cap reproduces its bucket only if
+    it lies above the bucket's size without its last tensor and at most its
+    full size. A bucket that ends in a small tensor (a bias or a norm weight
+    after a large weight) leaves a window narrower than 4 digits can hit.
+    """
+    out = []
+    for g, cap in zip(groups, caps_mb):
+        sizes = [profile.params[i].nbytes for i in g]
+        full, before = sum(sizes), sum(sizes) - sizes[-1]
+        r = cap
+        for digits in range(sig, 18):
+            r = round_sig(cap, digits)
+            if before < int(r * MIB) <= full:
+                break
+        else:
+            r = cap
+        out.append(r)
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class TuneResult:
     model: str
@@ -121,7 +147,7 @@ def recommend(
 
     sched = best_schedule(profile, cost, world_size, **predict_kw)
     gain = (rec.step_time_s - sched.result.step_time_s) / rec.step_time_s * 100.0
-    caps = tuple(round_sig(c, 4) for c in sched.caps_mb)
+    caps = readable_caps(profile, sched.groups, sched.caps_mb)
     rows: list[dict[str, Any]] = []
     for s in strategies:
         if s == "torch-ddp":

@@ -5,7 +5,8 @@ measured: ``"allreduce"``, ``"ddp_step"``, ...) and ``env`` (torch version,
 backend, world size, threads, host, git revision). A record is written and
 flushed the moment it is taken, so a run that dies later loses nothing it had
 already measured; ``read_records`` tolerates a torn last line (a writer killed
-mid-write) and says so.
+mid-write) and says so, and a writer appending to such a file first cuts that
+line off (with a warning), so the next record does not land on it.
 
 This module imports no torch at import time: calibration reads records
 without it.
@@ -71,6 +72,49 @@ def make_record(kind: str, env: Mapping[str, Any], **fields: Any) -> dict[str, A
     return {"schema": RECORD_SCHEMA, "kind": kind, "time_unix_s": time.time(), "env": dict(env), **fields}
 
 
+def _seal_last_line(path: Path) -> None:
+    """Before appending: make sure the file ends with a newline.
+
+    A last line without one is a record cut off mid-write by a killed writer
+    (``iter_records`` skips it while it is last); appending after it would glue
+    the next record onto it and leave a malformed line in the middle, which
+    makes the whole file unreadable. It held no whole measurement, so it is
+    cut off here, with a warning. (A last line that is a complete record,
+    written without its newline by another tool, gets the newline instead.)
+    """
+    try:
+        fh = open(path, "rb+")
+    except FileNotFoundError:
+        return
+    with fh:
+        end = fh.seek(0, os.SEEK_END)
+        if end == 0:
+            return
+        fh.seek(end - 1)
+        if fh.read(1) == b"\n":
+            return
+        start, pos = 0, end
+        while pos > 0:  # the start of the last line, reading backwards
+            step = min(1 << 16, pos)
+            pos -= step
+            fh.seek(pos)
+            k = fh.read(step).rfind(b"\n")
+            if k >= 0:
+                start = pos + k + 1
+                break
+        fh.seek(start)
+        try:
+            json.loads(fh.read().decode("utf-8"))
+        except ValueError:
+            warnings.warn(
+                f"{path}: removed an incomplete last line ({end - start} bytes; a writer was interrupted) before appending"
+            )
+            fh.truncate(start)
+        else:
+            fh.seek(end)
+            fh.write(b"\n")
+
+
 class RecordWriter:
     """Appends records to a JSONL file, flushing and fsyncing each one.
 
@@ -87,6 +131,7 @@ class RecordWriter:
             return
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            _seal_last_line(self.path)
             self._fh = open(self.path, "a", encoding="utf-8")
         self._fh.write(json.dumps(record, separators=(",", ":")) + "\n")
         self._fh.flush()

@@ -1,0 +1,393 @@
+"""Calibration end to end: one real calibrate + validate round on 2 gloo ranks, the CLI contract, bad input.
+
+One ``RankPool`` (``calibration.calibrate.open_pool``) serves the whole module:
+starting ranks costs seconds. The round is short (3 all-reduce sizes, 3 timed
+steps) but real. Timing on this box is noisy, so nothing here asserts
+accuracy (that goes to BENCHMARKS.md); what is asserted is structure and
+arithmetic: every derived number is recomputed here from the numbers it
+was derived from, and the files written hold what the results say.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import subprocess
+import sys
+import warnings
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import calibration.calibrate as calibrate_mod  # noqa: E402
+import realrun.bench_ddp as bench_ddp  # noqa: E402
+import realrun.netns as netns  # noqa: E402
+from calibration.calibrate import CalibrateSpec, calibrate_on_pool, fit_probe, open_pool  # noqa: E402
+from calibration.cli import main as ddpsim  # noqa: E402
+from calibration.fit import fit_linear  # noqa: E402
+from calibration.params import PARAMS_SCHEMA, Params  # noqa: E402
+from calibration.validate import (  # noqa: E402
+    VALIDATION_SCHEMA,
+    ValidateSpec,
+    format_validation,
+    predicted_row,
+    summarize_rows,
+    validate_on_pool,
+)
+from realrun.errors import RunFailure  # noqa: E402
+from realrun.records import RecordWriter, make_record, read_records  # noqa: E402
+from realrun.workloads import load_workload  # noqa: E402
+from simulator.profile import GradProfile  # noqa: E402
+from simulator.strategies import StrategySpec  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = "mlp:width=256,depth=3,batch_size=16"  # 8 tensors, 0.76 MiB of gradients, sub-millisecond steps
+SIZES = (4096, 65536, 1 << 20)
+STRATEGIES = ("torch-ddp", "bucketed")
+BUCKETS_MB = (0.0625, 1.0)  # 64 KiB: one 256 KiB weight per bucket; 1 MiB: every gradient in one bucket
+STEPS = 3
+pytestmark = pytest.mark.slow
+
+
+# ---- the round --------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def pool():
+    with open_pool(2, "gloo", None, 300) as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def calibrated(pool, tmp_path_factory):
+    d = tmp_path_factory.mktemp("calibrate")
+    said: list[str] = []
+    spec = CalibrateSpec(model=TINY, sizes_bytes=SIZES, profile_steps=STEPS, contention_steps=STEPS,
+                         records=str(d / "calibration.jsonl"))  # fmt: skip
+    params = calibrate_on_pool(pool, spec, said.append)
+    return params, params.save(d / "params.json"), Path(spec.records), said
+
+
+@pytest.fixture(scope="module")
+def validated(pool, calibrated):
+    params, params_path, _, _ = calibrated
+    spec = ValidateSpec(model=TINY, strategies=STRATEGIES, bucket_mb=BUCKETS_MB, steps=STEPS, warmup=1,
+                        out=str(params_path.parent / "validation.jsonl"))  # fmt: skip
+    return validate_on_pool(pool, params, spec, lambda msg: None), Path(spec.out)
+
+
+def _positive_finite(x: float) -> bool:
+    return isinstance(x, float) and math.isfinite(x) and x > 0
+
+
+def test_calibrated_params_are_positive_finite_and_of_this_run(calibrated):
+    params, _, records, said = calibrated
+    assert (params.backend, params.world_size, params.link_mbit, params.channels) == ("gloo", 2, None, 2)
+    assert _positive_finite(params.o_us) and _positive_finite(params.w_gbps)
+    assert params.o_us == params.linear.o_s * 1e6 and params.w_gbps == params.linear.w_bytes_per_s / 1e9
+    lo, hi = params.linear.o_ci_us
+    assert lo <= params.o_us <= hi
+    assert params.linear.sizes_bytes == SIZES and params.linear.n_points == len(SIZES)
+    assert math.isfinite(params.contention_c) and params.contention_c >= 0
+    assert math.isfinite(params.comm_contention_c) and params.comm_contention_c >= 0
+    assert _positive_finite(params.copy_bytes_per_s)
+    assert params.source_records == (str(records.resolve()),)
+    assert (params.probes["model"], params.probes["batch_size"]) == (TINY, 16)
+    # the profile is of this model: 4 bytes per float32 element of every parameter
+    prof = params.profile()
+    module = load_workload(TINY).build()
+    assert prof.model == TINY and prof.samples_per_step == 16
+    assert [p.name for p in prof.params] == [n for n, _ in module.named_parameters()]
+    assert prof.total_grad_bytes == 4 * sum(p.numel() for p in module.parameters())
+    assert prof.forward_s > 0 and prof.backward_s > 0
+    # a progress line per phase
+    for phase in ("all-reduce at 3 sizes, 4 KiB to 1 MiB", "fit: o =", "memory copy", "profiling", "contention:"):
+        assert any(line.startswith(phase) for line in said), (phase, said)
+
+
+def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
+    params, _, records, _ = calibrated
+    recs = read_records(records)
+    assert Counter(r["kind"] for r in recs) == {"allreduce": 3, "memcpy": 1, "profile": 1, "contention": 1}
+    ar = [r for r in recs if r["kind"] == "allreduce"]
+    assert tuple(r["msg_bytes"] for r in ar) == SIZES
+    # every number in the params comes from a record: refitting the file gives the same fit, bit for bit
+    assert fit_linear(ar, world_size=2) == params.linear
+    assert params.linear.n_samples == sum(len(r["times_s"]) for r in ar)
+    (mem,) = [r for r in recs if r["kind"] == "memcpy"]
+    assert mem["copy_bytes_per_s"] == params.copy_bytes_per_s == statistics.median(
+        p["copy_bytes_per_s"] for p in mem["per_rank"])
+    (cont,) = [r for r in recs if r["kind"] == "contention"]
+    refit = fit_probe(cont["per_rank"])
+    assert refit["contention_c"] == cont["contention_c"] == params.contention_c
+    assert refit["comm_contention_c"] == params.comm_contention_c
+    # comm slowdown = median under compute / median alone - 1, floored at 0
+    alone = statistics.median(t for r in cont["per_rank"] for t in r["comm_alone_s"])
+    under = statistics.median(t for r in cont["per_rank"] for t in r["comm_under_compute_s"])
+    assert params.comm_contention_c == pytest.approx(max(0.0, under / alone - 1.0), rel=1e-12, abs=1e-15)
+    (prof,) = [r for r in recs if r["kind"] == "profile"]
+    assert GradProfile.from_dict(prof["profile"]) == params.profile()
+
+
+def test_params_file_round_trips(calibrated, tmp_path):
+    params, path, _, _ = calibrated
+    d = json.loads(path.read_text())
+    assert d["schema"] == PARAMS_SCHEMA
+    assert (d["o_us"], d["w_gbps"]) == (params.o_us, params.w_gbps)
+    back = Params.load(path)
+    assert back == params
+    assert back.profile() == params.profile() and back.cost_model() == params.cost_model()
+    again = back.save(tmp_path / "again.json")
+    assert again.read_text() == path.read_text()
+
+
+# ---- validation -------------------------------------------------------------------
+def test_validation_rows_recompute(validated, calibrated):
+    res, _ = validated
+    params = calibrated[0]
+    rows = res["rows"]
+    assert (res["schema"], res["model"], res["world_size"], res["backend"], res["link_mbit"]) == (
+        VALIDATION_SCHEMA, TINY, 2, "gloo", None)
+    assert [(r["strategy"], r["bucket_mb"]) for r in rows] == [(s, b) for s in STRATEGIES for b in BUCKETS_MB]
+    assert res["n_configs"] == len(rows) == 4
+    prof = params.profile()
+    for r in rows:
+        for k in ("measured_median_s", "measured_p10_s", "measured_p90_s", "measured_compute_s", "predicted_step_s",
+                  "predicted_compute_s"):
+            assert _positive_finite(r[k]), (k, r)
+        assert r["measured_p10_s"] <= r["measured_median_s"] <= r["measured_p90_s"]
+        expected_err = (r["predicted_step_s"] - r["measured_median_s"]) / r["measured_median_s"] * 100
+        assert r["error_pct"] == pytest.approx(expected_err, rel=1e-12)
+        assert r["measured_exposed_s"] == pytest.approx(r["measured_median_s"] - r["measured_compute_s"], rel=1e-9)
+        assert r["measured_compute_s"] == res["measured_compute_s"]  # one shared compute baseline
+        assert r["predicted_step_s"] == pytest.approx(r["predicted_compute_s"] + r["predicted_exposed_s"], rel=1e-9)
+        # the prediction is the simulator's, from the fitted params, for the same configuration
+        spec = StrategySpec(r["strategy"], bucket_mb=r["bucket_mb"])
+        assert {k: r[k] for k in ("predicted_step_s", "predicted_exposed_s", "predicted_compute_s", "n_buckets")} == (
+            predicted_row(prof, params, spec, 2))
+    # 64 KiB buckets split the 3 weights of 256 KiB apart; 1 MiB holds all 0.76 MiB in one bucket
+    by = {(r["strategy"], r["bucket_mb"]): r["n_buckets"] for r in rows}
+    assert by[("torch-ddp", 1.0)] == 1 and by[("torch-ddp", 0.0625)] >= 3
+
+
+def test_validation_summary_recompute(validated):
+    res, _ = validated
+    rows = res["rows"]
+    errs = [abs(r["error_pct"]) for r in rows]
+    assert res["median_abs_error_pct"] == statistics.median(errs) == (sorted(errs)[1] + sorted(errs)[2]) / 2
+    assert res["worst_abs_error_pct"] == max(errs)
+    for strat in STRATEGIES:
+        rs = [r for r in rows if r["strategy"] == strat]
+        pb = min(rs, key=lambda r: r["predicted_step_s"])
+        mb = min(rs, key=lambda r: r["measured_median_s"])
+        bb = res["best_bucket"][strat]
+        assert (bb["predicted_best_mb"], bb["measured_best_mb"]) == (pb["bucket_mb"], mb["bucket_mb"])
+        gap = (pb["measured_median_s"] - mb["measured_median_s"]) / mb["measured_median_s"] * 100
+        assert bb["predicted_best_measured_gap_pct"] == pytest.approx(gap, abs=1e-12) and gap >= 0
+        assert bb["same"] == (pb["bucket_mb"] == mb["bucket_mb"])
+        assert bb["within_noise"] == (pb["measured_p10_s"] <= mb["measured_p90_s"])
+    # the headline best bucket is torch DDP's
+    assert res["best_bucket_strategy"] == "torch-ddp"
+    assert res["best_bucket_mb_predicted"] == res["best_bucket"]["torch-ddp"]["predicted_best_mb"]
+    assert res["best_bucket_mb_measured"] == res["best_bucket"]["torch-ddp"]["measured_best_mb"]
+    assert summarize_rows(rows) == {k: res[k] for k in summarize_rows(rows)}
+    text = format_validation(res)
+    assert text.count("\n  torch-ddp ") == 2 and text.count("\n  bucketed ") == 2 and "best bucket (torch-ddp)" in text
+
+
+def test_validation_jsonl_has_one_record_per_configuration(validated):
+    res, path = validated
+    lines = path.read_text().splitlines()
+    assert len(lines) == len(res["rows"]) == 4
+    recs = [json.loads(line) for line in lines]  # every line parses
+    for rec, row in zip(recs, res["rows"]):
+        assert rec["kind"] == "ddp_step" and rec["validation"] == row
+        assert (rec["strategy"], rec["bucket_mb"], rec["model"]) == (row["strategy"], row["bucket_mb"], TINY)
+        assert len(rec["step_times_s"]) == STEPS and rec["median_s"] == row["measured_median_s"]
+    assert read_records(path, "ddp_step") == recs
+
+
+# ---- bad input: torn records, empty measurement, foreign params --------------------
+def _torn_copy(records: Path, dst: Path) -> tuple[Path, list[str]]:
+    lines = records.read_text().splitlines()
+    dst.write_text("\n".join(lines) + "\n" + lines[0][:57])  # a writer killed mid-line
+    return dst, lines
+
+
+def test_torn_last_line_is_skipped_with_a_warning_and_the_fit_is_unchanged(calibrated, tmp_path):
+    params, _, records, _ = calibrated
+    torn, _ = _torn_copy(records, tmp_path / "torn.jsonl")
+    with pytest.warns(UserWarning, match=r"torn\.jsonl: last line 7 is incomplete"):
+        recs = read_records(torn, "allreduce")
+    assert fit_linear(recs, world_size=2) == params.linear
+
+
+def test_appending_after_a_torn_line_loses_nothing(calibrated, tmp_path):
+    """A calibrate killed mid-write, then run again on the same records file: every whole record stays readable."""
+    _, _, records, _ = calibrated
+    torn, lines = _torn_copy(records, tmp_path / "torn.jsonl")
+    new = make_record("allreduce", {"host": "test"}, msg_bytes=8, world_size=2, times_s=[1e-4])
+    with pytest.warns(UserWarning, match="removed an incomplete last line"):
+        with RecordWriter(torn) as w:
+            w.write(new)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the file is whole again: no warning, no malformed line
+        back = read_records(torn)
+    assert back == [json.loads(line) for line in lines] + [new]
+    # a last record that is whole but lacks its newline is kept and terminated, not cut
+    whole = tmp_path / "whole.jsonl"
+    whole.write_text("\n".join(lines))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with RecordWriter(whole) as w:
+            w.write(new)
+        assert read_records(whole) == [json.loads(line) for line in lines] + [new]
+
+
+def test_empty_measurement_is_a_clear_error(calibrated, tmp_path, capsys):
+    _, _, records, _ = calibrated
+    no_ar = tmp_path / "no_allreduce.jsonl"
+    no_ar.write_text("".join(line + "\n" for line in records.read_text().splitlines() if '"kind":"allreduce"' not in line))
+    kinds = r"kinds found: contention, memcpy, profile"
+    with pytest.raises(ValueError, match=rf"none of the 3 records is an all-reduce measurement \({kinds}\)"):
+        fit_linear(read_records(no_ar))
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    for path, msg in ((no_ar, "none of the 3 records is an all-reduce measurement"),
+                      (empty, "no records given: the measurement is empty")):
+        assert ddpsim(["plot", "--allreduce", str(path), "--out-dir", str(tmp_path / "plots")]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"ddpsim: error: {path}: {msg}") and err.count("\n") == 1, err
+    assert not (tmp_path / "plots" / "allreduce_fit.png").exists()
+
+
+@pytest.fixture
+def no_ranks(monkeypatch):
+    """Fail the test if a command starts ranks (bad input must be caught before that)."""
+    def refuse(*a, **k):
+        raise AssertionError("ranks were started")
+    monkeypatch.setattr(calibrate_mod, "open_pool", refuse)
+
+
+def test_params_of_another_schema_exit_2_with_one_line(calibrated, tmp_path, capsys, no_ranks):
+    _, path, _, _ = calibrated
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(dict(json.loads(path.read_text()), schema="ddpsim.params/0")))
+    assert ddpsim(["validate", "--params", str(bad), "--model", TINY]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"ddpsim: error: params {bad}: params schema is 'ddpsim.params/0'; this ddpsim reads "
+                   "'ddpsim.params/1' (re-run ddpsim calibrate)\n")  # fmt: skip
+    # params of another model: refused before any rank starts
+    assert ddpsim(["validate", "--params", str(path), "--model", "gpt"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"ddpsim: error: params were calibrated on model '{TINY}', not 'gpt'") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["calibrate", "--world-size", "0"], "argument --world-size: must be >= 1, got 0"),
+    (["validate", "--world-size", "0"], "argument --world-size: must be >= 1, got 0"),
+    (["calibrate", "--world-size", "1"], "calibration needs at least 2 ranks to communicate, got --world-size 1"),
+    (["calibrate", "--sizes", "4K"], "argument --sizes: give at least two message sizes"),
+    (["calibrate", "--sizes", "4K,6"], "argument --sizes: message sizes must be whole float32 elements"),
+])  # fmt: skip
+def test_bad_arguments_exit_2_with_one_line(argv, msg, capsys, no_ranks, tmp_path):
+    assert _exit_code(argv + ["--out", str(tmp_path / "out.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"ddpsim: error: {msg}") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def _exit_code(argv: list[str]) -> int:
+    """``ddpsim``'s exit code, whether argparse exits (usage errors) or the command returns it."""
+    try:
+        return ddpsim(argv)
+    except SystemExit as e:
+        return e.code
+
+
+def test_link_mbit_without_netns_is_skipped(calibrated, tmp_path, capsys, monkeypatch, no_ranks):
+    def unavailable():
+        raise netns.NetnsUnavailable("emulated links need root (simulated by the test)")
+
+    monkeypatch.setattr(netns, "require_netns", unavailable)
+    out = tmp_path / "p.json"
+    assert ddpsim(["calibrate", "--model", TINY, "--link-mbit", "100", "--out", str(out), "--json"]) == 0
+    cap = capsys.readouterr()
+    reason = "emulated links need root (simulated by the test)"
+    assert cap.err == f"ddpsim calibrate: skipped 100 Mbit/s: {reason}\n"
+    assert json.loads(cap.out) == {"skipped": [{"link_mbit": 100.0, "reason": reason}]}  # stdout stays JSON
+    assert not out.exists()
+    _, path, _, _ = calibrated
+    assert ddpsim(["validate", "--params", str(path), "--model", TINY, "--link-mbit", "100,400"]) == 0
+    cap = capsys.readouterr()
+    assert cap.err.splitlines() == [f"ddpsim validate: skipped {r} Mbit/s: {reason}" for r in (100, 400)]
+    assert cap.out == ""
+
+
+def test_validation_keeps_rows_measured_before_a_failure(calibrated, tmp_path, monkeypatch):
+    """Rows are appended as measured: a run that fails at the second configuration keeps the first."""
+    params = calibrated[0]
+    calls = []
+
+    def fake_compute(pool, model, bs, steps, warmup, optimizer):
+        return {"model": model, "batch_size": bs, "optimizer": optimizer, "world_size": 2, "median_s": 0.010,
+                "step_times_s": [0.010] * steps, "p10_s": 0.010, "p90_s": 0.010}  # fmt: skip
+
+    def fake_ddp(pool, model, strategy, **kw):
+        calls.append((strategy, kw["bucket_mb"]))
+        if len(calls) == 2:
+            raise RunFailure("rank 1 died (simulated)")
+        return make_record("ddp_step", {}, model=model, strategy=strategy, bucket_mb=kw["bucket_mb"], median_s=0.020,
+                           p10_s=0.018, p90_s=0.025, compute_median_s=0.010, exposed_comm_s=0.010, link_mbit=None)  # fmt: skip
+
+    monkeypatch.setattr(bench_ddp, "measure_compute", fake_compute)
+    monkeypatch.setattr(bench_ddp, "measure_ddp", fake_ddp)
+    fake_pool = type("FakePool", (), {"world_size": 2, "backend": "gloo"})()
+    out = tmp_path / "validation.jsonl"
+    spec = ValidateSpec(model=TINY, strategies=("torch-ddp",), bucket_mb=BUCKETS_MB, steps=3, out=str(out))
+    with pytest.raises(RunFailure, match="simulated"):
+        validate_on_pool(fake_pool, params, spec, lambda msg: None)
+    (kept,) = read_records(out)
+    assert calls == [("torch-ddp", 0.0625), ("torch-ddp", 1.0)]
+    assert kept["validation"]["bucket_mb"] == 0.0625 and kept["validation"]["measured_median_s"] == 0.020
+    assert kept["validation"]["error_pct"] == pytest.approx((kept["validation"]["predicted_step_s"] - 0.020) / 0.020 * 100)
+
+
+# ---- the CLI contract (one subprocess each: starting ranks costs seconds) -------------
+def _ddpsim_json(args: list[str], cwd: Path) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "calibration.cli", *args, "--json", "--quiet"], cwd=cwd,
+                          capture_output=True, text=True, timeout=240)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def test_cli_calibrate_json_contract(tmp_path):
+    out, recs = tmp_path / "params.json", tmp_path / "calibration.jsonl"
+    d = _ddpsim_json(["calibrate", "--model", TINY, "--sizes", "4K,64K", "--profile-steps", "3",
+                      "--contention-steps", "3", "--out", str(out), "--records", str(recs)], tmp_path)  # fmt: skip
+    assert _positive_finite(d["o_us"]) and _positive_finite(d["w_gbps"])  # units as in `ddpsim predict`
+    params = Params.load(out)
+    assert (d["o_us"], d["w_gbps"], d["params_file"]) == (params.o_us, params.w_gbps, str(out))
+    assert d["linear"]["sizes_bytes"] == [4096, 65536]
+    assert [r["msg_bytes"] for r in read_records(recs, "allreduce")] == [4096, 65536]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["calibration.jsonl", "params.json"]  # nothing else written
+
+
+def test_cli_validate_json_contract(calibrated, tmp_path):
+    _, path, _, _ = calibrated
+    d = _ddpsim_json(["validate", "--params", str(path), "--model", TINY, "--strategy", "torch-ddp", "--bucket-mb",
+                      "0.0625,1", "--steps", "3", "--warmup", "1", "--out", str(tmp_path / "v.json"),
+                      "--records", str(tmp_path / "v.jsonl")], tmp_path)  # fmt: skip
+    rows = d["rows"]
+    assert [(r["strategy"], r["bucket_mb"]) for r in rows] == [("torch-ddp", 0.0625), ("torch-ddp", 1.0)]
+    for r in rows:
+        assert _positive_finite(r["measured_median_s"]) and _positive_finite(r["predicted_step_s"])
+    errs = [abs((r["predicted_step_s"] - r["measured_median_s"]) / r["measured_median_s"] * 100) for r in rows]
+    assert d["median_abs_error_pct"] == pytest.approx((errs[0] + errs[1]) / 2, rel=1e-12)
+    assert d["worst_abs_error_pct"] == pytest.approx(max(errs), rel=1e-12)
+    assert d["best_bucket_mb_predicted"] == min(rows, key=lambda r: r["predicted_step_s"])["bucket_mb"]
+    assert d["best_bucket_mb_measured"] == min(rows, key=lambda r: r["measured_median_s"])["bucket_mb"]
+    saved = json.loads((tmp_path / "v.json").read_text())
+    assert d["result_file"] == str(tmp_path / "v.json") and saved == {k: v for k, v in d.items() if k != "result_file"}
+    assert len((tmp_path / "v.jsonl").read_text().splitlines()) == 2
