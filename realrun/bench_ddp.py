@@ -153,6 +153,97 @@ def _step_task(
     return out
 
 
+def _interleaved_task(
+    ctx: Any,
+    spec: str,
+    configs: Sequence[tuple[str, float | None]],
+    batch_size: int,
+    steps: int,
+    warmup: int,
+    optimizer: str,
+) -> list[list[float]]:
+    """Every configuration built side by side (own model copy each), stepped in turn: A B C, C B A, A B C, ..."""
+    import time
+
+    import torch.distributed as dist
+
+    from .ddp import make_ddp, make_optimizer
+    from .workloads import cast_batch, load_workload
+
+    w = load_workload(spec)
+    device = ctx.device
+    setups = []
+    for strategy, bucket_mb in configs:
+        model = w.build().to(device)
+        if strategy == "compute":
+            setups.append((model, make_optimizer("naive", model, optimizer)))
+        else:
+            net = make_ddp(strategy, model, bucket_mb)
+            setups.append((net, make_optimizer(strategy, net, optimizer)))
+    batch = cast_batch(w.make_batch(batch_size, 1000 + ctx.rank), device=device)
+    times: list[list[float]] = [[] for _ in configs]
+    for i in range(warmup + steps):
+        order = range(len(setups)) if i % 2 == 0 else reversed(range(len(setups)))
+        for k in order:
+            net, opt = setups[k]
+            opt.zero_grad(set_to_none=True)
+            dist.barrier()
+            _sync(device)
+            t0 = time.perf_counter()
+            if hasattr(net, "on_train_batch_start"):
+                net.on_train_batch_start()
+            w.loss(net, batch).backward()
+            if hasattr(net, "finish_gradient_synchronization"):
+                net.finish_gradient_synchronization()
+            opt.step()
+            _sync(device)
+            if i >= warmup:
+                times[k].append(time.perf_counter() - t0)
+    del setups
+    gc.collect()
+    return times
+
+
+def measure_interleaved(
+    pool: Any,
+    workload_spec: str,
+    configs: Sequence[tuple[str, float | None]],
+    batch_size: int | None = None,
+    steps: int = DEFAULT_STEPS,
+    warmup: int = DEFAULT_WARMUP,
+    optimizer: str = "sgd",
+) -> list[dict[str, Any]]:
+    """An A/B comparison robust to drift: configurations alternate step by step on the same ranks.
+
+    ``configs``: ``(strategy, bucket_mb)`` pairs, strategy ``"compute"`` for
+    the bare module. All are built at once (one model copy each); each round
+    of steps runs them in turn, reversing the order every round. Returns per
+    configuration the raw step times (slowest rank per step) with median,
+    p10, p90, and ``ratio_to_first``: the median over steps of this
+    configuration's time divided by the first configuration's time in the same
+    round (the paired ratio; slow drifts cancel in it).
+    """
+    from .workloads import load_workload
+
+    if len(configs) < 1:
+        raise ValueError("give at least one configuration")
+    bs = batch_size or load_workload(workload_spec).default_batch_size
+    per_rank = pool.run(_interleaved_task, workload_spec, list(configs), bs, steps, warmup, optimizer)
+    out = []
+    first = max_over_ranks([r[0] for r in per_rank])
+    for k, (strategy, bucket_mb) in enumerate(configs):
+        times = max_over_ranks([r[k] for r in per_rank])
+        s = summarize(times)
+        ratios = [t / f for t, f in zip(times, first)]
+        out.append({
+            "strategy": strategy, "bucket_mb": bucket_mb, "model": workload_spec, "batch_size": bs,
+            "world_size": pool.world_size, "steps": steps, "warmup": warmup, "step_times_s": times,
+            "median_s": s.median_s, "p10_s": s.p10_s, "p90_s": s.p90_s,
+            "ratio_to_first": summarize(ratios).median_s, "ratios_to_first": ratios,
+        })  # fmt: skip
+    return out
+
+
 def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=-]+", "_", text).strip("_")[:80]
 

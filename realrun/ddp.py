@@ -29,7 +29,9 @@ The variants (what ``simulator.strategies`` models under the same names):
     writes ``grad / world_size`` into its slot of the bucket's flat buffer (one
     op, as torch's reducer does with ``mul_out``); a bucket's async all-reduce
     starts when its last gradient has arrived. ``finish_gradient_synchronization()``
-    waits and copies the buffers back into ``.grad``.
+    waits for each bucket in turn and copies it back into ``.grad`` (so the
+    copy of bucket ``b`` overlaps the later buckets' all-reduces, as torch's
+    ``finalize_backward`` does).
 ``TorchDDP``
     ``torch.nn.parallel.DistributedDataParallel`` with the two no-op methods.
 ``ShardedOptimizer`` (``realrun.sharded``, re-exported here)
@@ -423,10 +425,24 @@ class BucketedDDP(_GradSync):
             if self.find_unused_parameters:
                 used = [self._arrived[b][pos] for b, pos in self._slot]
             counted = self._launch_used_count(used) if used is not None else None
-            for work in self._works:
+            # bucket by bucket, as torch's finalize_backward: copying bucket b back overlaps the
+            # all-reduces of the later buckets still in flight
+            deferred = []
+            copy = torch._foreach_copy_
+            for work, ps, vs in zip(self._works, self._members, self._views):
                 work.wait()
-            pairs = [(p, v) for ps, vs in zip(self._members, self._views) for p, v in zip(ps, vs)]
-            _copy_back(pairs, used or [], counted, self._trainable)
+                dst, src = [], []
+                for p, v in zip(ps, vs):
+                    g = p.grad
+                    if g is None:
+                        deferred.append((p, v))
+                    else:
+                        dst.append(g)
+                        src.append(v)
+                if dst:
+                    copy(dst, src)
+            if deferred or counted is not None:
+                _copy_back(deferred, used or [], counted, self._trainable)
         self._reset()
 
     def remove_hooks(self) -> None:

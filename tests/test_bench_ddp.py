@@ -159,3 +159,16 @@ def test_bench_ddp_under_torchrun(tmp_path):
     printed = json.loads(proc.stdout)  # rank 0 alone prints one JSON document
     assert [(r["strategy"], r["world_size"], len(r["rank_step_times_s"])) for r in printed] == [("bucketed", 2, 2)]
     assert len(read_records(out)) == 1  # written once, by rank 0
+
+
+def test_measure_interleaved_pairs_steps(pool):
+    from realrun.bench_ddp import measure_interleaved
+
+    res = measure_interleaved(pool, TINY_GPT, [("torch-ddp", 1.0), ("bucketed", 1.0), ("compute", None)],
+                              batch_size=2, steps=4, warmup=1)  # fmt: skip
+    assert [(r["strategy"], len(r["step_times_s"])) for r in res] == [("torch-ddp", 4), ("bucketed", 4), ("compute", 4)]
+    first, second = res[0]["step_times_s"], res[1]["step_times_s"]
+    # the paired ratio is the median of per-round ratios, not a ratio of medians
+    assert res[1]["ratios_to_first"] == [b / a for a, b in zip(first, second)]
+    assert res[1]["ratio_to_first"] == pytest.approx(summarize(res[1]["ratios_to_first"]).median_s)
+    assert res[0]["ratio_to_first"] == 1.0
