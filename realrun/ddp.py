@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 import torch.distributed as dist
