@@ -99,10 +99,11 @@ def measure_allreduce(pool: Any, sizes: tuple[int, ...], link_mbit: float | None
     from realrun.bench_allreduce import AllreduceBenchSpec, measure, sweep
 
     spec = AllreduceBenchSpec(
-        backend=pool.backend, world_sizes=(pool.world_size,), sizes_bytes=sizes, impls=("native",), link_mbit=link_mbit
+        backend=pool.backend, world_sizes=(pool.world_size,), sizes_bytes=sizes, impls=("native", "broadcast"),
+        link_mbit=link_mbit,
     )
     call = lambda *a: pool.run(measure, *a)[0]  # noqa: E731
-    say(f"all-reduce at {len(sizes)} sizes, {sizes[0] // 1024} KiB to {sizes[-1] / MIB:g} MiB")
+    say(f"all-reduce and broadcast at {len(sizes)} sizes, {sizes[0] // 1024} KiB to {sizes[-1] / MIB:g} MiB")
     return sweep(spec, pool.world_size, call, writer, False, run_id=f"calibrate-{int(time.time())}", t_start=time.monotonic())
 
 
@@ -139,8 +140,20 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
     env = environment(pool.backend, pool.world_size, link_mbit=spec.link_mbit)
     with RecordWriter(spec.records) as writer:
         recs = measure_allreduce(pool, sizes, spec.link_mbit, writer, say)
-        fit = fit_linear(recs, world_size=pool.world_size, link_mbit=spec.link_mbit if spec.link_mbit else None)
-        say(f"fit: o = {fit.o_us:.1f} us, w = {fit.w_gbps:.4g} GB/s ({fit.w_gbps * 8e3:.0f} Mbit/s), rel. RMS {fit.rel_rms * 100:.1f}%")
+        link = spec.link_mbit if spec.link_mbit else None
+        ar = [r for r in recs if r.get("kind") == "allreduce"]
+        typical = fit_linear(ar, world_size=pool.world_size, link_mbit=link)
+        say(f"all-reduce fit of medians (typical call): o = {typical.o_us:.1f} us, w = {typical.w_gbps:.4g} GB/s, "
+            f"rel. RMS {typical.rel_rms * 100:.1f}%")  # fmt: skip
+        # the simulator sums many calls per step: it takes the expected call time (fit of means)
+        fit = fit_linear(ar, world_size=pool.world_size, link_mbit=link, statistic="mean")
+        say(f"all-reduce fit of means (expected call): o = {fit.o_us:.1f} us, w = {fit.w_gbps:.4g} GB/s "
+            f"({fit.w_gbps * 8e3:.0f} Mbit/s), rel. RMS {fit.rel_rms * 100:.1f}%")  # fmt: skip
+        # broadcasts (the sharded optimizer's parameter broadcasts) get their own o and w
+        bc = [dict(r, kind="allreduce") for r in recs if r.get("kind") == "broadcast"]
+        bfit = fit_linear(bc, impl="broadcast", world_size=pool.world_size, link_mbit=link, statistic="mean") if bc else None
+        if bfit is not None:
+            say(f"broadcast fit: o = {bfit.o_us:.1f} us, w = {bfit.w_gbps:.4g} GB/s, rel. RMS {bfit.rel_rms * 100:.1f}%")
 
         mem = pool.run(memcpy_probe)
         copy_bps = statistics.median(r["copy_bytes_per_s"] for r in mem)
@@ -173,9 +186,11 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
         comm_contention_c=fitted["comm_contention_c"],
         copy_bytes_per_s=copy_bps,
         compute_profile=prof.to_dict(),
+        broadcast=bfit,
         env=env,
         source_records=(str(Path(spec.records).resolve()),),
-        probes={"contention": {k: v for k, v in fitted.items()}, "model": spec.model, "batch_size": bs},
+        probes={"contention": {k: v for k, v in fitted.items()}, "model": spec.model, "batch_size": bs,
+                "allreduce_median_fit": typical.to_dict()},
     )
 
 

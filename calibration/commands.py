@@ -129,7 +129,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     links = args.link_mbit or [None]
     spec = ValidateSpec(
         model=args.model, strategies=args.strategy, bucket_mb=tuple(args.bucket_mb), batch_size=args.batch_size,
-        steps=args.steps, warmup=args.warmup, out=args.records,
+        steps=args.steps, warmup=args.warmup, out=args.records, rounds=args.rounds, group_size=args.group_size,
+        rescale_compute=not args.no_rescale,
     )
     given = Params.load(args.params) if args.params else None
     if given is not None and (len(links) == 1 or given.link_mbit in links):
@@ -249,6 +250,9 @@ def add_commands(sub: Any) -> None:
     v.add_argument("--batch-size", type=positive_int, default=None)
     v.add_argument("--steps", type=positive_int, default=20)
     v.add_argument("--warmup", type=int, default=3)
+    v.add_argument("--rounds", type=positive_int, default=2, help="rounds of interleaved steps, records written after each (default 2)")
+    v.add_argument("--group-size", type=positive_int, default=12, help="configurations built side by side and stepped in turn (default 12)")
+    v.add_argument("--no-rescale", action="store_true", help="keep the calibrated compute profile as is (default: scale it to the compute-only baseline measured beside the configurations)")
     v.add_argument("--link-mbit", type=_link_list, default=None, help="validate over emulated links of these rates (calibrates each)")
     v.add_argument("--out", default="validation.json", help="summary and rows (JSON)")
     v.add_argument("--records", default="validation.jsonl", help="raw step records (JSONL, appended)")

@@ -56,6 +56,7 @@ class Params:
     comm_contention_c: float | None = None
     copy_bytes_per_s: float | None = None
     probes: Mapping[str, Any] = field(default_factory=dict)
+    broadcast: LinearFit | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.backend, str) or not self.backend:
@@ -131,7 +132,18 @@ class Params:
             contention=self.contention_c or 0.0,
             comm_contention=self.comm_contention_c or 0.0,
             copy_bytes_per_s=self.copy_bytes_per_s,
+            hook_s_per_param=self.hook_s_per_param(),
+            broadcast_o_s=self.broadcast.o_s if self.broadcast is not None else None,
+            broadcast_w_bytes_per_s=self.broadcast.w_bytes_per_s if self.broadcast is not None else None,
         )
+
+    def hook_s_per_param(self) -> float:
+        """One Python gradient hook's cost: the profile's hooked minus hook-free backward, per gradient."""
+        prof = self.compute_profile or {}
+        env = (prof.get("env") or {}).get("profile") or {}
+        n = sum(1 for p in prof.get("params", ()) if p.get("requires_grad", True))
+        over = env.get("hook_overhead_s")
+        return max(0.0, over / n) if over and n else 0.0
 
     # ---- (de)serialisation --------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -153,6 +165,7 @@ class Params:
             "env": dict(self.env),
             "source_records": list(self.source_records),
             "probes": dict(self.probes),
+            "broadcast": self.broadcast.to_dict() if self.broadcast is not None else None,
             # what `ddpsim predict --params` reads (derived; ignored on load)
             "cost_model": self.cost_model().to_dict(),
             "profile": dict(self.compute_profile) if self.compute_profile is not None else None,
@@ -186,6 +199,7 @@ class Params:
                 comm_contention_c=d.get("comm_contention_c"),
                 copy_bytes_per_s=d.get("copy_bytes_per_s"),
                 probes=dict(d.get("probes") or {}),
+                broadcast=LinearFit.from_dict(d["broadcast"]) if d.get("broadcast") else None,
             )
         except (TypeError, KeyError) as e:
             raise ValueError(f"params are malformed: {e}") from None

@@ -50,13 +50,21 @@ def robust_fit(
     f_scale: float,
     n_boot: int,
     seed: int,
+    statistic: str = "median",
 ) -> CoreFit:
-    """Minimise ``sum rho((X theta + fixed) / median - 1)`` over ``theta >= 0``; CIs as in the module doc."""
+    """Minimise ``sum rho((X theta + fixed) / center - 1)`` over ``theta >= 0``; CIs as in the module doc.
+
+    ``center`` is each sample's median (the typical call) or mean (the expected
+    call: what a sum of many calls costs when the distribution is skewed).
+    """
     if loss not in LOSSES:
         raise ValueError(f"unknown loss {loss!r}; allowed: {', '.join(LOSSES)}")
     if not (f_scale > 0):
         raise ValueError(f"f_scale must be > 0, got {f_scale!r}")
-    med = np.array([np.median(s) for s in samples])
+    if statistic not in ("median", "mean"):
+        raise ValueError(f"statistic must be 'median' or 'mean', got {statistic!r}")
+    center = np.median if statistic == "median" else np.mean
+    med = np.array([center(s) for s in samples])
     k = X.shape[1]
 
     def scaled(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -86,7 +94,7 @@ def robust_fit(
         boot_med = np.empty((n_boot, len(samples)))
         for j, s in enumerate(samples):
             s = np.asarray(s)
-            boot_med[:, j] = np.median(s[rng.integers(0, len(s), size=(n_boot, len(s)))], axis=1)
+            boot_med[:, j] = center(s[rng.integers(0, len(s), size=(n_boot, len(s)))], axis=1)
         thetas = np.empty((n_boot, k))
         for i in range(n_boot):
             Ab, bb = scaled(boot_med[i])

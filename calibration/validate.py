@@ -43,6 +43,9 @@ class ValidateSpec:
     optimizer: str = "sgd"
     out: str = "validation.jsonl"
     timeout_s: float = 900.0
+    rounds: int = 2
+    group_size: int = 12
+    rescale_compute: bool = True
     extra_configs: tuple[tuple[str, tuple[float, ...]], ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
@@ -53,6 +56,8 @@ class ValidateSpec:
             raise ValueError(f"bucket sizes must be > 0 MiB, got {list(self.bucket_mb)}")
         if self.steps < 3:
             raise ValueError(f"--steps must be >= 3 to report a spread, got {self.steps}")
+        if self.rounds < 1 or self.group_size < 1:
+            raise ValueError(f"rounds and group size must be >= 1, got {self.rounds}, {self.group_size}")
 
     def configs(self) -> list[StrategySpec]:
         out = []
@@ -142,37 +147,73 @@ def check_profile_matches(params: Params, model: str, batch_size: int | None) ->
     return prof
 
 
+def _chunks(xs: list[Any], n: int) -> list[list[Any]]:
+    return [xs[k : k + n] for k in range(0, len(xs), n)]
+
+
 def validate_on_pool(
     pool: Any, params: Params, spec: ValidateSpec, say: Callable[[str], None], link_mbit: float | None = None
 ) -> dict[str, Any]:
-    from realrun.bench_ddp import measure_compute, measure_ddp
-    from realrun.records import RecordWriter
+    """Measure every configuration interleaved with a compute-only baseline, and predict each.
+
+    This box's timing drifts by more than the differences being measured, so
+    configurations are not run one after another: up to ``group_size`` of them
+    and the bare module are built side by side and stepped in turn (A B C, C B
+    A, ...), over ``rounds`` rounds whose records are written as each round
+    ends. Drift then hits all alike. With ``rescale_compute`` the profile's
+    compute is scaled to the compute-only baseline measured beside each group
+    (the compute profile re-taken at validation time; communication and
+    contention still come from the params), and the factor is reported.
+    """
+    from realrun.bench_ddp import measure_interleaved
+    from realrun.records import RecordWriter, environment, make_record
 
     prof = check_profile_matches(params, spec.model, spec.batch_size)
-    bs = spec.batch_size or (params.probes or {}).get("batch_size")
+    bs = spec.batch_size or (params.probes or {}).get("batch_size") or prof.samples_per_step
     p = pool.world_size
-    rows: list[dict[str, Any]] = []
-    say(f"compute-only baseline ({spec.steps} steps)")
-    compute = measure_compute(pool, spec.model, bs, spec.steps, spec.warmup, spec.optimizer)
     configs = spec.configs()
+    groups = _chunks(configs, spec.group_size)
+    steps_per_round = max(2, spec.steps // spec.rounds)
+    times: dict[int, list[float]] = {k: [] for k in range(len(configs))}
+    compute_times: dict[int, list[float]] = {g: [] for g in range(len(groups))}
+    env = environment(pool.backend, p, link_mbit=link_mbit)
     with RecordWriter(spec.out) as writer:
-        for k, cfg in enumerate(configs, 1):
-            rec = measure_ddp(
-                pool, spec.model, cfg.name, bucket_mb=cfg.bucket_mb,
-                bucket_cap_mb_list=cfg.bucket_cap_mb_list, batch_size=bs, steps=spec.steps,
-                warmup=spec.warmup, optimizer=spec.optimizer, compute=compute, link_mbit=link_mbit,
-            )
-            row = make_row(cfg, rec, predicted_row(prof, params, cfg, p))
-            rec = dict(rec, validation=row)
-            writer.write(rec)
+        for rnd in range(spec.rounds):
+            for g, group in enumerate(groups):
+                say(f"round {rnd + 1}/{spec.rounds}, group {g + 1}/{len(groups)}: compute-only + {len(group)} configurations "
+                    f"interleaved, {steps_per_round} steps each")  # fmt: skip
+                cfgs = [("compute", None)] + [(c.name, c.bucket_mb, c.bucket_cap_mb_list) for c in group]
+                res = measure_interleaved(pool, spec.model, cfgs, bs, steps_per_round, spec.warmup, spec.optimizer)
+                compute_times[g] += res[0]["step_times_s"]
+                base = configs.index(group[0])
+                for k, r in enumerate(res[1:]):
+                    times[base + k] += r["step_times_s"]
+                for r in res:
+                    writer.write(make_record("ddp_step", env, round=rnd, group=g, link_mbit=link_mbit, **r))
+    rows: list[dict[str, Any]] = []
+    scales = {}
+    for g, group in enumerate(groups):
+        comp = summarize_times(compute_times[g])
+        scale = comp["median_s"] / prof.compute_s if spec.rescale_compute and prof.compute_s > 0 else 1.0
+        scales[g] = scale
+        gprof = prof.scaled(scale) if scale != 1.0 else prof
+        base = configs.index(group[0])
+        for k, cfg in enumerate(group):
+            meas = summarize_times(times[base + k])
+            rec = {"median_s": meas["median_s"], "p10_s": meas["p10_s"], "p90_s": meas["p90_s"],
+                   "compute_median_s": comp["median_s"], "exposed_comm_s": meas["median_s"] - comp["median_s"],
+                   "link_mbit": link_mbit}  # fmt: skip
+            row = make_row(cfg, rec, predicted_row(gprof, params, cfg, p))
+            row["compute_scale"] = scale
             rows.append(row)
             label = cfg.name + (f" {cfg.bucket_mb:g} MiB" if cfg.bucket_mb is not None else "")
             say(
-                f"[{k}/{len(configs)}] {label}: measured {row['measured_median_s'] * 1e3:.2f} ms "
+                f"{label}: measured {row['measured_median_s'] * 1e3:.2f} ms "
                 f"(p10 {row['measured_p10_s'] * 1e3:.2f}, p90 {row['measured_p90_s'] * 1e3:.2f}), "
                 f"predicted {row['predicted_step_s'] * 1e3:.2f} ms, error {row['error_pct']:+.1f}%"
             )
     summary = summarize_rows(rows)
+    all_compute = [t for ts in compute_times.values() for t in ts]
     return {
         "schema": VALIDATION_SCHEMA,
         "model": spec.model,
@@ -180,20 +221,32 @@ def validate_on_pool(
         "backend": pool.backend,
         "link_mbit": link_mbit,
         "batch_size": bs,
+        "method": f"interleaved: {spec.rounds} rounds x {steps_per_round} steps, groups of <= {spec.group_size} "
+        f"configurations beside a compute-only baseline",
+        "rescale_compute": spec.rescale_compute,
+        "compute_scale": list(scales.values()),
         "params": {"o_us": params.o_us, "w_gbps": params.w_gbps, "contention_c": params.contention_c,
                    "comm_contention_c": params.comm_contention_c, "channels": params.channels},
-        "measured_compute_s": compute["median_s"],
+        "measured_compute_s": summarize_times(all_compute)["median_s"],
         "predicted_compute_s": prof.compute_s,
         **summary,
         "rows": rows,
     }
 
 
+def summarize_times(xs: list[float]) -> dict[str, float]:
+    from realrun.stats import summarize
+
+    s = summarize(xs)
+    return {"median_s": s.median_s, "p10_s": s.p10_s, "p90_s": s.p90_s}
+
+
 def format_validation(res: dict[str, Any]) -> str:
     lines = [
         f"{res['model']} on {res['world_size']} {res['backend']} ranks"
         + (f" over {res['link_mbit']:g} Mbit/s links" if res.get("link_mbit") else " on loopback")
-        + f"; compute measured {res['measured_compute_s'] * 1e3:.2f} ms, profiled {res['predicted_compute_s'] * 1e3:.2f} ms",
+        + f"; compute measured {res['measured_compute_s'] * 1e3:.2f} ms, profiled {res['predicted_compute_s'] * 1e3:.2f} ms"
+        + (" (profile rescaled to the measured baseline)" if res.get("rescale_compute") else ""),
         "",
         f"  {'strategy':<11} {'bucket MiB':>10} {'measured ms':>12} {'p10..p90':>17} {'predicted':>10} "
         f"{'exp. meas':>10} {'exp. pred':>10} {'error':>8}",

@@ -29,9 +29,9 @@ def _profile(model: str | GradProfile, batch_size: int | None, device: str | Non
         return GradProfile.load(model)
     from simulator import zoo
 
-    return zoo.profile_from_flops(
-        zoo.load_model_spec(model), zoo.load_device(device or zoo.DEFAULT_DEVICE), batch_size=batch_size
-    )
+    spec = zoo.load_model_spec(model)
+    dev = zoo.load_device(device or spec.defaults.get("device") or zoo.DEFAULT_DEVICE)
+    return zoo.profile_from_flops(spec, dev, batch_size=batch_size)
 
 
 def predict(

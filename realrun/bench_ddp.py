@@ -156,7 +156,7 @@ def _step_task(
 def _interleaved_task(
     ctx: Any,
     spec: str,
-    configs: Sequence[tuple[str, float | None]],
+    configs: Sequence[tuple[Any, ...]],
     batch_size: int,
     steps: int,
     warmup: int,
@@ -173,12 +173,13 @@ def _interleaved_task(
     w = load_workload(spec)
     device = ctx.device
     setups = []
-    for strategy, bucket_mb in configs:
+    for strategy, bucket_mb, *rest in configs:
+        caps = rest[0] if rest else None
         model = w.build().to(device)
         if strategy == "compute":
             setups.append((model, make_optimizer("naive", model, optimizer)))
         else:
-            net = make_ddp(strategy, model, bucket_mb)
+            net = make_ddp(strategy, model, bucket_mb, caps)
             setups.append((net, make_optimizer(strategy, net, optimizer)))
     batch = cast_batch(w.make_batch(batch_size, 1000 + ctx.rank), device=device)
     times: list[list[float]] = [[] for _ in configs]
@@ -207,7 +208,7 @@ def _interleaved_task(
 def measure_interleaved(
     pool: Any,
     workload_spec: str,
-    configs: Sequence[tuple[str, float | None]],
+    configs: Sequence[tuple[Any, ...]],
     batch_size: int | None = None,
     steps: int = DEFAULT_STEPS,
     warmup: int = DEFAULT_WARMUP,
@@ -215,7 +216,8 @@ def measure_interleaved(
 ) -> list[dict[str, Any]]:
     """An A/B comparison robust to drift: configurations alternate step by step on the same ranks.
 
-    ``configs``: ``(strategy, bucket_mb)`` pairs, strategy ``"compute"`` for
+    ``configs``: ``(strategy, bucket_mb)`` pairs, or ``(strategy, bucket_mb,
+    bucket_cap_mb_list)`` triples, strategy ``"compute"`` for
     the bare module. All are built at once (one model copy each); each round
     of steps runs them in turn, reversing the order every round. Returns per
     configuration the raw step times (slowest rank per step) with median,
@@ -228,15 +230,17 @@ def measure_interleaved(
     if len(configs) < 1:
         raise ValueError("give at least one configuration")
     bs = batch_size or load_workload(workload_spec).default_batch_size
-    per_rank = pool.run(_interleaved_task, workload_spec, list(configs), bs, steps, warmup, optimizer)
+    configs = [tuple(c) for c in configs]
+    per_rank = pool.run(_interleaved_task, workload_spec, configs, bs, steps, warmup, optimizer)
     out = []
     first = max_over_ranks([r[0] for r in per_rank])
-    for k, (strategy, bucket_mb) in enumerate(configs):
+    for k, (strategy, bucket_mb, *rest) in enumerate(configs):
         times = max_over_ranks([r[k] for r in per_rank])
         s = summarize(times)
         ratios = [t / f for t, f in zip(times, first)]
         out.append({
-            "strategy": strategy, "bucket_mb": bucket_mb, "model": workload_spec, "batch_size": bs,
+            "strategy": strategy, "bucket_mb": bucket_mb, "bucket_cap_mb_list": list(rest[0]) if rest and rest[0] else None,
+            "model": workload_spec, "batch_size": bs,
             "world_size": pool.world_size, "steps": steps, "warmup": warmup, "step_times_s": times,
             "median_s": s.median_s, "p10_s": s.p10_s, "p90_s": s.p90_s,
             "ratio_to_first": summarize(ratios).median_s, "ratios_to_first": ratios,

@@ -43,27 +43,21 @@ def _median(xs: list[float]) -> float:
     return float(statistics.median(xs))
 
 
-def _profile_task(
-    ctx: Any, spec: str, batch_size: int, steps: int, warmup: int, optimizer: str
+def _measure_steps(
+    model: Any, loss_of: Any, batches: list[Any], opt: Any, steps: int, warmup: int, device: str, barrier: Any = None
 ) -> dict[str, Any]:
-    """On one rank: ``warmup`` untimed steps, then ``steps`` hooked and ``steps`` hook-free steps, alternating."""
+    """``warmup`` untimed steps, then ``steps`` hooked and ``steps`` hook-free steps, alternating.
+
+    ``loss_of(batch)`` runs the forward to the scalar loss; ``barrier`` (when
+    given) lines the ranks up before every step.
+    """
     import time
 
     import torch
-    import torch.distributed as dist
 
-    from .ddp import make_optimizer
-    from .records import environment
-    from .workloads import cast_batch, load_workload
-
-    w = load_workload(spec)
-    device = ctx.device
     cuda = device.startswith("cuda")
-    model = w.build().to(device)
-    opt = make_optimizer("naive", model, optimizer)
     params = list(model.parameters())
     trainable = [i for i, p in enumerate(params) if p.requires_grad]
-    batches = [cast_batch(w.make_batch(batch_size, 1000 + k * ctx.world_size + ctx.rank), device=device) for k in range(4)]
     perf = time.perf_counter
     stamps: list[Any] = [None] * len(params)
 
@@ -98,11 +92,12 @@ def _profile_task(
         handles = [params[i].register_post_accumulate_grad_hook(make_hook(i)) for i in trainable] if hooked else []
         batch = batches[n % len(batches)]
         opt.zero_grad(set_to_none=True)
-        dist.barrier()
+        if barrier is not None:
+            barrier()
         if cuda:
             torch.cuda.synchronize()
         t0 = clock()
-        loss = w.loss(model, batch)
+        loss = loss_of(batch)
         t1 = clock()
         loss.backward()
         t2 = clock()
@@ -128,16 +123,14 @@ def _profile_task(
                 stamps[i] = None
         else:
             bwd_free.append(elapsed(t1, t2))
-    out = {
+    names = [n_ for n_, _ in model.named_parameters()]
+    return {
         "ready_s": {i: _median(v) for i, v in ready.items()},
         "forward_s": fwd,
         "backward_hooked_s": bwd_hooked,
         "backward_free_s": bwd_free,
         "optimizer_s": opt_s,
-    }
-    if ctx.rank == 0:
-        names = [n_ for n_, _ in model.named_parameters()]
-        out["params"] = [
+        "params": [
             {
                 "name": names[i],
                 "numel": p.numel(),
@@ -146,9 +139,84 @@ def _profile_task(
                 "requires_grad": p.requires_grad,
             }
             for i, p in enumerate(params)
-        ]
+        ],
+    }
+
+
+def _profile_task(
+    ctx: Any, spec: str, batch_size: int, steps: int, warmup: int, optimizer: str
+) -> dict[str, Any]:
+    """On one rank: the workload's steps, every rank stepping at once (a barrier before each)."""
+    import torch.distributed as dist
+
+    from .ddp import make_optimizer
+    from .records import environment
+    from .workloads import cast_batch, load_workload
+
+    w = load_workload(spec)
+    device = ctx.device
+    model = w.build().to(device)
+    opt = make_optimizer("naive", model, optimizer)
+    batches = [cast_batch(w.make_batch(batch_size, 1000 + k * ctx.world_size + ctx.rank), device=device) for k in range(4)]
+    out = _measure_steps(model, lambda b: w.loss(model, b), batches, opt, steps, warmup, device, dist.barrier)
+    if ctx.rank == 0:
         out["env"] = environment(ctx.backend, ctx.world_size, device=device)
+    else:
+        del out["params"]
     return out
+
+
+def profile_module(
+    module: Any,
+    example_inputs: Any,
+    loss_fn: Any = None,
+    *,
+    steps: int = 10,
+    warmup: int = 3,
+    optimizer: str = "sgd",
+    name: str | None = None,
+) -> GradProfile:
+    """A measured ``GradProfile`` of an in-memory module, in this process (no ranks).
+
+    A deep copy of ``module`` is trained, so the caller's weights and gradients
+    are untouched. ``example_inputs`` is a tensor or a tuple passed
+    positionally; ``loss_fn(output)`` defaults to the mean of the squared output.
+    """
+    import copy
+
+    import torch
+
+    from .ddp import make_optimizer
+    from .records import environment
+    from .workloads import batch_len, mean_square_loss
+
+    if not isinstance(module, torch.nn.Module):
+        raise ValueError(f"tune needs a torch.nn.Module, got {type(module).__name__}")
+    if not any(p.requires_grad for p in module.parameters()):
+        raise ValueError("the module has no trainable parameters")
+    if steps < 1 or warmup < 0:
+        raise ValueError(f"need steps >= 1 and warmup >= 0, got steps={steps}, warmup={warmup}")
+    model = copy.deepcopy(module)
+    device = str(next(model.parameters()).device)
+    loss_fn = loss_fn or mean_square_loss
+    inputs = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
+
+    def loss_of(b: Any) -> Any:
+        return loss_fn(model(*b))
+
+    try:
+        loss = loss_of(inputs)
+    except Exception as e:  # noqa: BLE001 - the user's inputs: one clear message
+        shapes = ", ".join(str(tuple(getattr(t, "shape", ()))) for t in inputs)
+        raise ValueError(f"the example inputs (shapes {shapes}) do not fit the model: {type(e).__name__}: {e}") from None
+    if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+        raise ValueError("loss_fn(output) must return a scalar tensor")
+    opt = make_optimizer("naive", model, optimizer)
+    out = _measure_steps(model, loss_of, [inputs], opt, steps, warmup, device)
+    out["env"] = environment(None, 1, device=device)
+    return _combine(
+        [out], name or type(module).__name__, batch_len(inputs), 1, steps, warmup, optimizer, ranks=1, threads=None
+    )
 
 
 def profile_grads(
@@ -172,6 +240,17 @@ def profile_grads(
     w = load_workload(workload_spec)
     bs = batch_size or w.default_batch_size
     per_rank = pool.run(_profile_task, workload_spec, bs, steps, warmup, optimizer)
+    return _combine(
+        per_rank, workload_spec, bs, w.tokens_per_sample, steps, warmup, optimizer,
+        ranks=pool.world_size, threads=getattr(pool, "threads_per_rank", None),
+    )
+
+
+def _combine(
+    per_rank: list[dict[str, Any]], model: str, bs: int, tokens_per_sample: int, steps: int, warmup: int,
+    optimizer: str, ranks: int, threads: int | None,
+) -> GradProfile:
+    """Per parameter the median over steps on each rank, then the median over ranks."""
     fwd = _median([_median(r["forward_s"]) for r in per_rank])
     opt = _median([_median(r["optimizer_s"]) for r in per_rank])
     hooked = _median([_median(r["backward_hooked_s"]) for r in per_rank])
@@ -188,13 +267,13 @@ def profile_grads(
     # the backward after its last gradient, so that last ready time + tail = the hook-free backward
     tail = max(0.0, hooked - max(ready_hooked.values()))
     env = dict(per_rank[0]["env"])
-    env["threads_per_rank"] = getattr(pool, "threads_per_rank", env.get("torch_threads"))
+    env["threads_per_rank"] = threads if threads is not None else env.get("torch_threads")
     env["profile"] = {
         "optimizer": optimizer,
         "batch_size": bs,
         "steps": steps,
         "warmup": warmup,
-        "ranks": pool.world_size,
+        "ranks": ranks,
         "ranks_combined": "median over ranks of per-rank medians",
         "backward_hooked_s": hooked,
         "backward_hookfree_s": free,
@@ -207,14 +286,14 @@ def profile_grads(
         "raw_backward_hookfree_s": [r["backward_free_s"] for r in per_rank],
     }
     return GradProfile.from_ready_times(
-        workload_spec,
+        model,
         specs,
         ready,
         forward_s=fwd,
         optimizer_s=opt,
         backward_tail_s=tail * scale,
         samples_per_step=bs,
-        tokens_per_sample=w.tokens_per_sample,
+        tokens_per_sample=tokens_per_sample,
         source=f"measured:{per_rank[0]['env'].get('device', 'cpu')}",
         env=env,
     )

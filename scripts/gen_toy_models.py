@@ -54,7 +54,7 @@ def model_entry(name: str) -> dict:
         "schema": MODEL_SCHEMA,
         "name": name,
         "source": SOURCE,
-        "defaults": {"batch_size": bs},
+        "defaults": {"batch_size": bs, "device": "cpu-core"},  # the toys are trained on this CPU
         "tokens_per_sample": w.tokens_per_sample,
         "params": params,
     }

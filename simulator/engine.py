@@ -114,6 +114,7 @@ class _Step:
         prof, plan = self.profile, self.plan
         pos = {i: k for k, i in enumerate(prof.ready_order)}
         copy_bw = self.cost.copy_bytes_per_s if plan.copy_in else None
+        hook_s = self.cost.hook_s_per_param if plan.python_hooks else 0.0
         ready_at: dict[int, list[int]] = {}
         if plan.launch != "after_backward":
             for c, coll in enumerate(plan.collectives):
@@ -123,7 +124,7 @@ class _Step:
         last = len(prof.ready_order) - 1
         for k, i in enumerate(prof.ready_order):
             par = prof.params[i]
-            work += par.bwd_s + (par.nbytes / copy_bw if copy_bw else 0.0)
+            work += par.bwd_s + hook_s + (par.nbytes / copy_bw if copy_bw else 0.0)
             if first is None:
                 first = par.name
             if k in ready_at or k == last:

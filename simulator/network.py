@@ -214,7 +214,8 @@ class CostModel:
     ``comm_contention``: collectives run ``1 + comm_contention`` times slower
     while any rank computes (fitted by calibration).
     ``copy_bytes_per_s``: memory-copy rate for gradient <-> bucket copies
-    (None = free).
+    (None = free). ``hook_s_per_param``: the cost of one Python gradient hook
+    (hand-written wrappers run one per gradient; torch DDP's are C++).
     """
 
     o_s: float | None = None
@@ -226,6 +227,7 @@ class CostModel:
     contention: float = 0.0
     comm_contention: float = 0.0
     copy_bytes_per_s: float | None = None
+    hook_s_per_param: float = 0.0
     broadcast_o_s: float | None = None
     broadcast_w_bytes_per_s: float | None = None
 
@@ -237,6 +239,7 @@ class CostModel:
         _require(self.channels >= 1, f"channels must be >= 1, got {self.channels}")
         _require(self.contention >= 0, f"contention must be >= 0, got {self.contention}")
         _require(self.comm_contention >= 0, f"comm contention must be >= 0, got {self.comm_contention}")
+        _require(self.hook_s_per_param >= 0, f"hook cost must be >= 0 s, got {self.hook_s_per_param}")
         _require(
             self.copy_bytes_per_s is None or self.copy_bytes_per_s > 0,
             f"copy bandwidth must be > 0, got {self.copy_bytes_per_s}",
@@ -327,6 +330,7 @@ class CostModel:
             "contention": self.contention,
             "comm_contention": self.comm_contention,
             "copy_bytes_per_s": self.copy_bytes_per_s,
+            "hook_s_per_param": self.hook_s_per_param,
         }
         if self.network is not None:
             d["network"] = self.network.to_dict()
@@ -349,6 +353,7 @@ class CostModel:
             contention=float(d.get("contention", 0.0)),
             comm_contention=float(d.get("comm_contention", 0.0)),
             copy_bytes_per_s=d.get("copy_bytes_per_s"),
+            hook_s_per_param=float(d.get("hook_s_per_param", 0.0)),
             broadcast_o_s=d.get("broadcast_o_s"),
             broadcast_w_bytes_per_s=d.get("broadcast_w_bytes_per_s"),
         )

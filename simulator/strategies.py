@@ -124,6 +124,7 @@ class CommPlan:
     copy_out_bytes: int  # bytes copied back into .grad after communication
     optimizer_fraction: float = 1.0
     post_optimizer: tuple[Collective, ...] = ()
+    python_hooks: bool = False  # a Python hook runs per gradient (hand-written wrappers), not C++
 
 
 def _bucket_colls(profile: GradProfile, buckets: tuple[tuple[int, ...], ...]) -> tuple[Collective, ...]:
@@ -147,10 +148,10 @@ def comm_plan(profile: GradProfile, spec: StrategySpec, world_size: int) -> Comm
         )
     if spec.name == "individual":
         colls = tuple(Collective(ps[i].name, "allreduce", ps[i].nbytes, (i,)) for i in profile.ready_order)
-        return CommPlan("on_ready", colls, copy_in=False, copy_out_bytes=0)
+        return CommPlan("on_ready", colls, copy_in=False, copy_out_bytes=0, python_hooks=True)
     if spec.name == "bucketed":
         colls = _bucket_colls(profile, simple_buckets(profile, spec.bucket_mb))
-        return CommPlan("on_ready", colls, copy_in=True, copy_out_bytes=total)
+        return CommPlan("on_ready", colls, copy_in=True, copy_out_bytes=total, python_hooks=True)
     # torch-ddp and sharded share DDP's reducer
     b = ddp_buckets(
         profile,
