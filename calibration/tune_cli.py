@@ -65,8 +65,11 @@ def _target_profile(prof: GradProfile, model_spec: str, device_name: str, batch_
 
 def _verify(pool: Any, args: argparse.Namespace, res: TuneResult, prof: GradProfile, cost: CostModel,
             say: Progress, records: str) -> dict[str, Any]:  # fmt: skip
-    from realrun.bench_ddp import measure_compute, measure_ddp
-    from realrun.records import RecordWriter
+    """Run the recommended and default settings (and the grid) for real, interleaved step by step
+    with a compute-only baseline so this box's drift hits all alike; records written per round."""
+    from realrun.bench_ddp import measure_interleaved
+    from realrun.records import RecordWriter, environment, make_record
+    from realrun.stats import summarize
     from simulator.predict import predict
 
     bs = prof.samples_per_step
@@ -78,36 +81,49 @@ def _verify(pool: Any, args: argparse.Namespace, res: TuneResult, prof: GradProf
         settings.append(("recommended_list", StrategySpec("torch-ddp", bucket_cap_mb_list=res.recommended_bucket_mb_list)))
     for mb in args.verify_grid or ():
         settings.append((f"grid {mb:g}", StrategySpec("torch-ddp", bucket_mb=mb)))
-    say(f"verify: compute baseline, then {len(settings)} settings x {args.steps} steps on {pool.world_size} real ranks")
-    compute = measure_compute(pool, args.model, bs, args.steps, args.warmup)
-    rows = []
+    rounds = 2
+    per_round = max(2, args.steps // rounds)
+    say(f"verify: {len(settings)} settings and a compute-only baseline interleaved, {rounds} rounds x {per_round} "
+        f"steps, on {pool.world_size} real ranks")  # fmt: skip
+    cfgs = [("compute", None)] + [("torch-ddp", s.bucket_mb, s.bucket_cap_mb_list) for _, s in settings]
+    times: list[list[float]] = [[] for _ in cfgs]
+    env = environment(pool.backend, pool.world_size, link_mbit=args.link_mbit)
     with RecordWriter(records) as w:
-        for label, spec in settings:
-            rec = measure_ddp(pool, args.model, "torch-ddp", bucket_mb=spec.bucket_mb, bucket_cap_mb_list=spec.bucket_cap_mb_list,
-                              batch_size=bs, steps=args.steps, warmup=args.warmup, compute=compute, link_mbit=args.link_mbit)
-            pred = predict(prof, cost, spec, pool.world_size).step_time_s
-            row = {"setting": label, "bucket_mb": spec.bucket_mb,
-                   "bucket_cap_mb_list": list(spec.bucket_cap_mb_list) if spec.bucket_cap_mb_list else None,
-                   "measured_median_s": rec["median_s"], "measured_p10_s": rec["p10_s"], "measured_p90_s": rec["p90_s"],
-                   "predicted_step_s": pred, "error_pct": (pred - rec["median_s"]) / rec["median_s"] * 100}
-            w.write(dict(rec, verify=row))
-            rows.append(row)
-            say(f"verify {label}: measured {row['measured_median_s'] * 1e3:.2f} ms "
-                f"(p10 {row['measured_p10_s'] * 1e3:.2f}, p90 {row['measured_p90_s'] * 1e3:.2f}), "
-                f"predicted {pred * 1e3:.2f} ms")  # fmt: skip
+        for rnd in range(rounds):
+            out = measure_interleaved(pool, args.model, cfgs, bs, per_round, args.warmup)
+            for k, r in enumerate(out):
+                times[k] += r["step_times_s"]
+                w.write(make_record("ddp_step", env, round=rnd, link_mbit=args.link_mbit,
+                                    setting="compute" if k == 0 else settings[k - 1][0], **r))  # fmt: skip
+            say(f"verify round {rnd + 1}/{rounds} done")
+    comp = summarize(times[0]).median_s
+    scale = comp / prof.compute_s if prof.compute_s > 0 else 1.0
+    rows = []
+    for (label, spec), ts in zip(settings, times[1:]):
+        m = summarize(ts)
+        pred = predict(prof.scaled(scale), cost, spec, pool.world_size).step_time_s
+        rows.append({"setting": label, "bucket_mb": spec.bucket_mb,
+                     "bucket_cap_mb_list": list(spec.bucket_cap_mb_list) if spec.bucket_cap_mb_list else None,
+                     "measured_median_s": m.median_s, "measured_p10_s": m.p10_s, "measured_p90_s": m.p90_s,
+                     "predicted_step_s": pred, "error_pct": (pred - m.median_s) / m.median_s * 100})  # fmt: skip
+        say(f"verify {label}: measured {m.median_s * 1e3:.2f} ms (p10 {m.p10_s * 1e3:.2f}, p90 {m.p90_s * 1e3:.2f}), "
+            f"predicted {pred * 1e3:.2f} ms")  # fmt: skip
     best = min(rows, key=lambda r: r["measured_median_s"])
-    recm = rows[0]
+    recm, dflt = rows[0], rows[1]
     return {
+        "method": f"interleaved with a compute-only baseline, {rounds} rounds x {per_round} steps; "
+        f"predictions with compute scaled to the measured baseline (x{scale:.3f})",
+        "measured_compute_s": comp,
         "rows": rows,
         "recommended_measured_s": recm["measured_median_s"],
         "recommended_measured_p10_s": recm["measured_p10_s"],
         "recommended_measured_p90_s": recm["measured_p90_s"],
-        "default_measured_s": rows[1]["measured_median_s"],
-        "default_measured_p10_s": rows[1]["measured_p10_s"],
-        "default_measured_p90_s": rows[1]["measured_p90_s"],
+        "default_measured_s": dflt["measured_median_s"],
+        "default_measured_p10_s": dflt["measured_p10_s"],
+        "default_measured_p90_s": dflt["measured_p90_s"],
         "best_measured_setting": best["setting"],
         "recommended_vs_best_measured_pct": (recm["measured_median_s"] - best["measured_median_s"]) / best["measured_median_s"] * 100,
-        "measured_gain_vs_default_pct": (rows[1]["measured_median_s"] - recm["measured_median_s"]) / rows[1]["measured_median_s"] * 100,
+        "measured_gain_vs_default_pct": (dflt["measured_median_s"] - recm["measured_median_s"]) / dflt["measured_median_s"] * 100,
         "median_abs_error_pct": statistics.median(abs(r["error_pct"]) for r in rows),
     }
 

@@ -1,12 +1,12 @@
 """``ddpsim validate``: run configurations for real and in the simulator, and compare.
 
-For each (strategy, bucket size): real ranks time warm-up then many steps
-(``realrun.bench_ddp.measure_ddp``, one compute-only baseline shared by all
-configurations), the simulator predicts the same configuration from the fitted
-parameters, and a row records measured median and spread, predicted step,
-measured and predicted exposed overhead, and the signed error. Rows are
-appended to a JSONL file as they are measured, so an interrupted validation
-keeps what it had.
+For each (strategy, bucket size): real ranks time warm-up then many steps,
+configurations interleaved step by step beside a compute-only baseline
+(``realrun.bench_ddp.measure_interleaved``, see ``validate_on_pool``); the
+simulator predicts the same configuration from the fitted parameters, and a
+row records measured median and spread, predicted step, measured and predicted
+exposed overhead, and the signed error. Step records are appended to a JSONL
+file after every round, so an interrupted validation keeps what it had.
 
 Summary: median and worst absolute error; per bucketed strategy, the predicted
 best bucket, the measured best, and whether the predicted best's measured time
@@ -192,6 +192,7 @@ def validate_on_pool(
                     writer.write(make_record("ddp_step", env, round=rnd, group=g, link_mbit=link_mbit, **r))
     rows: list[dict[str, Any]] = []
     scales = {}
+    writer = RecordWriter(spec.out)
     for g, group in enumerate(groups):
         comp = summarize_times(compute_times[g])
         scale = comp["median_s"] / prof.compute_s if spec.rescale_compute and prof.compute_s > 0 else 1.0
@@ -206,12 +207,15 @@ def validate_on_pool(
             row = make_row(cfg, rec, predicted_row(gprof, params, cfg, p))
             row["compute_scale"] = scale
             rows.append(row)
+            writer.write(make_record("validation_row", env, model=spec.model, step_times_s=times[base + k],
+                                     compute_step_times_s=compute_times[g], validation=row))  # fmt: skip
             label = cfg.name + (f" {cfg.bucket_mb:g} MiB" if cfg.bucket_mb is not None else "")
             say(
                 f"{label}: measured {row['measured_median_s'] * 1e3:.2f} ms "
                 f"(p10 {row['measured_p10_s'] * 1e3:.2f}, p90 {row['measured_p90_s'] * 1e3:.2f}), "
                 f"predicted {row['predicted_step_s'] * 1e3:.2f} ms, error {row['error_pct']:+.1f}%"
             )
+    writer.close()
     summary = summarize_rows(rows)
     all_compute = [t for ts in compute_times.values() for t in ts]
     return {

@@ -49,7 +49,7 @@ TINY = "mlp:width=256,depth=3,batch_size=16"  # 8 tensors, 0.76 MiB of gradients
 SIZES = (4096, 65536, 1 << 20)
 STRATEGIES = ("torch-ddp", "bucketed")
 BUCKETS_MB = (0.0625, 1.0)  # 64 KiB: one 256 KiB weight per bucket; 1 MiB: every gradient in one bucket
-STEPS = 3
+STEPS = 4  # 2 rounds x 2 interleaved steps per configuration
 pytestmark = pytest.mark.slow
 
 
@@ -73,7 +73,7 @@ def calibrated(pool, tmp_path_factory):
 @pytest.fixture(scope="module")
 def validated(pool, calibrated):
     params, params_path, _, _ = calibrated
-    spec = ValidateSpec(model=TINY, strategies=STRATEGIES, bucket_mb=BUCKETS_MB, steps=STEPS, warmup=1,
+    spec = ValidateSpec(model=TINY, strategies=STRATEGIES, bucket_mb=BUCKETS_MB, steps=STEPS, warmup=1, rounds=2,
                         out=str(params_path.parent / "validation.jsonl"))  # fmt: skip
     return validate_on_pool(pool, params, spec, lambda msg: None), Path(spec.out)
 
@@ -103,18 +103,23 @@ def test_calibrated_params_are_positive_finite_and_of_this_run(calibrated):
     assert prof.total_grad_bytes == 4 * sum(p.numel() for p in module.parameters())
     assert prof.forward_s > 0 and prof.backward_s > 0
     # a progress line per phase
-    for phase in ("all-reduce at 3 sizes, 4 KiB to 1 MiB", "fit: o =", "memory copy", "profiling", "contention:"):
+    for phase in ("all-reduce and broadcast at 3 sizes, 4 KiB to 1 MiB", "all-reduce fit of medians", "all-reduce fit of means",
+                  "broadcast fit", "memory copy", "profiling", "contention:"):
         assert any(line.startswith(phase) for line in said), (phase, said)
 
 
 def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
     params, _, records, _ = calibrated
     recs = read_records(records)
-    assert Counter(r["kind"] for r in recs) == {"allreduce": 3, "memcpy": 1, "profile": 1, "contention": 1}
+    assert Counter(r["kind"] for r in recs) == {"allreduce": 3, "broadcast": 3, "memcpy": 1, "profile": 1, "contention": 1}
     ar = [r for r in recs if r["kind"] == "allreduce"]
     assert tuple(r["msg_bytes"] for r in ar) == SIZES
-    # every number in the params comes from a record: refitting the file gives the same fit, bit for bit
-    assert fit_linear(ar, world_size=2) == params.linear
+    # every number in the params comes from a record: refitting the file gives the same fits, bit for bit
+    # (the simulator's o and w fit the mean call time; the median fit is kept beside it)
+    assert fit_linear(ar, world_size=2, statistic="mean") == params.linear
+    assert fit_linear(ar, world_size=2).to_dict() == params.probes["allreduce_median_fit"]
+    bc = [dict(r, kind="allreduce") for r in recs if r["kind"] == "broadcast"]
+    assert fit_linear(bc, impl="broadcast", world_size=2, statistic="mean") == params.broadcast
     assert params.linear.n_samples == sum(len(r["times_s"]) for r in ar)
     (mem,) = [r for r in recs if r["kind"] == "memcpy"]
     assert mem["copy_bytes_per_s"] == params.copy_bytes_per_s == statistics.median(
@@ -163,10 +168,12 @@ def test_validation_rows_recompute(validated, calibrated):
         assert r["measured_exposed_s"] == pytest.approx(r["measured_median_s"] - r["measured_compute_s"], rel=1e-9)
         assert r["measured_compute_s"] == res["measured_compute_s"]  # one shared compute baseline
         assert r["predicted_step_s"] == pytest.approx(r["predicted_compute_s"] + r["predicted_exposed_s"], rel=1e-9)
-        # the prediction is the simulator's, from the fitted params, for the same configuration
+        # the prediction is the simulator's, from the fitted params, for the same configuration, with the
+        # profile's compute scaled to the compute-only baseline measured beside it
+        assert r["compute_scale"] == pytest.approx(r["measured_compute_s"] / prof.compute_s, rel=1e-12)
         spec = StrategySpec(r["strategy"], bucket_mb=r["bucket_mb"])
         assert {k: r[k] for k in ("predicted_step_s", "predicted_exposed_s", "predicted_compute_s", "n_buckets")} == (
-            predicted_row(prof, params, spec, 2))
+            predicted_row(prof.scaled(r["compute_scale"]), params, spec, 2))
     # 64 KiB buckets split the 3 weights of 256 KiB apart; 1 MiB holds all 0.76 MiB in one bucket
     by = {(r["strategy"], r["bucket_mb"]): r["n_buckets"] for r in rows}
     assert by[("torch-ddp", 1.0)] == 1 and by[("torch-ddp", 0.0625)] >= 3
@@ -197,16 +204,21 @@ def test_validation_summary_recompute(validated):
     assert text.count("\n  torch-ddp ") == 2 and text.count("\n  bucketed ") == 2 and "best bucket (torch-ddp)" in text
 
 
-def test_validation_jsonl_has_one_record_per_configuration(validated):
+def test_validation_jsonl_keeps_every_round_and_one_row_per_configuration(validated):
     res, path = validated
-    lines = path.read_text().splitlines()
-    assert len(lines) == len(res["rows"]) == 4
-    recs = [json.loads(line) for line in lines]  # every line parses
-    for rec, row in zip(recs, res["rows"]):
-        assert rec["kind"] == "ddp_step" and rec["validation"] == row
-        assert (rec["strategy"], rec["bucket_mb"], rec["model"]) == (row["strategy"], row["bucket_mb"], TINY)
-        assert len(rec["step_times_s"]) == STEPS and rec["median_s"] == row["measured_median_s"]
-    assert read_records(path, "ddp_step") == recs
+    recs = [json.loads(line) for line in path.read_text().splitlines()]  # every line parses
+    assert read_records(path) == recs
+    steps = [r for r in recs if r["kind"] == "ddp_step"]
+    rows = [r for r in recs if r["kind"] == "validation_row"]
+    # 2 rounds x (the compute-only baseline + 4 configurations), then one row per configuration
+    assert len(steps) == 2 * (1 + 4) and [s["round"] for s in steps] == [0] * 5 + [1] * 5
+    assert [r["validation"] for r in rows] == res["rows"]
+    for rec, row in zip(rows, res["rows"]):
+        rounds = [s for s in steps if (s["strategy"], s["bucket_mb"]) == (row["strategy"], row["bucket_mb"])]
+        assert len(rounds) == 2 and rounds[0]["model"] == TINY
+        assert rec["step_times_s"] == rounds[0]["step_times_s"] + rounds[1]["step_times_s"]
+        assert len(rec["step_times_s"]) == STEPS
+        assert statistics.median(rec["step_times_s"]) == pytest.approx(row["measured_median_s"], rel=1e-12)
 
 
 # ---- bad input: torn records, empty measurement, foreign params --------------------
@@ -218,10 +230,10 @@ def _torn_copy(records: Path, dst: Path) -> tuple[Path, list[str]]:
 
 def test_torn_last_line_is_skipped_with_a_warning_and_the_fit_is_unchanged(calibrated, tmp_path):
     params, _, records, _ = calibrated
-    torn, _ = _torn_copy(records, tmp_path / "torn.jsonl")
-    with pytest.warns(UserWarning, match=r"torn\.jsonl: last line 7 is incomplete"):
+    torn, lines = _torn_copy(records, tmp_path / "torn.jsonl")
+    with pytest.warns(UserWarning, match=rf"torn\.jsonl: last line {len(lines) + 1} is incomplete"):
         recs = read_records(torn, "allreduce")
-    assert fit_linear(recs, world_size=2) == params.linear
+    assert fit_linear(recs, world_size=2, statistic="mean") == params.linear
 
 
 def test_appending_after_a_torn_line_loses_nothing(calibrated, tmp_path):
@@ -250,12 +262,12 @@ def test_empty_measurement_is_a_clear_error(calibrated, tmp_path, capsys):
     _, _, records, _ = calibrated
     no_ar = tmp_path / "no_allreduce.jsonl"
     no_ar.write_text("".join(line + "\n" for line in records.read_text().splitlines() if '"kind":"allreduce"' not in line))
-    kinds = r"kinds found: contention, memcpy, profile"
-    with pytest.raises(ValueError, match=rf"none of the 3 records is an all-reduce measurement \({kinds}\)"):
+    kinds = r"kinds found: broadcast, contention, memcpy, profile"
+    with pytest.raises(ValueError, match=rf"none of the 6 records is an all-reduce measurement \({kinds}\)"):
         fit_linear(read_records(no_ar))
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    for path, msg in ((no_ar, "none of the 3 records is an all-reduce measurement"),
+    for path, msg in ((no_ar, "none of the 6 records is an all-reduce measurement"),
                       (empty, "no records given: the measurement is empty")):
         assert ddpsim(["plot", "--allreduce", str(path), "--out-dir", str(tmp_path / "plots")]) == 2
         err = capsys.readouterr().err
@@ -325,33 +337,29 @@ def test_link_mbit_without_netns_is_skipped(calibrated, tmp_path, capsys, monkey
     assert cap.out == ""
 
 
-def test_validation_keeps_rows_measured_before_a_failure(calibrated, tmp_path, monkeypatch):
-    """Rows are appended as measured: a run that fails at the second configuration keeps the first."""
+def test_validation_keeps_rounds_measured_before_a_failure(calibrated, tmp_path, monkeypatch):
+    """Records are appended as each round ends: a run that fails in its second round keeps the first."""
     params = calibrated[0]
     calls = []
 
-    def fake_compute(pool, model, bs, steps, warmup, optimizer):
-        return {"model": model, "batch_size": bs, "optimizer": optimizer, "world_size": 2, "median_s": 0.010,
-                "step_times_s": [0.010] * steps, "p10_s": 0.010, "p90_s": 0.010}  # fmt: skip
-
-    def fake_ddp(pool, model, strategy, **kw):
-        calls.append((strategy, kw["bucket_mb"]))
+    def fake_interleaved(pool, model, cfgs, bs, steps, warmup, optimizer):
+        calls.append([c[:2] for c in cfgs])
         if len(calls) == 2:
             raise RunFailure("rank 1 died (simulated)")
-        return make_record("ddp_step", {}, model=model, strategy=strategy, bucket_mb=kw["bucket_mb"], median_s=0.020,
-                           p10_s=0.018, p90_s=0.025, compute_median_s=0.010, exposed_comm_s=0.010, link_mbit=None)  # fmt: skip
+        return [{"strategy": c[0], "bucket_mb": c[1], "model": model, "step_times_s": [0.020] * steps,
+                 "median_s": 0.020, "p10_s": 0.020, "p90_s": 0.020} for c in cfgs]  # fmt: skip
 
-    monkeypatch.setattr(bench_ddp, "measure_compute", fake_compute)
-    monkeypatch.setattr(bench_ddp, "measure_ddp", fake_ddp)
+    monkeypatch.setattr(bench_ddp, "measure_interleaved", fake_interleaved)
     fake_pool = type("FakePool", (), {"world_size": 2, "backend": "gloo"})()
     out = tmp_path / "validation.jsonl"
-    spec = ValidateSpec(model=TINY, strategies=("torch-ddp",), bucket_mb=BUCKETS_MB, steps=3, out=str(out))
+    spec = ValidateSpec(model=TINY, strategies=("torch-ddp",), bucket_mb=BUCKETS_MB, steps=4, rounds=2, out=str(out))
     with pytest.raises(RunFailure, match="simulated"):
         validate_on_pool(fake_pool, params, spec, lambda msg: None)
-    (kept,) = read_records(out)
-    assert calls == [("torch-ddp", 0.0625), ("torch-ddp", 1.0)]
-    assert kept["validation"]["bucket_mb"] == 0.0625 and kept["validation"]["measured_median_s"] == 0.020
-    assert kept["validation"]["error_pct"] == pytest.approx((kept["validation"]["predicted_step_s"] - 0.020) / 0.020 * 100)
+    kept = read_records(out)
+    assert calls[0] == [("compute", None), ("torch-ddp", 0.0625), ("torch-ddp", 1.0)]
+    assert [(r["round"], r["strategy"], r["bucket_mb"]) for r in kept] == [
+        (0, "compute", None), (0, "torch-ddp", 0.0625), (0, "torch-ddp", 1.0)]
+    assert all(r["step_times_s"] == [0.020, 0.020] for r in kept)
 
 
 # ---- the CLI contract (one subprocess each: starting ranks costs seconds) -------------
@@ -390,4 +398,5 @@ def test_cli_validate_json_contract(calibrated, tmp_path):
     assert d["best_bucket_mb_measured"] == min(rows, key=lambda r: r["measured_median_s"])["bucket_mb"]
     saved = json.loads((tmp_path / "v.json").read_text())
     assert d["result_file"] == str(tmp_path / "v.json") and saved == {k: v for k, v in d.items() if k != "result_file"}
-    assert len((tmp_path / "v.jsonl").read_text().splitlines()) == 2
+    kinds = Counter(json.loads(line)["kind"] for line in (tmp_path / "v.jsonl").read_text().splitlines())
+    assert kinds == {"validation_row": 2, "ddp_step": 2 * (1 + 2)}  # 2 rounds x (compute-only + 2 configurations)

@@ -317,7 +317,11 @@ def test_tune_verify_on_a_model_from_a_test_file(tmp_path):
         assert 0 < r["measured_p10_s"] <= r["measured_median_s"] <= r["measured_p90_s"] < 10
         expected_err = (r["predicted_step_s"] - r["measured_median_s"]) / r["measured_median_s"] * 100
         assert r["error_pct"] == pytest.approx(expected_err, rel=1e-12)
-    assert rec["predicted_step_s"] == d["predicted_step_time_s"] and default["predicted_step_s"] == d["default_step_time_s"]
+    # verify predicts with the profile's compute scaled to the compute-only baseline measured beside the settings
+    scaled = prof.scaled(v["measured_compute_s"] / prof.compute_s)
+    assert rec["predicted_step_s"] == pytest.approx(
+        predict(scaled, cost, StrategySpec("torch-ddp", bucket_mb=d["recommended_bucket_mb"]), 2).step_time_s, rel=1e-9)
+    assert default["predicted_step_s"] == pytest.approx(predict(scaled, cost, StrategySpec("torch-ddp"), 2).step_time_s, rel=1e-9)
     best = min(v["rows"], key=lambda r: r["measured_median_s"])
     assert v["best_measured_setting"] == best["setting"]
     assert v["recommended_vs_best_measured_pct"] == pytest.approx(
@@ -326,7 +330,9 @@ def test_tune_verify_on_a_model_from_a_test_file(tmp_path):
         (default["measured_median_s"] - rec["measured_median_s"]) / default["measured_median_s"] * 100, abs=1e-12)
     # the files say the same; the verify records were kept, one per setting
     assert json.loads((out / "tune.json").read_text()) == d
-    assert len((out / "verify.jsonl").read_text().splitlines()) == len(v["rows"])
+    recs = [json.loads(line) for line in (out / "verify.jsonl").read_text().splitlines()]
+    assert len(recs) == 2 * (1 + len(v["rows"]))  # 2 rounds x (compute-only + each setting)
+    assert [r["setting"] for r in recs[: 1 + len(v["rows"])]] == ["compute"] + [r["setting"] for r in v["rows"]]
     assert "## Verified on this machine" in (out / "report.md").read_text()
     assert json.loads((out / "predicted_trace.json").read_text())["traceEvents"]
     assert not (out / "calibration.jsonl").exists()  # --params: no calibration
