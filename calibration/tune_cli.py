@@ -31,8 +31,10 @@ from simulator.network import CostModel, load_network
 from simulator.profile import GradProfile
 from simulator.strategies import StrategySpec
 
-from .calibrate import CalibrateSpec, Progress, calibrate_on_pool, open_pool
 from .tune import TuneResult, format_tune, recommend, with_files
+
+# calibration.calibrate (scipy) and realrun (torch) are imported inside the handlers:
+# `ddpsim predict` builds this parser and must stay fast.
 
 
 def _target_profile(prof: GradProfile, model_spec: str, device_name: str, batch_size: int) -> GradProfile:
@@ -64,7 +66,7 @@ def _target_profile(prof: GradProfile, model_spec: str, device_name: str, batch_
 
 
 def _verify(pool: Any, args: argparse.Namespace, res: TuneResult, prof: GradProfile, cost: CostModel,
-            say: Progress, records: str) -> dict[str, Any]:  # fmt: skip
+            say: Any, records: str) -> dict[str, Any]:  # fmt: skip
     """Run the recommended and default settings (and the grid) for real, interleaved step by step
     with a compute-only baseline so this box's drift hits all alike; records written per round."""
     from realrun.bench_ddp import measure_interleaved
@@ -164,6 +166,8 @@ def _report_md(res: TuneResult) -> str:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from realrun.workloads import load_workload
+
+    from .calibrate import CalibrateSpec, Progress, calibrate_on_pool, open_pool
 
     say = Progress(not args.quiet, prefix="tune")
     notes: list[str] = []
