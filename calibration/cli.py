@@ -4,10 +4,10 @@
 floor import torch only inside the handlers that run ranks, so ``ddpsim
 predict`` answers without paying torch's import time.
 
-Errors: a ``ValueError`` (bad input) prints one line on stderr and exits 2; a
-``realrun.errors.RunFailure`` (a rank crashed, hung or timed out) prints one
-line and exits 1; Ctrl-C exits 130. No traceback reaches the user unless
-``DDPSIM_DEBUG=1``.
+Errors (``realrun.errors.run_handler``, shared with ``python -m realrun``): a
+``ValueError`` (bad input) prints one line on stderr and exits 2; a
+``RunFailure`` (a rank crashed, hung or timed out) prints one line and exits
+1; Ctrl-C exits 130. No traceback reaches the user unless ``DDPSIM_DEBUG=1``.
 """
 
 from __future__ import annotations
@@ -51,24 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    debug = os.environ.get("DDPSIM_DEBUG") == "1"
-    try:
-        return int(args.func(args) or 0)
-    except ValueError as e:
-        if debug:
-            raise
-        print(f"ddpsim: error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("ddpsim: interrupted", file=sys.stderr)
-        return 130
-    except Exception as e:  # noqa: BLE001 - a run failure is reported, not dumped
-        from realrun.errors import RunFailure
+    from realrun.errors import run_handler  # no torch: errors.py imports nothing heavy
 
-        if isinstance(e, RunFailure) and not debug:
-            print(f"ddpsim: run failed: {e}", file=sys.stderr)
-            return 1
-        raise
+    return run_handler("ddpsim", args.func, args)
 
 
 if __name__ == "__main__":

@@ -26,29 +26,14 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv: Sequence[str] | None = None) -> int:
     from .cli import add_commands
-    from .errors import RunFailure
+    from .errors import run_handler
 
     parser = _Parser(prog="python -m realrun", description="realrun: measurements on real ranks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     add_commands(sub)
     args = parser.parse_args(argv)
-    debug = os.environ.get("DDPSIM_DEBUG") == "1"
-    try:
-        return int(args.func(args) or 0)
-    except ValueError as e:
-        if debug:
-            raise
-        print(f"{parser.prog}: error: {e}", file=sys.stderr)
-        return 2
-    except RunFailure as e:
-        if debug:
-            raise
-        print(f"{parser.prog}: run failed: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(f"{parser.prog}: interrupted", file=sys.stderr)
-        return 130
+    return run_handler(parser.prog, args.func, args)
 
 
 if __name__ == "__main__":

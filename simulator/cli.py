@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from .jsonio import read_json
 from .network import CostModel, NetworkSpec, list_networks, load_network
 from .profile import GradProfile
 from .strategies import STRATEGIES, StrategySpec
@@ -110,18 +111,6 @@ def add_sim_args(p: argparse.ArgumentParser) -> None:
 
 
 # ---- resolution -------------------------------------------------------------------
-def _read_json(path: str, what: str) -> Any:
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise ValueError(f"cannot read {what} {p}: {e.strerror}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{what} {p} is not valid JSON: {e.msg} at line {e.lineno}") from None
-
-
 def resolve_profile(args: argparse.Namespace, params: dict[str, Any] | None = None) -> GradProfile:
     """The profile: --model (built-in name or profile JSON), else the one in --params, else gpt2-small."""
     model = args.model
@@ -182,7 +171,7 @@ def resolve_strategy(args: argparse.Namespace) -> StrategySpec:
 def _resolve_all(args: argparse.Namespace) -> tuple[GradProfile, CostModel, int]:
     if not isinstance(args.world_size, int) or args.world_size < 1:
         raise ValueError(f"--world-size must be >= 1, got {args.world_size}")
-    params = _read_json(args.params, "params file") if args.params else None
+    params = read_json(args.params, "params file") if args.params else None
     if params is not None and not isinstance(params, dict):
         raise ValueError(f"params file {args.params} must hold a JSON object")
     return resolve_profile(args, params), resolve_cost(args, args.world_size, params), args.world_size

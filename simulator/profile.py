@@ -248,16 +248,10 @@ class GradProfile:
 
     @classmethod
     def load(cls, path: str | Path) -> "GradProfile":
-        p = Path(path)
-        try:
-            text = p.read_text()
-        except OSError as e:
-            raise ValueError(f"cannot read profile {p}: {e.strerror}") from None
-        try:
-            d = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"profile {p} is not valid JSON: {e.msg} at line {e.lineno}") from None
+        from .jsonio import read_json
+
+        d = read_json(path, "profile")
         try:
             return cls.from_dict(d)
         except (TypeError, KeyError) as e:
-            raise ValueError(f"profile {p} is malformed: {e}") from None
+            raise ValueError(f"profile {path} is malformed: {e}") from None

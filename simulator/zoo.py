@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from .jsonio import read_json
 from .profile import DTYPE_BYTES, GradProfile, ParamSpec
 
 MODEL_SCHEMA = "ddpsim.model/1"
@@ -282,17 +283,6 @@ class DeviceSpec:
 # ---- loading -----------------------------------------------------------------
 
 
-def _read_json(path: Path, what: str) -> Any:
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise ValueError(f"cannot read {what} {path}: {e.strerror}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{what} {path} is not valid JSON: {e.msg} at line {e.lineno}") from None
-
-
 def _looks_like_path(spec: str | os.PathLike[str]) -> bool:
     if isinstance(spec, os.PathLike):
         return True
@@ -323,7 +313,7 @@ def _load_spec(kind: str, directory: Path, name: str, parse: Any) -> Any:
             f"unknown {kind} {name!r}; available: {', '.join(known)} (or a path to a {kind} JSON file)",
         )
         path = directory / f"{name}.json"
-    d = _read_json(path, f"{kind} spec")
+    d = read_json(path, f"{kind} spec")
     try:
         return parse(d)
     except (TypeError, KeyError, AttributeError) as e:
@@ -405,7 +395,7 @@ def load_profile(
     """
     if _looks_like_path(spec):
         path = Path(spec)
-        d = _read_json(path, "profile")
+        d = read_json(path, "profile")
         if isinstance(d, Mapping) and d.get("schema") == MODEL_SCHEMA:
             return profile_from_flops(load_model_spec(str(path)), device or DEFAULT_DEVICE, batch_size)
         _require(
