@@ -22,7 +22,7 @@ import statistics
 import sys
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -107,6 +107,21 @@ def measure_allreduce(pool: Any, sizes: tuple[int, ...], link_mbit: float | None
     return sweep(spec, pool.world_size, call, writer, False, run_id=f"calibrate-{int(time.time())}", t_start=time.monotonic())
 
 
+def stream_records(streams: list[dict], backend: str, world_size: int, link_mbit: float | None,
+                   env: dict[str, Any]) -> list[dict[str, Any]]:  # fmt: skip
+    """Rank 0's blocking stream times as all-reduce records (``impl="stream"``, per-call seconds)."""
+    from realrun.records import make_record
+
+    s0 = streams[0]
+    out = []
+    for n, blocking, asyn in zip(s0["sizes_bytes"], s0["blocking_s"], s0["async_s"]):
+        out.append(make_record("allreduce", env, impl="stream", backend=backend, world_size=world_size, msg_bytes=n,
+                               count=n // 4, dtype="float32", iters=len(blocking) * s0["k"], warmup=2,
+                               times_s=blocking, async_times_s=asyn, median_s=statistics.median(blocking),
+                               link_mbit=link_mbit))  # fmt: skip
+    return out
+
+
 def fit_probe(results: list[dict]) -> dict[str, Any]:
     """Compute slowdown ``c`` and communication slowdown from the contention probe of every rank."""
     alone = [statistics.median(r["alone_s"]) for r in results]
@@ -132,7 +147,7 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
     from realrun.records import RecordWriter, environment, make_record
     from realrun.workloads import load_workload
 
-    from .probes import contention_probe, memcpy_probe
+    from .probes import contention_probe, memcpy_probe, stream_probe
 
     wl = load_workload(spec.model)
     bs = spec.batch_size or wl.default_batch_size
@@ -154,6 +169,23 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
         bfit = fit_linear(bc, impl="broadcast", world_size=pool.world_size, link_mbit=link, statistic="mean") if bc else None
         if bfit is not None:
             say(f"broadcast fit: o = {bfit.o_us:.1f} us, w = {bfit.w_gbps:.4g} GB/s, rel. RMS {bfit.rel_rms * 100:.1f}%")
+
+        # consecutive calls, as DDP issues them: the per-call overhead the simulator uses, and
+        # whether the backend's concurrent calls really overlap
+        stream_sizes = [n for n in sizes if n <= 4 * MIB] or list(sizes[:3])
+        say(f"all-reduce streams: {len(stream_sizes)} sizes x 16 calls back to back, blocking and async")
+        streams = pool.run(stream_probe, stream_sizes)
+        stream_recs = stream_records(streams, pool.backend, pool.world_size, spec.link_mbit, env)
+        for r in stream_recs:
+            writer.write(r)
+        sfit = fit_linear(stream_recs, impl="stream", world_size=pool.world_size, link_mbit=link, statistic="mean")
+        speedup = statistics.median(
+            statistics.median(b) / statistics.median(a) for b, a in zip(streams[0]["blocking_s"], streams[0]["async_s"])
+        )
+        channels = 2 if pool.backend == "gloo" and speedup >= 1.3 else 1
+        say(f"streams: o = {sfit.o_us:.1f} us per consecutive call; async/blocking speed-up x{speedup:.2f} "
+            f"-> {channels} channel(s) in the model")  # fmt: skip
+        fit = replace(fit, o_s=sfit.o_s, o_ci_s=sfit.o_ci_s, source=f"o from back-to-back calls (stream fit); w from the sweep")
 
         mem = pool.run(memcpy_probe)
         copy_bps = statistics.median(r["copy_bytes_per_s"] for r in mem)
@@ -187,10 +219,12 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
         copy_bytes_per_s=copy_bps,
         compute_profile=prof.to_dict(),
         broadcast=bfit,
+        channels=channels,
         env=env,
         source_records=(str(Path(spec.records).resolve()),),
         probes={"contention": {k: v for k, v in fitted.items()}, "model": spec.model, "batch_size": bs,
-                "allreduce_median_fit": typical.to_dict()},
+                "allreduce_median_fit": typical.to_dict(), "stream_fit": sfit.to_dict(),
+                "async_speedup": speedup},
     )
 
 

@@ -130,3 +130,40 @@ def contention_probe(
         "comm_under_compute_s": comm_times,
         "comm_bytes": comm_bytes,
     }
+
+
+def stream_probe(ctx: Any, sizes_bytes: list[int], k: int = 16, reps: int = 8) -> dict[str, Any]:
+    """All-reduces issued back to back, as a DDP step issues them.
+
+    For each size: ``k`` calls in a row, blocking one after another, and ``k``
+    async calls launched at once then waited for; per call, per repetition.
+    The blocking stream gives the per-call cost of consecutive calls (a call
+    that follows another pays a hand-off the isolated, barrier-separated call
+    of the benchmark does not); blocking over async says how many calls the
+    backend really runs at once (gloo has 2 threads; on 2 cores they may not
+    help).
+    """
+    import torch
+    import torch.distributed as dist
+
+    out: dict[str, Any] = {"k": k, "reps": reps, "sizes_bytes": list(sizes_bytes), "blocking_s": [], "async_s": []}
+    for n in sizes_bytes:
+        bufs = [torch.ones(max(1, n // 4)) for _ in range(k)]
+        for _ in range(2):
+            dist.all_reduce(bufs[0])
+        blocking, asyn = [], []
+        for _ in range(reps):
+            dist.barrier()
+            t0 = time.perf_counter()
+            for b in bufs:
+                dist.all_reduce(b)
+            blocking.append((time.perf_counter() - t0) / k)
+            dist.barrier()
+            t0 = time.perf_counter()
+            works = [dist.all_reduce(b, async_op=True) for b in bufs]
+            for w in works:
+                w.wait()
+            asyn.append((time.perf_counter() - t0) / k)
+        out["blocking_s"].append(blocking)
+        out["async_s"].append(asyn)
+    return out

@@ -229,7 +229,9 @@ def no_ranks(monkeypatch):
     def refuse(*a, **k):
         raise AssertionError("ranks were started")
 
-    monkeypatch.setattr(tune_cli, "open_pool", refuse)
+    import calibration.calibrate as calibrate_mod  # tune imports open_pool from here when it runs
+
+    monkeypatch.setattr(calibrate_mod, "open_pool", refuse)
 
 
 def _exit_code(argv: list[str]) -> int:
