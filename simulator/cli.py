@@ -19,34 +19,24 @@ DEFAULT_NETWORK = "nccl-h100-ib"
 
 
 # ---- argument types (argparse turns their ValueError/ArgumentTypeError into exit 2) ----
-def positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return v
+def _bounded(cast: Any, what: str, ok: Any, rule: str) -> Any:
+    """An argparse type: ``cast`` the text, then require ``ok(value)`` ("must be {rule}")."""
+
+    def parse(text: str) -> Any:
+        try:
+            v = cast(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+        if not ok(v):
+            raise argparse.ArgumentTypeError(f"must be {rule}, got {text}")
+        return v
+
+    return parse
 
 
-def nonneg_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return v
-
-
-def positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
-    return v
+positive_float = _bounded(float, "a number", lambda v: v > 0, "> 0")
+nonneg_float = _bounded(float, "a number", lambda v: v >= 0, ">= 0")
+positive_int = _bounded(int, "an integer", lambda v: v >= 1, ">= 1")
 
 
 def float_list(text: str) -> list[float]:
