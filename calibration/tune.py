@@ -145,7 +145,10 @@ def recommend(
     default = predict(profile, cost, StrategySpec("torch-ddp"), world_size, **predict_kw)
     near = [mb for mb, r in zip(ddp.bucket_mb, ddp.rows) if r.step_time_s <= ddp.best.step_time_s * 1.01]
 
-    sched = best_schedule(profile, cost, world_size, **predict_kw)
+    from simulator.buckets import ddp_buckets
+
+    single = ddp_buckets(profile, bucket_cap_mb=best_mb).steady  # refine from the best single cap too
+    sched = best_schedule(profile, cost, world_size, seeds=(single,), **predict_kw)
     gain = (rec.step_time_s - sched.result.step_time_s) / rec.step_time_s * 100.0
     caps = readable_caps(profile, sched.groups, sched.caps_mb)
     rows: list[dict[str, Any]] = []

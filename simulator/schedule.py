@@ -123,12 +123,19 @@ def best_schedule(
     base: StrategySpec | None = None,
     max_atoms: int = 400,
     refine_passes: int = 3,
+    seeds: tuple[tuple[tuple[int, ...], ...], ...] = (),
     **predict_kw: Any,
 ) -> Schedule:
-    """The dynamic programme's schedule, refined against the event model."""
+    """The dynamic programme's schedule (or a better ``seed``, e.g. the best single cap's
+    buckets), refined against the event model."""
     base = base or StrategySpec("torch-ddp")
     groups = dp_groups(profile, cost, world_size, max_atoms)
     best = _evaluate(profile, cost, base, world_size, groups, predict_kw)
+    for seed in seeds:
+        cand = [list(g) for g in seed]
+        res = _evaluate(profile, cost, base, world_size, cand, predict_kw)
+        if res.step_time_s < best.step_time_s:
+            groups, best = cand, res
     for _ in range(refine_passes):
         improved = False
         for b in range(len(groups) - 1):
