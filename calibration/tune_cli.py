@@ -69,10 +69,11 @@ def _verify(pool: Any, args: argparse.Namespace, res: TuneResult, prof: GradProf
             say: Any, records: str) -> dict[str, Any]:  # fmt: skip
     """Run the recommended and default settings (and the grid) for real, interleaved step by step
     with a compute-only baseline so this box's drift hits all alike; records written per round."""
-    from realrun.bench_ddp import measure_interleaved
-    from realrun.records import RecordWriter, environment, make_record
+    from realrun.records import RecordWriter, environment
     from realrun.stats import summarize
     from simulator.predict import predict
+
+    from .validate import measure_beside_compute
 
     bs = prof.samples_per_step
     settings: list[tuple[str, StrategySpec]] = [
@@ -84,24 +85,18 @@ def _verify(pool: Any, args: argparse.Namespace, res: TuneResult, prof: GradProf
     for mb in args.verify_grid or ():
         settings.append((f"grid {mb:g}", StrategySpec("torch-ddp", bucket_mb=mb)))
     rounds = 2
-    per_round = max(2, args.steps // rounds)
-    say(f"verify: {len(settings)} settings and a compute-only baseline interleaved, {rounds} rounds x {per_round} "
-        f"steps, on {pool.world_size} real ranks")  # fmt: skip
-    cfgs = [("compute", None)] + [("torch-ddp", s.bucket_mb, s.bucket_cap_mb_list) for _, s in settings]
-    times: list[list[float]] = [[] for _ in cfgs]
+    say(f"verify: {len(settings)} settings and a compute-only baseline interleaved, on {pool.world_size} real ranks")
     env = environment(pool.backend, pool.world_size, link_mbit=args.link_mbit)
     with RecordWriter(records) as w:
-        for rnd in range(rounds):
-            out = measure_interleaved(pool, args.model, cfgs, bs, per_round, args.warmup)
-            for k, r in enumerate(out):
-                times[k] += r["step_times_s"]
-                w.write(make_record("ddp_step", env, round=rnd, link_mbit=args.link_mbit,
-                                    setting="compute" if k == 0 else settings[k - 1][0], **r))  # fmt: skip
-            say(f"verify round {rnd + 1}/{rounds} done")
-    comp = summarize(times[0]).median_s
+        per_round, times, compute = measure_beside_compute(
+            pool, args.model, [s for _, s in settings], [label for label, _ in settings], bs, rounds=rounds,
+            steps=args.steps, warmup=args.warmup, optimizer="sgd", group_size=len(settings), writer=w, env=env,
+            link_mbit=args.link_mbit, say=say,
+        )
+    comp = summarize(compute[0]).median_s
     scale = comp / prof.compute_s if prof.compute_s > 0 else 1.0
     rows = []
-    for (label, spec), ts in zip(settings, times[1:]):
+    for (label, spec), ts in zip(settings, times):
         m = summarize(ts)
         pred = predict(prof.scaled(scale), cost, spec, pool.world_size).step_time_s
         rows.append({"setting": label, "bucket_mb": spec.bucket_mb,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
+from realrun.stats import summarize
 from simulator.predict import predict
 from simulator.profile import GradProfile
 from simulator.strategies import BUCKETED, STRATEGIES, StrategySpec
@@ -147,77 +148,99 @@ def check_profile_matches(params: Params, model: str, batch_size: int | None) ->
     return prof
 
 
-def _chunks(xs: list[Any], n: int) -> list[list[Any]]:
-    return [xs[k : k + n] for k in range(0, len(xs), n)]
+def measure_beside_compute(
+    pool: Any,
+    model: str,
+    configs: list[StrategySpec],
+    labels: list[str],
+    batch_size: int,
+    *,
+    rounds: int,
+    steps: int,
+    warmup: int,
+    optimizer: str,
+    group_size: int,
+    writer: Any,
+    env: dict[str, Any],
+    link_mbit: float | None,
+    say: Callable[[str], None],
+) -> tuple[int, list[list[float]], list[list[float]]]:
+    """Step ``configs`` for real beside a compute-only baseline; the measuring half of ``validate``
+    and ``tune --verify``.
+
+    This box's timing drifts by more than the differences being measured, so
+    configurations are not run one after another: up to ``group_size`` of them
+    and the bare module are built side by side and stepped in turn (A B C, C B
+    A, ...), over ``rounds`` rounds whose ``ddp_step`` records are written as
+    each round ends. Drift then hits all alike. Returns the steps per round,
+    and per configuration its step times and its group's compute-only times.
+    """
+    from realrun.bench_ddp import measure_interleaved
+    from realrun.records import make_record
+
+    steps_per_round = max(2, steps // rounds)
+    groups = [range(k, min(k + group_size, len(configs))) for k in range(0, len(configs), group_size)]
+    times: list[list[float]] = [[] for _ in configs]
+    compute: list[list[float]] = [[] for _ in groups]
+    for rnd in range(rounds):
+        for g, members in enumerate(groups):
+            say(f"round {rnd + 1}/{rounds}, group {g + 1}/{len(groups)}: compute-only + {len(members)} configurations "
+                f"interleaved, {steps_per_round} steps each")  # fmt: skip
+            cfgs = [("compute", None)] + [
+                (configs[k].name, configs[k].bucket_mb, configs[k].bucket_cap_mb_list) for k in members
+            ]
+            res = measure_interleaved(pool, model, cfgs, batch_size, steps_per_round, warmup, optimizer)
+            compute[g] += res[0]["step_times_s"]
+            for k, r in zip(members, res[1:]):
+                times[k] += r["step_times_s"]
+            for label, r in zip(["compute"] + [labels[k] for k in members], res):
+                writer.write(make_record("ddp_step", env, round=rnd, group=g, setting=label, link_mbit=link_mbit, **r))
+    return steps_per_round, times, [compute[k // group_size] for k in range(len(configs))]
 
 
 def validate_on_pool(
     pool: Any, params: Params, spec: ValidateSpec, say: Callable[[str], None], link_mbit: float | None = None
 ) -> dict[str, Any]:
-    """Measure every configuration interleaved with a compute-only baseline, and predict each.
-
-    This box's timing drifts by more than the differences being measured, so
-    configurations are not run one after another: up to ``group_size`` of them
-    and the bare module are built side by side and stepped in turn (A B C, C B
-    A, ...), over ``rounds`` rounds whose records are written as each round
-    ends. Drift then hits all alike. With ``rescale_compute`` the profile's
-    compute is scaled to the compute-only baseline measured beside each group
-    (the compute profile re-taken at validation time; communication and
-    contention still come from the params), and the factor is reported.
+    """Measure every configuration beside a compute-only baseline (``measure_beside_compute``), and
+    predict each. With ``rescale_compute`` the profile's compute is scaled to the compute-only
+    baseline measured beside each group (the compute profile re-taken at validation time;
+    communication and contention still come from the params), and the factor is reported.
     """
-    from realrun.bench_ddp import measure_interleaved
     from realrun.records import RecordWriter, environment, make_record
 
     prof = check_profile_matches(params, spec.model, spec.batch_size)
     bs = spec.batch_size or (params.probes or {}).get("batch_size") or prof.samples_per_step
     p = pool.world_size
     configs = spec.configs()
-    groups = _chunks(configs, spec.group_size)
-    steps_per_round = max(2, spec.steps // spec.rounds)
-    times: dict[int, list[float]] = {k: [] for k in range(len(configs))}
-    compute_times: dict[int, list[float]] = {g: [] for g in range(len(groups))}
+    labels = [c.name + (f" {c.bucket_mb:g} MiB" if c.bucket_mb is not None else "") for c in configs]
     env = environment(pool.backend, p, link_mbit=link_mbit)
-    with RecordWriter(spec.out) as writer:
-        for rnd in range(spec.rounds):
-            for g, group in enumerate(groups):
-                say(f"round {rnd + 1}/{spec.rounds}, group {g + 1}/{len(groups)}: compute-only + {len(group)} configurations "
-                    f"interleaved, {steps_per_round} steps each")  # fmt: skip
-                cfgs = [("compute", None)] + [(c.name, c.bucket_mb, c.bucket_cap_mb_list) for c in group]
-                res = measure_interleaved(pool, spec.model, cfgs, bs, steps_per_round, spec.warmup, spec.optimizer)
-                compute_times[g] += res[0]["step_times_s"]
-                base = configs.index(group[0])
-                for k, r in enumerate(res[1:]):
-                    times[base + k] += r["step_times_s"]
-                for r in res:
-                    writer.write(make_record("ddp_step", env, round=rnd, group=g, link_mbit=link_mbit, **r))
     rows: list[dict[str, Any]] = []
-    scales = {}
-    writer = RecordWriter(spec.out)
-    for g, group in enumerate(groups):
-        comp = summarize_times(compute_times[g])
-        scale = comp["median_s"] / prof.compute_s if spec.rescale_compute and prof.compute_s > 0 else 1.0
-        scales[g] = scale
-        gprof = prof.scaled(scale) if scale != 1.0 else prof
-        base = configs.index(group[0])
-        for k, cfg in enumerate(group):
-            meas = summarize_times(times[base + k])
-            rec = {"median_s": meas["median_s"], "p10_s": meas["p10_s"], "p90_s": meas["p90_s"],
-                   "compute_median_s": comp["median_s"], "exposed_comm_s": meas["median_s"] - comp["median_s"],
+    scales: list[float] = []
+    with RecordWriter(spec.out) as writer:
+        steps_per_round, times, compute = measure_beside_compute(
+            pool, spec.model, configs, labels, bs, rounds=spec.rounds, steps=spec.steps, warmup=spec.warmup,
+            optimizer=spec.optimizer, group_size=spec.group_size, writer=writer, env=env, link_mbit=link_mbit, say=say,
+        )
+        for k, cfg in enumerate(configs):
+            comp = summarize(compute[k])
+            scale = comp.median_s / prof.compute_s if spec.rescale_compute and prof.compute_s > 0 else 1.0
+            if k % spec.group_size == 0:
+                scales.append(scale)
+            meas = summarize(times[k])
+            rec = {"median_s": meas.median_s, "p10_s": meas.p10_s, "p90_s": meas.p90_s,
+                   "compute_median_s": comp.median_s, "exposed_comm_s": meas.median_s - comp.median_s,
                    "link_mbit": link_mbit}  # fmt: skip
-            row = make_row(cfg, rec, predicted_row(gprof, params, cfg, p))
+            row = make_row(cfg, rec, predicted_row(prof.scaled(scale) if scale != 1.0 else prof, params, cfg, p))
             row["compute_scale"] = scale
             rows.append(row)
-            writer.write(make_record("validation_row", env, model=spec.model, step_times_s=times[base + k],
-                                     compute_step_times_s=compute_times[g], validation=row))  # fmt: skip
-            label = cfg.name + (f" {cfg.bucket_mb:g} MiB" if cfg.bucket_mb is not None else "")
+            writer.write(make_record("validation_row", env, model=spec.model, step_times_s=times[k],
+                                     compute_step_times_s=compute[k], validation=row))  # fmt: skip
             say(
-                f"{label}: measured {row['measured_median_s'] * 1e3:.2f} ms "
+                f"{labels[k]}: measured {row['measured_median_s'] * 1e3:.2f} ms "
                 f"(p10 {row['measured_p10_s'] * 1e3:.2f}, p90 {row['measured_p90_s'] * 1e3:.2f}), "
                 f"predicted {row['predicted_step_s'] * 1e3:.2f} ms, error {row['error_pct']:+.1f}%"
             )
-    writer.close()
     summary = summarize_rows(rows)
-    all_compute = [t for ts in compute_times.values() for t in ts]
     return {
         "schema": VALIDATION_SCHEMA,
         "model": spec.model,
@@ -228,21 +251,14 @@ def validate_on_pool(
         "method": f"interleaved: {spec.rounds} rounds x {steps_per_round} steps, groups of <= {spec.group_size} "
         f"configurations beside a compute-only baseline",
         "rescale_compute": spec.rescale_compute,
-        "compute_scale": list(scales.values()),
+        "compute_scale": scales,
         "params": {"o_us": params.o_us, "w_gbps": params.w_gbps, "contention_c": params.contention_c,
                    "comm_contention_c": params.comm_contention_c, "channels": params.channels},
-        "measured_compute_s": summarize_times(all_compute)["median_s"],
+        "measured_compute_s": summarize([t for ts in compute[:: spec.group_size] for t in ts]).median_s,
         "predicted_compute_s": prof.compute_s,
         **summary,
         "rows": rows,
     }
-
-
-def summarize_times(xs: list[float]) -> dict[str, float]:
-    from realrun.stats import summarize
-
-    s = summarize(xs)
-    return {"median_s": s.median_s, "p10_s": s.p10_s, "p90_s": s.p90_s}
 
 
 def format_validation(res: dict[str, Any]) -> str:
