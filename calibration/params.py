@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from simulator.jsonio import read_json
 from simulator.profile import GradProfile
 
 from .fit import ABGFit, LinearFit
@@ -217,14 +218,7 @@ class Params:
     def load(cls, path: str | Path) -> "Params":
         """Read a params file; every error is a ``ValueError`` naming the file."""
         p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as e:
-            raise ValueError(f"cannot read params {p}: {e.strerror}") from None
-        try:
-            d = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"params {p} is not valid JSON: {e.msg} at line {e.lineno}") from None
+        d = read_json(p, "params")
         try:
             return cls.from_dict(d)
         except ValueError as e:

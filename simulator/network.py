@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import collectives as C
+from .jsonio import read_json
 
 NETWORK_SCHEMA = "ddpsim.network/1"
 
@@ -183,12 +184,7 @@ def load_network(name_or_path: str) -> NetworkSpec:
     """A built-in preset by name, or a network JSON file by path."""
     path = Path(name_or_path)
     if name_or_path.endswith(".json") or path.exists():
-        try:
-            return NetworkSpec.from_dict(json.loads(path.read_text()))
-        except OSError as e:
-            raise ValueError(f"cannot read network file {path}: {e.strerror}") from None
-        except json.JSONDecodeError as e:
-            raise ValueError(f"network file {path} is not valid JSON: {e.msg} at line {e.lineno}") from None
+        return NetworkSpec.from_dict(read_json(path, "network file"))
     names = list_networks()
     if name_or_path not in names:
         raise ValueError(f"unknown network {name_or_path!r}; built-in: {', '.join(names)} (or a path to a JSON file)")
