@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import simpy
 
@@ -159,20 +159,25 @@ class _Step:
             yield env.timeout(work_s)
         else:
             slow = 1.0 + c
-            remaining = work_s
-            while remaining > _EPS:
-                rate = 1.0 / slow if self.busy else 1.0
-                t0 = env.now
-                to = env.timeout(remaining / rate)
-                self.n_sim_events += 1
-                res = yield to | self.busy_changed
-                if to in res:
-                    break
-                remaining -= (env.now - t0) * rate
+            yield from self._progress(work_s, lambda: 1.0 / slow if self.busy else 1.0, "busy_changed")
         if track:
             self.computing -= 1
             if self.computing == 0:
                 self._signal("comm_rate_changed")
+
+    def _progress(self, work_s: float, rate: Callable[[], float], changed: str) -> Iterator[simpy.Event]:
+        """Do ``work_s`` seconds of work at ``rate()``, re-timed whenever the event named ``changed`` fires."""
+        env = self.env
+        remaining = work_s
+        while remaining > _EPS:
+            r = rate()
+            t0 = env.now
+            to = env.timeout(remaining / r)
+            self.n_sim_events += 1
+            res = yield to | getattr(self, changed)
+            if to in res:
+                break
+            remaining -= (env.now - t0) * r
 
     def _set_busy(self, delta: int) -> None:
         was = self.busy
@@ -196,16 +201,11 @@ class _Step:
         if shared:
             self.n_xfer += 1
             self._signal("comm_rate_changed")
-        remaining = work_s
-        while remaining > _EPS:
-            rate = (1.0 / self.n_xfer if shared else 1.0) / (1.0 + cc if self.computing else 1.0)
-            t0 = env.now
-            to = env.timeout(remaining / rate)
-            self.n_sim_events += 1
-            res = yield to | self.comm_rate_changed
-            if to in res:
-                break
-            remaining -= (env.now - t0) * rate
+        yield from self._progress(
+            work_s,
+            lambda: (1.0 / self.n_xfer if shared else 1.0) / (1.0 + cc if self.computing else 1.0),
+            "comm_rate_changed",
+        )
         if shared:
             self.n_xfer -= 1
             self._signal("comm_rate_changed")
