@@ -65,6 +65,19 @@ def _print_json(obj: Any) -> None:
     sys.stdout.write("\n")
 
 
+def _runnable_links(links: list[float | None], command: str) -> tuple[list[float | None], list[dict[str, Any]]]:
+    """The links that can run here, and the skipped ones with the reason (each said on stderr)."""
+    runnable, skipped = [], []
+    for link in links:
+        reason = _netns_skip(link)
+        if reason:
+            print(f"ddpsim {command}: skipped {link:g} Mbit/s: {reason}", file=sys.stderr)
+            skipped.append({"link_mbit": link, "reason": reason})
+        else:
+            runnable.append(link)
+    return runnable, skipped
+
+
 def _out_path(base: str, link: float | None, multi: bool) -> str:
     if not multi or link is None:
         return base
@@ -78,13 +91,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     links = args.link_mbit or [None]
     results = []
-    skipped = []
-    for link in links:
-        reason = _netns_skip(link)
-        if reason:
-            print(f"ddpsim calibrate: skipped {link:g} Mbit/s: {reason}", file=sys.stderr)
-            skipped.append({"link_mbit": link, "reason": reason})
-            continue
+    runnable, skipped = _runnable_links(links, "calibrate")
+    for link in runnable:
         multi = len(links) > 1
         spec = CalibrateSpec(
             model=args.model, backend=args.backend, world_size=args.world_size, batch_size=args.batch_size,
@@ -136,13 +144,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if given is not None and (len(links) == 1 or given.link_mbit in links):
         check_profile_matches(given, args.model, args.batch_size)  # before starting ranks, not after
     results = []
-    skipped = []
-    for link in links:
-        reason = _netns_skip(link)
-        if reason:
-            print(f"ddpsim validate: skipped {link:g} Mbit/s: {reason}", file=sys.stderr)
-            skipped.append({"link_mbit": link, "reason": reason})
-            continue
+    runnable, skipped = _runnable_links(links, "validate")
+    for link in runnable:
         multi = len(links) > 1
         say = Progress(not args.quiet, prefix="validate")
         world = args.world_size or (given.world_size if given else 2)

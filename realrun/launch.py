@@ -582,11 +582,9 @@ def run_under_torchrun(
         backend = "nccl" if torch.cuda.is_available() else "gloo"
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-    if backend == "nccl":
-        torch.cuda.set_device(local_rank)
-        device = f"cuda:{local_rank}"
-    else:
-        device = "cpu"
+    from .worker import bind_device
+
+    device = bind_device(backend, local_rank)
     dist.init_process_group(
         backend, rank=rank, world_size=world_size, timeout=datetime.timedelta(seconds=pg_timeout_s)
     )

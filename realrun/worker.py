@@ -101,6 +101,16 @@ def _error_payload(exc: BaseException, dist: Any) -> dict[str, Any]:
     }
 
 
+def bind_device(backend: str, local_rank: int) -> str:
+    """The device a rank computes on: its own GPU under NCCL (made current), the CPU under gloo."""
+    if backend == "nccl":
+        import torch
+
+        torch.cuda.set_device(local_rank)
+        return f"cuda:{local_rank}"
+    return "cpu"
+
+
 def main(argv: list[str]) -> int:
     (rank, world_size, local_rank, backend, master_addr, master_port, pg_timeout_s, threads, parent_pid) = argv
     rank, world_size, local_rank = int(rank), int(world_size), int(local_rank)
@@ -123,11 +133,7 @@ def main(argv: list[str]) -> int:
     if int(threads) > 0:
         torch.set_num_threads(int(threads))
     try:
-        if backend == "nccl":
-            torch.cuda.set_device(local_rank)
-            device = f"cuda:{local_rank}"
-        else:
-            device = "cpu"
+        device = bind_device(backend, local_rank)
         dist.init_process_group(
             backend,
             init_method=f"tcp://{master_addr}:{master_port}",
