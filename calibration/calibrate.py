@@ -185,7 +185,7 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
         channels = 2 if pool.backend == "gloo" and speedup >= 1.3 else 1
         say(f"streams: o = {sfit.o_us:.1f} us per consecutive call; async/blocking speed-up x{speedup:.2f} "
             f"-> {channels} channel(s) in the model")  # fmt: skip
-        fit = replace(fit, o_s=sfit.o_s, o_ci_s=sfit.o_ci_s, source=f"o from back-to-back calls (stream fit); w from the sweep")
+        fit = replace(fit, o_s=sfit.o_s, o_ci_s=sfit.o_ci_s, source="o from back-to-back calls (stream fit); w from the sweep")
 
         mem = pool.run(memcpy_probe)
         copy_bps = statistics.median(r["copy_bytes_per_s"] for r in mem)

@@ -13,7 +13,6 @@ Errors (``realrun.errors.run_handler``, shared with ``python -m realrun``): a
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Sequence
 

@@ -15,10 +15,6 @@ from simulator.cli import float_list, positive_float, positive_int
 from simulator.strategies import STRATEGIES
 
 
-def _link_list(text: str) -> list[float]:
-    return float_list(text)
-
-
 def _sizes(text: str) -> tuple[int, ...]:
     """All-reduce message sizes for ``calibrate --sizes`` (the syntax of ``bench-allreduce --sizes``)."""
     from realrun.bench_allreduce import parse_sizes  # no torch at import
@@ -149,7 +145,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         multi = len(links) > 1
         say = Progress(not args.quiet, prefix="validate")
         world = args.world_size or (given.world_size if given else 2)
-        with open_pool(world, args.backend, link, 900.0) as pool:
+        with open_pool(world, args.backend, link, spec.timeout_s) as pool:
             params = given
             if params is None or (multi and link != params.link_mbit):
                 say("no params for this link: calibrating first")
@@ -229,7 +225,7 @@ def add_commands(sub: Any) -> None:
     c.add_argument("--backend", default="gloo", choices=("gloo", "nccl"))
     c.add_argument("--world-size", type=positive_int, default=2)
     c.add_argument("--batch-size", type=positive_int, default=None)
-    c.add_argument("--link-mbit", type=_link_list, default=None, help="emulate links of these rates (Mbit/s, needs root), e.g. 100,400")
+    c.add_argument("--link-mbit", type=float_list, default=None, help="emulate links of these rates (Mbit/s, needs root), e.g. 100,400")
     c.add_argument("--profile-steps", type=positive_int, default=20, help="timed steps of the gradient-ready profile (default 20)")
     c.add_argument("--contention-steps", type=positive_int, default=10,
                    help="timed steps of the contention probe, alone and overlapped (default 10)")
@@ -256,7 +252,7 @@ def add_commands(sub: Any) -> None:
     v.add_argument("--rounds", type=positive_int, default=2, help="rounds of interleaved steps, records written after each (default 2)")
     v.add_argument("--group-size", type=positive_int, default=12, help="configurations built side by side and stepped in turn (default 12)")
     v.add_argument("--no-rescale", action="store_true", help="keep the calibrated compute profile as is (default: scale it to the compute-only baseline measured beside the configurations)")
-    v.add_argument("--link-mbit", type=_link_list, default=None, help="validate over emulated links of these rates (calibrates each)")
+    v.add_argument("--link-mbit", type=float_list, default=None, help="validate over emulated links of these rates (calibrates each)")
     v.add_argument("--out", default="validation.json", help="summary and rows (JSON)")
     v.add_argument("--records", default="validation.jsonl", help="raw step records (JSONL, appended)")
     v.add_argument("--plot-dir", default=None, help="write predicted-vs-measured and bucket-sweep PNGs here")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -47,7 +47,6 @@ class ValidateSpec:
     rounds: int = 2
     group_size: int = 12
     rescale_compute: bool = True
-    extra_configs: tuple[tuple[str, tuple[float, ...]], ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
         bad = [s for s in self.strategies if s not in STRATEGIES]
@@ -67,8 +66,6 @@ class ValidateSpec:
                 out += [StrategySpec(s, bucket_mb=b) for b in self.bucket_mb]
             else:
                 out.append(StrategySpec(s))
-        for s, caps in self.extra_configs:
-            out.append(StrategySpec(s, bucket_cap_mb_list=caps))
         return out
 
 

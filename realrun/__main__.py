@@ -14,7 +14,6 @@ failed run.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Sequence
 

@@ -18,6 +18,10 @@ Two families:
 
 ``p`` not a power of two: recursive algorithms use ``ceil(lg p)`` rounds (the
 extra fold-in step of MPICH's non-power-of-two variant is not modelled).
+
+The two-level (intra-node, inter-node) composition is ``CostModel`` in
+``simulator.network``: an all-reduce inside the node, then one across nodes of
+the ``1/g`` shard, each level taking its cheapest algorithm for the size.
 """
 
 from __future__ import annotations
@@ -83,11 +87,6 @@ def double_tree_allreduce_time_s(
     return 2 * k * alpha_s + 2 * msg_bytes * beta_s_per_byte + msg_bytes * gamma_s_per_byte
 
 
-def binomial_broadcast_time_s(msg_bytes: float, p: int, alpha_s: float, beta_s_per_byte: float) -> float:
-    """Binomial-tree broadcast: ``lg p (a + nb)``."""
-    return _lg(p) * (alpha_s + msg_bytes * beta_s_per_byte)
-
-
 ALLREDUCE = {
     "ring": ring_allreduce_time_s,
     "recursive_doubling": recursive_doubling_allreduce_time_s,
@@ -119,30 +118,6 @@ def linear_params_from_abg(
     t1 = allreduce_time_s(algorithm, 1.0, p, alpha_s, beta_s_per_byte, gamma_s_per_byte)
     slope = t1 - t0
     return t0, (1.0 / slope if slope > 0 else math.inf)
-
-
-def two_level_allreduce_time_s(
-    msg_bytes: float,
-    gpus_per_node: int,
-    nodes: int,
-    intra: tuple[str, float, float, float],
-    inter: tuple[str, float, float, float],
-) -> float:
-    """Hierarchical all-reduce: reduce-scatter inside a node, all-reduce of the
-    ``1/g`` shard across nodes (one rank per node per shard, all shards in
-    parallel on separate NICs), all-gather inside the node.
-
-    ``intra``/``inter`` are ``(algorithm, alpha_s, beta_s_per_byte, gamma_s_per_byte)``.
-    The intra-node reduce-scatter + all-gather pair costs what one intra-node
-    all-reduce of ``msg_bytes`` costs (ring: the two halves of the ring).
-    """
-    g, m = gpus_per_node, nodes
-    t = 0.0
-    if g > 1:
-        t += allreduce_time_s(intra[0], msg_bytes, g, *intra[1:])
-    if m > 1:
-        t += allreduce_time_s(inter[0], msg_bytes / g, m, *inter[1:])
-    return t
 
 
 def busbw_factor_allreduce(p: int) -> float:

@@ -44,7 +44,6 @@ assumed to reach; an assumption, not a measurement) and a ``source`` per value.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass, field
