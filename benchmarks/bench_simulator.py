@@ -34,7 +34,7 @@ def summary(xs: list[float]) -> dict:
 
 
 def wall(argv: list[str], repeats: int) -> tuple[dict, dict]:
-    exe = [sys.executable, "-m", "calibration.cli"]
+    exe = [sys.executable, "-m", "ddpsim"]
     subprocess.run(exe + argv, check=True, capture_output=True, cwd=ROOT)  # warm the file cache
     times, last = [], None
     for _ in range(repeats):
@@ -82,7 +82,7 @@ def main() -> None:
            "predict_cmd": "ddpsim " + " ".join(PREDICT), "predict_wall_s": pred_t, "scaling": sc}
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(res, indent=1))
-    print(f"| command | runs | median s | p10 s | p90 s |\n|---|---|---|---|---|")
+    print("| command | runs | median s | p10 s | p90 s |\n|---|---|---|---|---|")
     print(f"| `{res['sweep_cmd']}` ({res['sweep_points']} sizes) | {a.repeats} | {sweep_t['median']:.3f} | {sweep_t['p10']:.3f} | {sweep_t['p90']:.3f} |")
     print(f"| `{res['predict_cmd']}` | {a.repeats} | {pred_t['median']:.3f} | {pred_t['p10']:.3f} | {pred_t['p90']:.3f} |")
     print("\n| params | buckets | predict median ms | p90 ms | engine events | events/s |\n|---|---|---|---|---|---|")

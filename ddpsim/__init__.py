@@ -69,7 +69,7 @@ def predict(
 
 
 def tune(*args: Any, **kwargs: Any) -> Any:
-    """Recommend a bucket size for a torch module on this machine (see ``calibration.tune.tune``)."""
-    from calibration.tune import tune as _tune
+    """Recommend a bucket size for a torch module on this machine (see ``ddpsim.tuner.tune``)."""
+    from .tuner import tune as _tune
 
     return _tune(*args, **kwargs)

@@ -96,8 +96,9 @@ def _step_task(
     if device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
     model = w.build().to(device)
+    net: Any
     if strategy == "compute":
-        net: Any = model
+        net = model
         opt = make_optimizer("naive", model, optimizer)
     else:
         net = make_ddp(strategy, model, bucket_mb, bucket_cap_mb_list)
@@ -111,7 +112,7 @@ def _step_task(
     loss_of = w.loss
     perf = time.perf_counter
 
-    def one_step(batch: Any) -> None:
+    def one_step(batch: Any, net: Any = net, opt: Any = opt) -> None:
         if start_sync is not None:
             start_sync()
         loss = loss_of(net, batch)
@@ -148,7 +149,7 @@ def _step_task(
         out["trace_file"] = str(path)
     if ctx.rank == 0:
         out["env"] = environment(ctx.backend, ctx.world_size, device=device, loadavg=_loadavg())
-    del net, opt, model, batches
+    del net, opt, model, batches, one_step
     gc.collect()  # hooks make reference cycles: free this model before the next configuration
     return out
 

@@ -197,3 +197,14 @@ class EmulatedNetwork:
             if threading.current_thread() is threading.main_thread():
                 signal.signal(signum, handler)
         self._old_handlers.clear()
+
+
+def netns_skip_reason(link_mbit: float | None) -> str | None:
+    """Why emulated links of ``link_mbit`` cannot be made here (None: no link asked, or they can)."""
+    if link_mbit is None:
+        return None
+    try:
+        require_netns()
+    except NetnsUnavailable as e:
+        return str(e)
+    return None

@@ -118,14 +118,14 @@ def test_records_taken_before_a_failure_are_kept(tmp_path):
 
 
 def test_importing_the_cli_does_not_import_torch():
-    code = "import sys, realrun.cli, realrun.launch, realrun.bench_allreduce; print('torch' in sys.modules)"
+    code = "import sys, ddpsim.run_commands, realrun.launch, realrun.bench_allreduce; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert out.stdout.strip() == "False", out.stderr
 
 
 # ---------------------------------------------------------------- the command
 def _main(argv):
-    from realrun.cli import add_commands
+    from ddpsim.run_commands import add_commands
 
     class P(argparse.ArgumentParser):
         def error(self, message):
@@ -149,7 +149,7 @@ def _main(argv):
     ],
 )
 def test_bad_input_exits_2_with_one_line(argv, message, capsys):
-    from calibration.cli import main
+    from ddpsim.cli import main
 
     assert main(["bench-allreduce", *argv]) == 2
     err = capsys.readouterr().err
@@ -183,10 +183,10 @@ def test_bench_end_to_end_writes_records_table_and_plot(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_python_m_realrun_under_torchrun(tmp_path):
+def test_python_m_ddpsim_under_torchrun(tmp_path):
     out = tmp_path / "tr.jsonl"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-           "-m", "realrun", "bench-allreduce", "--sizes", "4K", "--iters", "3", "--warmup", "1", "--json",
+           "-m", "ddpsim", "bench-allreduce", "--sizes", "4K", "--iters", "3", "--warmup", "1", "--json",
            "--out", str(out)]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from calibration.cli import main as ddpsim  # noqa: E402
+from ddpsim.cli import main as ddpsim  # noqa: E402
 from realrun.bench_ddp import combine_records, format_scaling, format_table, measure_compute, measure_ddp  # noqa: E402
 from realrun.launch import RankPool  # noqa: E402
 from realrun.profile_grads import profile_grads  # noqa: E402
@@ -151,7 +151,7 @@ def test_bench_ddp_under_torchrun(tmp_path):
     import sys
 
     out = tmp_path / "tr.jsonl"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "realrun",
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "ddpsim",
            "bench-ddp", "--model", TINY_GPT, "--strategy", "bucketed", "--bucket-mb", "1", "--steps", "2",
            "--warmup", "1", "--json", "--out", str(out)]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=180)

@@ -27,7 +27,7 @@ import calibration.calibrate as calibrate_mod  # noqa: E402
 import realrun.bench_ddp as bench_ddp  # noqa: E402
 import realrun.netns as netns  # noqa: E402
 from calibration.calibrate import CalibrateSpec, calibrate_on_pool, fit_probe, open_pool  # noqa: E402
-from calibration.cli import main as ddpsim  # noqa: E402
+from ddpsim.cli import main as ddpsim  # noqa: E402
 from calibration.fit import fit_linear  # noqa: E402
 from calibration.params import PARAMS_SCHEMA, Params  # noqa: E402
 from calibration.validate import (  # noqa: E402
@@ -371,7 +371,7 @@ def test_validation_keeps_rounds_measured_before_a_failure(calibrated, tmp_path,
 
 # ---- the CLI contract (one subprocess each: starting ranks costs seconds) -------------
 def _ddpsim_json(args: list[str], cwd: Path) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "calibration.cli", *args, "--json", "--quiet"], cwd=cwd,
+    proc = subprocess.run([sys.executable, "-m", "ddpsim", *args, "--json", "--quiet"], cwd=cwd,
                           capture_output=True, text=True, timeout=240)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from calibration.cli import main
+from ddpsim.cli import main
 
 
 def run_cli(capsys, *argv):
@@ -104,7 +104,7 @@ def test_malformed_profile_json(capsys, tmp_path):
 
 def test_predict_subprocess_never_imports_torch():
     code = (
-        "import sys; from calibration.cli import main; rc = main(['predict', '--json']);"
+        "import sys; from ddpsim.cli import main; rc = main(['predict', '--json']);"
         "assert 'torch' not in sys.modules, 'torch imported';"
         "assert 'scipy' not in sys.modules, 'scipy imported (start-up time)'; sys.exit(rc)"
     )

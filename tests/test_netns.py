@@ -34,7 +34,7 @@ def test_arguments_checked_without_touching_the_system():
 
 
 def test_without_root_the_command_is_skipped(monkeypatch, capsys):
-    from calibration.cli import main
+    from ddpsim.cli import main
 
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(netns.NetnsUnavailable, match="root"):

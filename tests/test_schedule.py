@@ -1,6 +1,5 @@
 """Non-uniform bucket schedules: the DP is optimal on a serial channel, and the caps reproduce its buckets."""
 
-import itertools
 
 import pytest
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-import calibration.tune_cli as tune_cli
-from calibration.cli import main as ddpsim
+
+from ddpsim.cli import main as ddpsim
 from calibration.fit import LinearFit
 from calibration.params import Params
-from calibration.tune import DEFAULT_BUCKET_MB, TuneResult, recommend, round_sig
+from ddpsim.tuner import DEFAULT_BUCKET_MB, TuneResult, recommend, round_sig
 from simulator import zoo
 from simulator.buckets import ddp_buckets
 from simulator.network import CostModel, load_network
@@ -287,7 +287,7 @@ def test_tune_verify_on_a_model_from_a_test_file(tmp_path):
     params_path = params.save(tmp_path / "params.json")
     out = tmp_path / "tune"
     proc = subprocess.run(
-        [sys.executable, "-m", "calibration.cli", "tune", "--model", "tests/data/tune_model.py:build",
+        [sys.executable, "-m", "ddpsim", "tune", "--model", "tests/data/tune_model.py:build",
          "--params", str(params_path), "--verify", "--steps", "3", "--warmup", "1", "--out-dir", str(out),
          "--json", "--quiet"],
         cwd=ROOT, capture_output=True, text=True, timeout=300,

@@ -9,10 +9,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .jsonio import read_json
-from .network import CostModel, NetworkSpec, list_networks, load_network
-from .profile import GradProfile
-from .strategies import STRATEGIES, StrategySpec
+from simulator.jsonio import read_json
+from simulator.network import CostModel, NetworkSpec, list_networks, load_network
+from simulator.profile import GradProfile
+from simulator.strategies import STRATEGIES, StrategySpec
 
 MIB = 1024 * 1024
 DEFAULT_NETWORK = "nccl-h100-ib"
@@ -111,7 +111,7 @@ def resolve_profile(args: argparse.Namespace, params: dict[str, Any] | None = No
         prof = GradProfile.load(model)
         measured = True
     else:
-        from . import zoo
+        from simulator import zoo
 
         spec = zoo.load_model_spec(model or "gpt2-small")
         device = zoo.load_device(args.device or spec.defaults.get("device") or zoo.DEFAULT_DEVICE)
@@ -211,7 +211,7 @@ def print_prediction(res: Any, prof: GradProfile, out: Any = None) -> None:
 
 # ---- commands ---------------------------------------------------------------------
 def cmd_predict(args: argparse.Namespace) -> int:
-    from .predict import predict
+    from simulator.predict import predict
 
     prof, cost, p = _resolve_all(args)
     spec = resolve_strategy(args)
@@ -223,7 +223,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if spec.name in ("torch-ddp", "sharded") and not spec.first_step and not spec.bucket_cap_mb_list:
         first = predict(prof, cost, replace(spec, first_step=True), p, ranks=args.ranks, jitter_sigma=args.jitter, repeats=args.repeats, seed=args.seed)
     if args.trace:
-        from .trace import write_chrome_trace
+        from simulator.trace import write_chrome_trace
 
         write_chrome_trace(args.trace, res.events, {"model": prof.model, "strategy": spec.to_dict(), "world_size": p})
     if args.json:
@@ -242,7 +242,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from .sweep import default_grid_mb, log_grid_mb, sweep
+    from simulator.sweep import default_grid_mb, log_grid_mb, sweep
 
     prof, cost, p = _resolve_all(args)
     spec = resolve_strategy(args)
@@ -260,7 +260,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         grid = default_grid_mb(prof, args.points)
     res = sweep(prof, cost, replace(spec, bucket_mb=grid[0]), p, grid, ranks=args.ranks, jitter_sigma=args.jitter, repeats=args.repeats, seed=args.seed)
     if args.plot:
-        from .sweep_plot import plot_sweep
+        from simulator.sweep_plot import plot_sweep
 
         plot_sweep(res.to_dict(), args.plot)
     if args.json:
@@ -288,7 +288,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from . import zoo
+    from simulator import zoo
 
     print("models:")
     for name in zoo.list_models():

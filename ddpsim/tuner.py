@@ -228,7 +228,7 @@ def resolve_network(network: str | CostModel | None, params_path: str | None = N
     if isinstance(network, CostModel):
         return network
     if params_path is not None:
-        from .params import Params
+        from calibration.params import Params
 
         return Params.load(params_path).cost_model()
     return CostModel.from_network(load_network(network or "gloo-loopback"))

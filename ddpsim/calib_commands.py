@@ -11,7 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from simulator.cli import float_list, positive_float, positive_int
+from realrun.netns import netns_skip_reason
+
+from .sim_commands import float_list, positive_float, positive_int
 from simulator.strategies import STRATEGIES
 
 
@@ -43,19 +45,6 @@ def _strategies(text: str) -> tuple[str, ...]:
     return out
 
 
-def _netns_skip(link: float | None) -> str | None:
-    """A reason to skip when emulated links are asked for but cannot be made here."""
-    if link is None:
-        return None
-    from realrun.netns import NetnsUnavailable, require_netns
-
-    try:
-        require_netns()
-    except NetnsUnavailable as e:
-        return str(e)
-    return None
-
-
 def _print_json(obj: Any) -> None:
     json.dump(obj, sys.stdout, indent=1)
     sys.stdout.write("\n")
@@ -65,7 +54,7 @@ def _runnable_links(links: list[float | None], command: str) -> tuple[list[float
     """The links that can run here, and the skipped ones with the reason (each said on stderr)."""
     runnable, skipped = [], []
     for link in links:
-        reason = _netns_skip(link)
+        reason = netns_skip_reason(link)
         if reason:
             print(f"ddpsim {command}: skipped {link:g} Mbit/s: {reason}", file=sys.stderr)
             skipped.append({"link_mbit": link, "reason": reason})
@@ -83,7 +72,7 @@ def _out_path(base: str, link: float | None, multi: bool) -> str:
 
 # ---- calibrate ----------------------------------------------------------------------
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from .calibrate import CalibrateSpec, calibrate
+    from calibration.calibrate import CalibrateSpec, calibrate
 
     links = args.link_mbit or [None]
     results = []
@@ -126,9 +115,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 # ---- validate -----------------------------------------------------------------------
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .calibrate import CalibrateSpec, Progress, calibrate_on_pool, open_pool
-    from .params import Params
-    from .validate import ValidateSpec, check_profile_matches, format_validation, save_validation, validate_on_pool
+    from calibration.calibrate import CalibrateSpec, Progress, calibrate_on_pool, open_pool
+    from calibration.params import Params
+    from calibration.validate import ValidateSpec, check_profile_matches, format_validation, save_validation, validate_on_pool
 
     links = args.link_mbit or [None]
     spec = ValidateSpec(
@@ -174,7 +163,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _validation_plots(res: dict[str, Any], out_dir: Path, link: float | None) -> list[str]:
-    from .plots import plot_bucket_sweep, plot_pred_vs_measured
+    from calibration.plots import plot_bucket_sweep, plot_pred_vs_measured
 
     tag = f"-{link:g}mbit" if link else ""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -188,13 +177,13 @@ def _validation_plots(res: dict[str, Any], out_dir: Path, link: float | None) ->
 # ---- plot ---------------------------------------------------------------------------
 def cmd_plot(args: argparse.Namespace) -> int:
     """Plots from result files only (never re-runs anything)."""
-    from .plots import plot_allreduce, plot_bucket_sweep, plot_pred_vs_measured, plot_scaling
+    from calibration.plots import plot_allreduce, plot_bucket_sweep, plot_pred_vs_measured, plot_scaling
 
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     if args.allreduce:
-        from .fit import fit_linear
+        from calibration.fit import fit_linear
         from realrun.records import read_records
 
         recs = read_records(args.allreduce)  # every kind: the fit says what it found when none is an all-reduce
@@ -268,7 +257,7 @@ def add_commands(sub: Any) -> None:
     p.set_defaults(func=cmd_plot)
 
     try:
-        from .tune_cli import add_tune_command
+        from .tune_command import add_tune_command
     except ImportError:
         return
     add_tune_command(sub, positive_float=positive_float)

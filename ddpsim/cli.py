@@ -1,10 +1,12 @@
-"""The ``ddpsim`` command line: each floor registers its own subcommands here.
+"""The ``ddpsim`` command line: every command family registers its subcommands here.
 
-``simulator.cli`` (predict, sweep) never imports torch; ``realrun.cli`` and this
-floor import torch only inside the handlers that run ranks, so ``ddpsim
-predict`` answers without paying torch's import time.
+``sim_commands`` (predict, sweep, models) never imports torch; ``run_commands``,
+``ddp_commands``, ``calib_commands`` and ``tune_command`` import torch only
+inside the handlers that run ranks, so ``ddpsim predict`` answers without
+paying torch's import time. ``python -m ddpsim`` is the same entry (also as
+``torchrun -m ddpsim ...`` for multi-node runs).
 
-Errors (``realrun.errors.run_handler``, shared with ``python -m realrun``): a
+Errors (``realrun.errors.run_handler``): a
 ``ValueError`` (bad input) prints one line on stderr and exits 2; a
 ``RunFailure`` (a rank crashed, hung or timed out) prints one line and exits
 1; Ctrl-C exits 130. No traceback reaches the user unless ``DDPSIM_DEBUG=1``.
@@ -29,21 +31,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    from simulator import cli as sim_cli
+    from . import calib_commands, run_commands, sim_commands
 
-    sim_cli.add_commands(sub)
-    try:
-        from realrun import cli as run_cli
-    except ImportError:  # realrun floor not present
-        run_cli = None
-    if run_cli is not None:
-        run_cli.add_commands(sub)
-    try:
-        from calibration import commands as cal_cmds
-    except ImportError:
-        cal_cmds = None
-    if cal_cmds is not None:
-        cal_cmds.add_commands(sub)
+    # Everything ships in one distribution: a failing import here is a bug to see, not to hide.
+    sim_commands.add_commands(sub)
+    run_commands.add_commands(sub)
+    calib_commands.add_commands(sub)
     return parser
 
 

@@ -1,6 +1,6 @@
 """``ddpsim check``, ``ddpsim profile`` and ``ddpsim bench-ddp``: arguments and handlers.
 
-Registered in ``realrun.cli``. No torch at import time: handlers import the
+Registered in ``ddpsim.run_commands``. No torch at import time: handlers import the
 modules that run ranks.
 """
 
@@ -99,7 +99,7 @@ def _under_torchrun(args: Any, body: Any) -> int | None:
     """Run ``body(pool, lead)`` on every torchrun rank (``lead``: rank 0, which prints and writes); None if not under torchrun."""
     import os
 
-    from .launch import run_under_torchrun, torchrun_env_present
+    from realrun.launch import run_under_torchrun, torchrun_env_present
 
     if not torchrun_env_present():
         return None
@@ -117,7 +117,7 @@ def _torchrun_task(ctx: Any, body: Any) -> int:
 
 
 def _workload(spec: str) -> Any:
-    from .workloads import load_workload
+    from realrun.workloads import load_workload
 
     return load_workload(spec)
 
@@ -142,8 +142,8 @@ def add_check_arguments(p: Any) -> None:
 
 
 def check_main(args: Any) -> int:
-    from .check import format_results, run_checks
-    from .launch import RankPool
+    from realrun.check import format_results, run_checks
+    from realrun.launch import RankPool
 
     strategies = parse_strategies(args.strategy)
     _check_positive("--world-size", args.world_size, 2)
@@ -182,8 +182,8 @@ def add_profile_arguments(p: Any) -> None:
 
 
 def profile_main(args: Any) -> int:
-    from .launch import RankPool
-    from .profile_grads import profile_grads
+    from realrun.launch import RankPool
+    from realrun.profile_grads import profile_grads
 
     _check_positive("--world-size", args.world_size)
     _check_positive("--steps", args.steps)
@@ -207,7 +207,7 @@ def profile_main(args: Any) -> int:
 
 
 def _report_profile(prof: Any, args: Any) -> int:
-    from .records import RecordWriter, make_record
+    from realrun.records import RecordWriter, make_record
 
     if args.out is not None:
         prof.save(args.out)
@@ -265,7 +265,7 @@ def bench_configs(
     strategies: Sequence[str], bucket_mbs: Sequence[float | None], cap_list: Sequence[float] | None
 ) -> list[tuple[str, float | None, list[float] | None]]:
     """(strategy, bucket_mb, bucket_cap_mb_list) per configuration, in the order they run."""
-    from .ddp import BUCKET_STRATEGIES
+    from realrun.ddp import BUCKET_STRATEGIES
 
     out: list[tuple[str, float | None, list[float] | None]] = []
     for s in strategies:
@@ -286,9 +286,9 @@ def bench_configs(
 def bench_main(args: Any) -> int:
     from contextlib import nullcontext
 
-    from .bench_ddp import measure_compute, measure_ddp
-    from .launch import RankPool
-    from .records import RecordWriter
+    from realrun.bench_ddp import measure_compute, measure_ddp
+    from realrun.launch import RankPool
+    from realrun.records import RecordWriter
 
     strategies = parse_strategies(args.strategy)
     world_sizes = parse_world_sizes(args.world_size) if args.world_size is not None else [2]
@@ -300,7 +300,7 @@ def bench_main(args: Any) -> int:
     w = _workload(args.model)
     bs = args.batch_size or w.default_batch_size
     if args.link_mbit is not None:
-        from .netns import NetnsUnavailable, require_netns
+        from realrun.netns import NetnsUnavailable, require_netns
 
         try:
             require_netns()
@@ -340,7 +340,7 @@ def bench_main(args: Any) -> int:
         for p in world_sizes:
             net: Any = nullcontext()
             if args.link_mbit is not None and p > 1:
-                from .netns import EmulatedNetwork
+                from realrun.netns import EmulatedNetwork
 
                 net = EmulatedNetwork(p, args.link_mbit)
             with net as n:
@@ -351,7 +351,7 @@ def bench_main(args: Any) -> int:
 
 
 def _report_bench(records: list[dict[str, Any]], args: Any, world_sizes: Sequence[int]) -> int:
-    from .bench_ddp import combine_records, format_scaling, format_table
+    from realrun.bench_ddp import combine_records, format_scaling, format_table
 
     combined = combine_records(records)
     if args.json:
@@ -366,7 +366,7 @@ def _report_bench(records: list[dict[str, Any]], args: Any, world_sizes: Sequenc
     return 0
 
 
-# ---- registration (called from realrun.cli) -------------------------------------------
+# ---- registration (called from ddpsim.run_commands) -------------------------------------------
 
 
 def register_check(sub: Any) -> None:

@@ -26,12 +26,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from simulator.cli import float_list, nonneg_float, positive_int
+from .sim_commands import float_list, nonneg_float, positive_int
 from simulator.network import CostModel, load_network
 from simulator.profile import GradProfile
 from simulator.strategies import StrategySpec
 
-from .tune import TuneResult, format_tune, recommend, with_files
+from .tuner import TuneResult, format_tune, recommend, with_files
 
 # calibration.calibrate (scipy) and realrun (torch) are imported inside the handlers:
 # `ddpsim predict` builds this parser and must stay fast.
@@ -73,7 +73,7 @@ def _verify(pool: Any, args: argparse.Namespace, res: TuneResult, prof: GradProf
     from realrun.stats import summarize
     from simulator.predict import predict
 
-    from .validate import measure_beside_compute
+    from calibration.validate import measure_beside_compute
 
     bs = prof.samples_per_step
     settings: list[tuple[str, StrategySpec]] = [
@@ -162,14 +162,14 @@ def _report_md(res: TuneResult) -> str:
 def cmd_tune(args: argparse.Namespace) -> int:
     from realrun.workloads import load_workload
 
-    from .calibrate import CalibrateSpec, Progress, calibrate_on_pool, open_pool
+    from calibration.calibrate import CalibrateSpec, Progress, calibrate_on_pool, open_pool
 
     say = Progress(not args.quiet, prefix="tune")
     notes: list[str] = []
     if args.link_mbit is not None:
-        from .commands import _netns_skip
+        from realrun.netns import netns_skip_reason
 
-        reason = _netns_skip(args.link_mbit)
+        reason = netns_skip_reason(args.link_mbit)
         if reason:
             raise ValueError(f"--link-mbit: {reason}")
     if args.profile is None:
@@ -195,7 +195,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             if prof is None:
                 prof = params.profile()
         elif args.params:
-            from .params import Params
+            from calibration.params import Params
 
             cost = Params.load(args.params).cost_model()
         else:
