@@ -138,6 +138,21 @@ class Params:
             broadcast_w_bytes_per_s=self.broadcast.w_bytes_per_s if self.broadcast is not None else None,
         )
 
+    def uncertainty(self, profile: GradProfile | None = None, compute: bool = True):
+        """What the prediction inherits: the o and w fit's 95 % intervals and (``compute``) the measured
+        step-to-step compute times of ``profile`` (default: the embedded profile)."""
+        from simulator.interval import Uncertainty, measured_backward_s
+
+        prof = profile
+        if prof is None and self.compute_profile is not None:
+            prof = GradProfile.from_dict(self.compute_profile)
+        return Uncertainty.from_fit(
+            self.linear.o_ci_s,
+            self.linear.w_ci_bytes_per_s,
+            self.linear.w_bytes_per_s,
+            measured_backward_s(prof) if prof is not None and compute else (),
+        )
+
     def hook_s_per_param(self) -> float:
         """One Python gradient hook's cost: the profile's hooked minus hook-free backward, per gradient."""
         prof = self.compute_profile or {}

@@ -186,18 +186,20 @@ def cmd_tune(args: argparse.Namespace) -> int:
     def plan(pool: Any | None) -> int:
         prof: GradProfile | None = GradProfile.load(args.profile) if args.profile else None
         cost: CostModel | None = None
+        fitted = None  # the calibration the cost model came from, if any: its fit's intervals feed the prediction's
         if need_cal:
             say(f"calibrating the network on {run_world} local ranks" + (f" over {args.link_mbit:g} Mbit/s links" if args.link_mbit else ""))
             params = calibrate_on_pool(pool, CalibrateSpec(model=args.model, world_size=run_world, batch_size=bs,
                                                             link_mbit=args.link_mbit, records=str(out_dir / "calibration.jsonl")), say)
             params.save(out_dir / "params.json")
-            cost = params.cost_model()
+            cost, fitted = params.cost_model(), params
             if prof is None:
                 prof = params.profile()
         elif args.params:
             from calibration.params import Params
 
-            cost = Params.load(args.params).cost_model()
+            fitted = Params.load(args.params)
+            cost = fitted.cost_model()
         else:
             cost = CostModel.from_network(load_network(args.network or "gloo-loopback"))
         if args.o_us is not None or args.w_gbps is not None:
@@ -214,7 +216,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
             prof = _target_profile(prof, args.model, args.target_device, prof.samples_per_step)
             notes.append(f"compute scaled to device {args.target_device} from the model's FLOPs (measured ready order kept)")
         say(f"sweeping strategies and bucket sizes for {args.world_size} ranks")
-        res = recommend(prof, cost, args.world_size, notes=notes)
+        from simulator.interval import Uncertainty, measured_backward_s
+
+        compute_steps = () if args.target_device else measured_backward_s(prof)
+        if fitted is not None and args.o_us is None and args.w_gbps is None:
+            unc = fitted.uncertainty(prof, compute=not args.target_device)
+        else:
+            unc = Uncertainty.from_fit(compute_samples_s=compute_steps)
+        res = recommend(prof, cost, args.world_size, notes=notes, uncertainty=unc)
         verify = None
         if args.verify:
             if pool is None or args.world_size != run_world:

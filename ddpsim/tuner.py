@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
+from simulator.interval import Interval, Uncertainty, draw_inputs, interval_of, step_times_over
 from simulator.network import CostModel, load_network
 from simulator.predict import StepResult, predict
 from simulator.profile import GradProfile
@@ -28,6 +29,9 @@ TUNE_SCHEMA = "ddpsim.tune/1"
 DEFAULT_BUCKET_MB = 25
 MIB = 1024 * 1024
 TUNE_STRATEGIES = ("torch-ddp", "bucketed", "sharded", "individual", "flat", "naive")
+NEAR_BEST_PCT = 1.0  # a cap whose predicted step is within this of the best is "near-best"
+# Round caps a user would write: powers of two from 1/64 MiB to 16 GiB.
+ROUND_CAPS_MB = tuple(2.0**k for k in range(-6, 15))
 
 
 def round_sig(x: float, sig: int = 3) -> float:
@@ -83,6 +87,13 @@ class TuneResult:
     strategies: tuple[Mapping[str, Any], ...]
     sweep: SweepResult
     notes: tuple[str, ...] = ()
+    exact_best_bucket_mb: float | None = None
+    keep_default: bool = False
+    advice: str = ""
+    noise_pct: float = 0.0
+    interval: Interval | None = None
+    default_interval: Interval | None = None
+    gain_p10_p90_pct: tuple[float, float] | None = None
     default_bucket_mb: int = DEFAULT_BUCKET_MB
     files: Mapping[str, str] = field(default_factory=dict)
     verify: Mapping[str, Any] | None = None
@@ -106,6 +117,13 @@ class TuneResult:
             "default_step_time_s": self.default_step_time_s,
             "default_overhead_s": self.default_overhead_s,
             "gain_vs_default_pct": self.gain_vs_default_pct,
+            "gain_p10_p90_pct": list(self.gain_p10_p90_pct) if self.gain_p10_p90_pct else None,
+            "keep_default": self.keep_default,
+            "advice": self.advice,
+            "noise_pct": self.noise_pct,
+            "exact_best_bucket_mb": self.exact_best_bucket_mb,
+            "interval": self.interval.to_dict() if self.interval else None,
+            "default_interval": self.default_interval.to_dict() if self.default_interval else None,
             "near_best_range_mb": list(self.near_best_range_mb),
             "recommended_bucket_mb_list": list(self.recommended_bucket_mb_list) if self.recommended_bucket_mb_list else None,
             "list_step_time_s": self.list_step_time_s,
@@ -131,6 +149,8 @@ def recommend(
     points: int = 48,
     list_min_gain_pct: float = 1.0,
     notes: Sequence[str] = (),
+    uncertainty: Uncertainty | None = None,
+    interval_draws: int = 32,
     **predict_kw: Any,
 ) -> TuneResult:
     """Sweep strategies and bucket sizes in the event model; recommend ``bucket_cap_mb`` (and a list)."""
@@ -138,12 +158,35 @@ def recommend(
     if DEFAULT_BUCKET_MB not in grid and grid[0] < DEFAULT_BUCKET_MB < grid[-1]:
         grid = sorted(grid + [float(DEFAULT_BUCKET_MB)])
     ddp = sweep(profile, cost, StrategySpec("torch-ddp", bucket_mb=grid[0]), world_size, grid, **predict_kw)
-    best_mb = round_sig(ddp.best_bucket_mb)
-    rec = predict(profile, cost, StrategySpec("torch-ddp", bucket_mb=best_mb), world_size, **predict_kw)
-    if rec.step_time_s > ddp.best.step_time_s * (1 + 1e-9):  # rounding moved a bucket boundary: keep the exact size
-        best_mb, rec = ddp.best_bucket_mb, ddp.best
+    best_mb, rec = _round_recommendation(profile, cost, world_size, ddp, grid, **predict_kw)
     default = predict(profile, cost, StrategySpec("torch-ddp"), world_size, **predict_kw)
-    near = [mb for mb, r in zip(ddp.bucket_mb, ddp.rows) if r.step_time_s <= ddp.best.step_time_s * 1.01]
+    band = ddp.best.step_time_s * (1 + NEAR_BEST_PCT / 100)
+    near = [mb for mb, r in zip(ddp.bucket_mb, ddp.rows) if r.step_time_s <= band]
+
+    unc = uncertainty or Uncertainty()
+    interval = default_interval = gain_band = None
+    if unc.sources:  # the same draws for both settings: the gain is compared pair by pair
+        draws = draw_inputs(profile, cost, unc, interval_draws, seed=0)
+        t_rec = step_times_over(draws, StrategySpec("torch-ddp", bucket_mb=best_mb), world_size, **predict_kw)
+        t_def = step_times_over(draws, StrategySpec("torch-ddp"), world_size, **predict_kw)
+        interval, default_interval = interval_of(t_rec, unc), interval_of(t_def, unc)
+        gains = [(d - r) / d * 100.0 for r, d in zip(t_rec, t_def)]
+        gain_band = (float(_pct(gains, 10)), float(_pct(gains, 90)))
+    gain_pct = (default.step_time_s - rec.step_time_s) / default.step_time_s * 100.0
+    noise_pct = unc.compute_spread_pct
+    if default.step_time_s <= band:
+        keep, advice = True, f"torch's default is within {NEAR_BEST_PCT:g}% of the best predicted step"
+    elif gain_band is not None and gain_band[0] <= 0:
+        keep, advice = True, (
+            f"the predicted gain ({gain_pct:+.1f}%) is not sure: over the measured errors it ranges "
+            f"{gain_band[0]:+.1f}% to {gain_band[1]:+.1f}%"
+        )
+    elif gain_pct < noise_pct:
+        keep, advice = True, (
+            f"the predicted gain ({gain_pct:+.1f}%) is within the measured step-to-step noise (+-{noise_pct:.1f}%)"
+        )
+    else:
+        keep, advice = False, f"predicted {gain_pct:+.1f}% faster than the default"
 
     from simulator.buckets import ddp_buckets
 
@@ -181,7 +224,43 @@ def recommend(
         strategies=tuple(rows),
         sweep=ddp,
         notes=tuple(notes),
+        exact_best_bucket_mb=ddp.best_bucket_mb,
+        keep_default=keep,
+        advice=advice,
+        noise_pct=noise_pct,
+        interval=interval,
+        default_interval=default_interval,
+        gain_p10_p90_pct=gain_band,
     )
+
+
+def _pct(xs: Sequence[float], q: float) -> float:
+    import numpy as np
+
+    return float(np.percentile(xs, q))
+
+
+def _round_recommendation(
+    profile: GradProfile, cost: CostModel, world_size: int, ddp: SweepResult, grid: Sequence[float], **predict_kw: Any
+) -> tuple[float, StepResult]:
+    """A cap a person would write, inside the near-best band: the fastest power of two there (the larger on
+    a tie: fewer calls); else the best rounded to 2 significant digits if that stays in the band; else the exact best."""
+    band = ddp.best.step_time_s * (1 + NEAR_BEST_PCT / 100)
+    in_band: list[tuple[float, float, StepResult]] = []
+    for mb in ROUND_CAPS_MB:
+        if not grid[0] <= mb <= grid[-1]:
+            continue
+        r = predict(profile, cost, StrategySpec("torch-ddp", bucket_mb=mb), world_size, **predict_kw)
+        if r.step_time_s <= band:
+            in_band.append((r.step_time_s, -mb, r))
+    if in_band:
+        t, neg_mb, r = min(in_band, key=lambda x: (x[0] * (1 - 1e-12), x[1]))
+        return -neg_mb, r
+    mb = round_sig(ddp.best_bucket_mb, 2)
+    r = predict(profile, cost, StrategySpec("torch-ddp", bucket_mb=mb), world_size, **predict_kw)
+    if r.step_time_s <= band:
+        return mb, r
+    return ddp.best_bucket_mb, ddp.best
 
 
 def _strategy_row(name: str, bucket_mb: float | None, r: StepResult) -> dict[str, Any]:
@@ -190,14 +269,35 @@ def _strategy_row(name: str, bucket_mb: float | None, r: StepResult) -> dict[str
 
 
 def format_tune(res: TuneResult) -> str:
-    ms = lambda s: f"{s * 1e3:.3f} ms"  # noqa: E731
-    lines = [
-        f"Recommended: DistributedDataParallel(model, bucket_cap_mb={res.recommended_bucket_mb:g})",
-        f"  predicted step {ms(res.predicted_step_time_s)}, exposed communication {ms(res.predicted_overhead_s)} "
-        f"(compute {ms(res.compute_s)})",
-        f"  default (bucket_cap_mb unset = 25 MiB, 1 MiB first bucket): step {ms(res.default_step_time_s)}, "
-        f"exposed {ms(res.default_overhead_s)} -> {res.gain_vs_default_pct:+.1f}% faster with the recommendation",
-        f"  any cap from {res.near_best_range_mb[0]:.3g} to {res.near_best_range_mb[1]:.3g} MiB is within 1% of the best",
+    def ms(s: float) -> str:
+        return f"{s * 1e3:.2f} ms"
+
+    iv = f" ({res.interval.describe_ms()})" if res.interval is not None and res.interval.sources else ""
+    div = f" ({res.default_interval.describe_ms()})" if res.default_interval is not None and res.default_interval.sources else ""
+    if res.keep_default:
+        head = [
+            "Recommended: keep the default, DistributedDataParallel(model) with bucket_cap_mb unset",
+            f"  why: {res.advice}",
+            f"  default predicts step {ms(res.default_step_time_s)}{div}, exposed {ms(res.default_overhead_s)}",
+            f"  best round cap: bucket_cap_mb={res.recommended_bucket_mb:g} predicts {ms(res.predicted_step_time_s)} "
+            f"({res.gain_vs_default_pct:+.1f}%)",
+        ]
+    else:
+        head = [
+            f"Recommended: DistributedDataParallel(model, bucket_cap_mb={res.recommended_bucket_mb:g})",
+            f"  Hugging Face Trainer: TrainingArguments(ddp_bucket_cap_mb={res.recommended_bucket_mb:g}); "
+            f"Lightning: DDPStrategy(bucket_cap_mb={res.recommended_bucket_mb:g})",
+            f"  predicted step {ms(res.predicted_step_time_s)}{iv}, exposed communication "
+            f"{ms(res.predicted_overhead_s)} (compute {ms(res.compute_s)})",
+            f"  default (bucket_cap_mb unset = 25 MiB, 1 MiB first bucket): step {ms(res.default_step_time_s)}{div}, "
+            f"exposed {ms(res.default_overhead_s)} -> {res.advice}",
+        ]
+    if res.gain_p10_p90_pct is not None:
+        g = res.gain_p10_p90_pct
+        head.append(f"  gain over the measured errors (p10..p90 of paired draws): {g[0]:+.1f}% to {g[1]:+.1f}%")
+    lines = head + [
+        f"  any cap from {res.near_best_range_mb[0]:.3g} to {res.near_best_range_mb[1]:.3g} MiB is within "
+        f"{NEAR_BEST_PCT:g}% of the best (exact best of the sweep: {res.exact_best_bucket_mb or res.recommended_bucket_mb:.3g} MiB)",
     ]
     if res.recommended_bucket_mb_list:
         lines.append(

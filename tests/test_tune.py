@@ -21,7 +21,8 @@ import pytest
 from ddpsim.cli import main as ddpsim
 from calibration.fit import LinearFit
 from calibration.params import Params
-from ddpsim.tuner import DEFAULT_BUCKET_MB, TuneResult, recommend, round_sig
+from ddpsim.tuner import DEFAULT_BUCKET_MB, TuneResult, format_tune, recommend, round_sig
+from simulator.interval import Z95, Uncertainty, step_interval
 from simulator import zoo
 from simulator.buckets import ddp_buckets
 from simulator.network import CostModel, load_network
@@ -102,12 +103,22 @@ def test_recommended_bucket_is_the_sweeps_argmin(case):
     assert sw.best.step_time_s == min(times)
     if sw.bucket_mb[0] < DEFAULT_BUCKET_MB < sw.bucket_mb[-1]:
         assert DEFAULT_BUCKET_MB in sw.bucket_mb  # the default is on the grid, so the answer is never worse
-    # the recommendation is the argmin, rounded to 3 significant digits unless that moves a bucket boundary
-    assert res.recommended_bucket_mb in (round_sig(sw.best_bucket_mb, 3), sw.best_bucket_mb)
-    # and the rounding does not change the predicted step
-    assert res.predicted_step_time_s == pytest.approx(sw.best.step_time_s, rel=1e-9)
+    # the recommendation is a cap a person would write, inside the near-best band: the fastest power of two
+    # there if any, else the best rounded to 2 digits, else the exact best (which the result keeps too)
+    assert res.exact_best_bucket_mb == sw.best_bucket_mb
+    band = sw.best.step_time_s * 1.01
+    assert res.predicted_step_time_s <= band * (1 + 1e-12)
     again = predict(prof, cost, StrategySpec("torch-ddp", bucket_mb=res.recommended_bucket_mb), 2)
     assert again.step_time_s == pytest.approx(res.predicted_step_time_s, rel=1e-12)
+    pow2_in_band = [
+        2.0**k for k in range(-6, 15)
+        if sw.bucket_mb[0] <= 2.0**k <= sw.bucket_mb[-1]
+        and predict(prof, cost, StrategySpec("torch-ddp", bucket_mb=2.0**k), 2).step_time_s <= band
+    ]
+    if pow2_in_band:
+        assert res.recommended_bucket_mb in pow2_in_band
+    else:
+        assert res.recommended_bucket_mb in (round_sig(sw.best_bucket_mb, 2), sw.best_bucket_mb)
     assert res.near_best_range_mb[0] <= sw.best_bucket_mb <= res.near_best_range_mb[1]
 
 
@@ -363,3 +374,55 @@ def test_python_api_tune_on_a_module(tmp_path):
     # the module itself is left untouched: same weights, no gradients
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
     assert all(p.grad is None for p in model.parameters())
+
+
+# ---- recommend(): round caps, "keep the default", intervals -------------------------
+def _stream(n: int = 100) -> GradProfile:
+    """100 tensors of 1 MiB, one ready every 1 ms: small buckets overlap, torch's 25 MiB leaves ~24 ms exposed."""
+    params = tuple(ParamSpec(f"t{i}", MIB // 4, bwd_s=1 * MS) for i in range(n))
+    return GradProfile("stream", params, ready_order=tuple(range(n)))
+
+
+STREAM_COST = CostModel.linear(0.1 * MS, float(1 << 30), 2, channels=1)
+
+
+def test_keep_the_default_when_it_is_inside_the_near_best_band():
+    res = recommend(toy(), COST, 2)  # the default (1 MiB first, then 25) gives the best single-cap plan on the toy
+    assert res.default_step_time_s <= res.sweep.best.step_time_s * 1.01
+    assert res.keep_default and "within 1%" in res.advice
+    assert "keep the default" in format_tune(res)
+
+
+def test_recommends_a_round_cap_when_the_gain_is_clear():
+    res = recommend(_stream(), STREAM_COST, 2)
+    assert not res.keep_default
+    assert res.gain_vs_default_pct > 10
+    assert res.recommended_bucket_mb in [2.0**k for k in range(-6, 15)]
+    assert "Recommended: DistributedDataParallel(model, bucket_cap_mb=" in format_tune(res)
+
+
+def test_a_gain_inside_the_measured_noise_keeps_the_default():
+    clear = recommend(_stream(), STREAM_COST, 2).gain_vs_default_pct
+    # steps measured 0.5x..1.5x of their median: +-40% step-to-step, far above the predicted gain
+    noisy = Uncertainty(compute_rel=(0.5, 0.6, 0.8, 1.0, 1.0, 1.2, 1.4, 1.5))
+    assert noisy.compute_spread_pct > clear
+    res = recommend(_stream(), STREAM_COST, 2, uncertainty=noisy)
+    assert res.keep_default and "noise" in res.advice
+    assert res.interval is not None and res.interval.lo_s < res.predicted_step_time_s < res.interval.hi_s
+
+
+def test_uncertainty_from_a_fit_and_the_interval_it_gives():
+    u = Uncertainty.from_fit((1e-3, 3e-3), (0.5e9, math.inf), 1e9, [0.09, 0.10, 0.11])
+    assert u.o_sd_s == pytest.approx(2e-3 / (2 * Z95))
+    assert u.w_log_sd == pytest.approx(math.log(2) / Z95)  # the lower half of the CI (the upper one is unbounded)
+    assert u.compute_rel == pytest.approx((0.9, 1.0, 1.1))
+    assert Uncertainty.from_fit((math.nan, math.nan), None, None, [0.1]).sources == ()
+    # compute-only draws: the interval lies between the slowest and fastest measured step, both reached
+    only_compute = Uncertainty(compute_rel=(0.9, 1.0, 1.1))
+    spec = StrategySpec("torch-ddp", bucket_mb=1)
+    iv = step_interval(_stream(), STREAM_COST, spec, 2, only_compute, level=0.8, draws=64)
+    fast = predict(_stream().scaled(0.9), STREAM_COST, spec, 2).step_time_s
+    slow = predict(_stream().scaled(1.1), STREAM_COST, spec, 2).step_time_s
+    assert iv.lo_s == pytest.approx(fast, rel=1e-12) and iv.hi_s == pytest.approx(slow, rel=1e-12)
+    point = step_interval(_stream(), STREAM_COST, spec, 2, Uncertainty())
+    assert point.lo_s == point.hi_s and point.sources == ()
