@@ -19,7 +19,7 @@ import json
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from realrun.stats import summarize
 from simulator.predict import predict
@@ -69,10 +69,22 @@ class ValidateSpec:
         return out
 
 
-def predicted_row(profile: GradProfile, params: Params, spec: StrategySpec, world_size: int) -> dict[str, Any]:
-    res = predict(profile, params.cost_model(), spec, world_size)
+def predicted_row(
+    profile: GradProfile, params: Params, spec: StrategySpec, world_size: int, compute_steps_s: Sequence[float] = ()
+) -> dict[str, Any]:
+    """The prediction of one configuration, with its 80 % interval over the fit's errors and the
+    step-to-step spread of ``compute_steps_s`` (the compute-only steps measured beside it)."""
+    from simulator.interval import Uncertainty, step_interval
+
+    cost = params.cost_model()
+    res = predict(profile, cost, spec, world_size)
+    fit = params.uncertainty(compute=False)
+    unc = Uncertainty.from_fit(compute_samples_s=compute_steps_s)
+    unc = Uncertainty(fit.o_sd_s, fit.w_log_sd, unc.compute_rel)
+    iv = step_interval(profile, cost, spec, world_size, unc)
     return {"predicted_step_s": res.step_time_s, "predicted_exposed_s": res.overhead_s, "predicted_compute_s": res.compute_s,
-            "n_buckets": res.n_collectives}
+            "n_buckets": res.n_collectives, "predicted_p10_s": iv.lo_s, "predicted_p90_s": iv.hi_s,
+            "interval_sources": list(iv.sources)}
 
 
 def make_row(spec: StrategySpec, rec: dict[str, Any], pred: dict[str, Any]) -> dict[str, Any]:
@@ -96,7 +108,11 @@ def summarize_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
     if not rows:
         raise ValueError("no configuration was measured")
     errs = [abs(r["error_pct"]) for r in rows]
+    with_iv = [r for r in rows if r.get("interval_sources")]
+    covered = [r for r in with_iv if r["predicted_p10_s"] <= r["measured_median_s"] <= r["predicted_p90_s"]]
     out: dict[str, Any] = {
+        "interval_coverage": len(covered) / len(with_iv) if with_iv else None,
+        "n_with_interval": len(with_iv),
         "median_abs_error_pct": statistics.median(errs),
         "worst_abs_error_pct": max(errs),
         "n_configs": len(rows),
@@ -227,7 +243,7 @@ def validate_on_pool(
             rec = {"median_s": meas.median_s, "p10_s": meas.p10_s, "p90_s": meas.p90_s,
                    "compute_median_s": comp.median_s, "exposed_comm_s": meas.median_s - comp.median_s,
                    "link_mbit": link_mbit}  # fmt: skip
-            row = make_row(cfg, rec, predicted_row(prof.scaled(scale) if scale != 1.0 else prof, params, cfg, p))
+            row = make_row(cfg, rec, predicted_row(prof.scaled(scale) if scale != 1.0 else prof, params, cfg, p, compute[k]))
             row["compute_scale"] = scale
             rows.append(row)
             writer.write(make_record("validation_row", env, model=spec.model, step_times_s=times[k],
@@ -280,6 +296,11 @@ def format_validation(res: dict[str, Any]) -> str:
         f"step-time error: median {res['median_abs_error_pct']:.2f}%, worst {res['worst_abs_error_pct']:.2f}% "
         f"over {res['n_configs']} configurations"
     )
+    if res.get("interval_coverage") is not None:
+        lines.append(
+            f"interval coverage: {res['interval_coverage']:.0%} of the measured medians lie inside the predicted 80% "
+            f"interval ({res['n_with_interval']} configurations; goal 75-90%)"
+        )
     for strat, bb in res["best_bucket"].items():
         verdict = "same" if bb["same"] else ("within measured noise" if bb["within_noise"] else "differs")
         lines.append(

@@ -179,8 +179,11 @@ def test_validation_rows_recompute(validated, calibrated):
         # profile's compute scaled to the compute-only baseline measured beside it
         assert r["compute_scale"] == pytest.approx(r["measured_compute_s"] / prof.compute_s, rel=1e-12)
         spec = StrategySpec(r["strategy"], bucket_mb=r["bucket_mb"])
-        assert {k: r[k] for k in ("predicted_step_s", "predicted_exposed_s", "predicted_compute_s", "n_buckets")} == (
-            predicted_row(prof.scaled(r["compute_scale"]), params, spec, 2))
+        point = predicted_row(prof.scaled(r["compute_scale"]), params, spec, 2)
+        keys = ("predicted_step_s", "predicted_exposed_s", "predicted_compute_s", "n_buckets")
+        assert {k: r[k] for k in keys} == {k: point[k] for k in keys}
+        assert r["predicted_p10_s"] <= r["predicted_p90_s"]
+        assert "o fit CI" in r["interval_sources"] and any(s.startswith("compute") for s in r["interval_sources"])
     # 64 KiB buckets split the 3 weights of 256 KiB apart; 1 MiB holds all 0.76 MiB in one bucket
     by = {(r["strategy"], r["bucket_mb"]): r["n_buckets"] for r in rows}
     assert by[("torch-ddp", 1.0)] == 1 and by[("torch-ddp", 0.0625)] >= 3
@@ -206,8 +209,11 @@ def test_validation_summary_recompute(validated):
     assert res["best_bucket_strategy"] == "torch-ddp"
     assert res["best_bucket_mb_predicted"] == res["best_bucket"]["torch-ddp"]["predicted_best_mb"]
     assert res["best_bucket_mb_measured"] == res["best_bucket"]["torch-ddp"]["measured_best_mb"]
+    inside = [r["predicted_p10_s"] <= r["measured_median_s"] <= r["predicted_p90_s"] for r in rows]
+    assert res["interval_coverage"] == sum(inside) / len(rows) and res["n_with_interval"] == len(rows)
     assert summarize_rows(rows) == {k: res[k] for k in summarize_rows(rows)}
     text = format_validation(res)
+    assert "interval coverage:" in text
     assert text.count("\n  torch-ddp ") == 2 and text.count("\n  bucketed ") == 2 and "best bucket (torch-ddp)" in text
 
 
