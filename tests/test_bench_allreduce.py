@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -188,7 +189,8 @@ def test_python_m_ddpsim_under_torchrun(tmp_path):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
            "-m", "ddpsim", "bench-allreduce", "--sizes", "4K", "--iters", "3", "--warmup", "1", "--json",
            "--out", str(out)]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120)
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # gloo on CPU, also on a machine with a GPU
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     printed = json.loads(proc.stdout)  # rank 0 only: one JSON document
     assert [r["msg_bytes"] for r in printed] == [4096]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,6 @@ torch = pytest.importorskip("torch")
 
 from ddpsim.cli import main as ddpsim  # noqa: E402
 from realrun.bench_ddp import combine_records, format_scaling, format_table, measure_compute, measure_ddp  # noqa: E402
-from realrun.launch import RankPool  # noqa: E402
 from realrun.profile_grads import profile_grads  # noqa: E402
 from realrun.records import read_records  # noqa: E402
 from realrun.stats import summarize  # noqa: E402
@@ -23,9 +23,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def pool():
-    with RankPool(2, timeout_s=120) as p:
-        yield p
+def pool(rank_pool):
+    return rank_pool  # the session's shared 2-rank pool (conftest.py)
 
 
 def test_measure_ddp_record(pool, tmp_path):
@@ -44,7 +43,7 @@ def test_measure_ddp_record(pool, tmp_path):
     assert rec["samples_per_s"] == pytest.approx(2 * 4 / rec["median_s"])
     assert rec["tokens_per_s"] == pytest.approx(2 * 4 * 16 / rec["median_s"])
     assert rec["peak_mem_bytes"] > 10 * 2**20 and rec["link_mbit"] is None and rec["bucket_cap_mb_list"] is None
-    assert rec["env"]["torch"] == torch.__version__ and rec["env"]["threads_per_rank"] == 1
+    assert rec["env"]["torch"] == torch.__version__ and rec["env"]["threads_per_rank"] == pool.threads_per_rank
     trace = json.loads(Path(rec["trace_files"][0]).read_text())
     assert any("backward" in str(e.get("name", "")).lower() for e in trace["traceEvents"])
     json.dumps(rec)  # a record must be JSON
@@ -154,7 +153,8 @@ def test_bench_ddp_under_torchrun(tmp_path):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "ddpsim",
            "bench-ddp", "--model", TINY_GPT, "--strategy", "bucketed", "--bucket-mb", "1", "--steps", "2",
            "--warmup", "1", "--json", "--out", str(out)]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=180)
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # the CPU path (gloo), also on a machine with a GPU
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=180, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     printed = json.loads(proc.stdout)  # rank 0 alone prints one JSON document
     assert [(r["strategy"], r["world_size"], len(r["rank_step_times_s"])) for r in printed] == [("bucketed", 2, 2)]

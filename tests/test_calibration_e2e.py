@@ -26,7 +26,7 @@ torch = pytest.importorskip("torch")
 import calibration.calibrate as calibrate_mod  # noqa: E402
 import realrun.bench_ddp as bench_ddp  # noqa: E402
 import realrun.netns as netns  # noqa: E402
-from calibration.calibrate import CalibrateSpec, calibrate_on_pool, fit_probe, open_pool  # noqa: E402
+from calibration.calibrate import CalibrateSpec, calibrate_on_pool, fit_probe  # noqa: E402
 from ddpsim.cli import main as ddpsim  # noqa: E402
 from calibration.fit import fit_linear  # noqa: E402
 from calibration.params import PARAMS_SCHEMA, Params  # noqa: E402
@@ -55,9 +55,8 @@ pytestmark = pytest.mark.slow
 
 # ---- the round --------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def pool():
-    with open_pool(2, "gloo", None, 300) as p:
-        yield p
+def pool(rank_pool):
+    return rank_pool  # the session's shared 2-rank pool (conftest.py)
 
 
 @pytest.fixture(scope="module")

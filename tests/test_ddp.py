@@ -14,7 +14,6 @@ torch = pytest.importorskip("torch")
 
 from realrun.check import check_data_sharding, check_strategy, format_results, shard_indices  # noqa: E402
 from realrun.ddp import BucketedDDP, STRATEGIES  # noqa: E402
-from realrun.launch import RankPool  # noqa: E402
 from simulator.buckets import reverse_order_buckets  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,9 +23,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def pool():
-    with RankPool(2, timeout_s=120) as p:
-        yield p
+def pool(rank_pool):
+    return rank_pool  # the session's shared 2-rank pool (conftest.py)
 
 
 def _assert_all_pass(results):
