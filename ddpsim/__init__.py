@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from simulator.network import CostModel, load_network
+from simulator.network import CostModel
 from simulator.predict import StepResult
 from simulator.profile import GradProfile
 from simulator.strategies import StrategySpec
@@ -50,18 +50,16 @@ def predict(
 ) -> StepResult:
     """Predict one step for a built-in model name, a profile JSON path or a ``GradProfile``.
 
-    The network is a preset name, a ``CostModel``, or ``o_us``/``w_gbps`` (the all-reduce's
-    per-call overhead in microseconds and algorithm bandwidth in GB/s at this world size).
+    The network is a preset name or a ``CostModel`` (default ``ddpsim.resolve.DEFAULT_NETWORK``,
+    ``nccl-h100-ib``); ``o_us`` and/or ``w_gbps`` (the all-reduce's per-call overhead in microseconds
+    and algorithm bandwidth in GB/s at this world size) replace those terms of it.
     """
     from simulator.predict import predict as _predict
 
+    from .resolve import resolve_cost
+
     prof = _profile(model, batch_size, device)
-    if isinstance(network, CostModel):
-        cost = network
-    elif o_us is not None and w_gbps is not None:
-        cost = CostModel.linear(o_us * 1e-6, w_gbps * 1e9, world_size)
-    else:
-        cost = CostModel.from_network(load_network(network or "nccl-h100-ib"))
+    cost = resolve_cost(network, world_size=world_size, o_us=o_us, w_gbps=w_gbps)
     spec = strategy if isinstance(strategy, StrategySpec) else StrategySpec(
         strategy, bucket_mb=bucket_mb, bucket_cap_mb_list=tuple(bucket_cap_mb_list) if bucket_cap_mb_list else None
     )

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from simulator.interval import Interval, Uncertainty, draw_inputs, interval_of, step_times_over
-from simulator.network import CostModel, load_network
+from simulator.network import CostModel
 from simulator.predict import StepResult, predict
 from simulator.profile import GradProfile
 from simulator.schedule import best_schedule
@@ -325,13 +325,16 @@ def format_tune(res: TuneResult) -> str:
 
 
 def resolve_network(network: str | CostModel | None, params_path: str | None = None) -> CostModel:
-    if isinstance(network, CostModel):
-        return network
+    """``network`` (a preset name or a ``CostModel``; default ``ddpsim.resolve.DEFAULT_NETWORK``) or the
+    fitted params file, through the one resolver the CLI uses too."""
+    from .resolve import resolve_cost
+
+    params = None
     if params_path is not None:
         from calibration.params import Params
 
-        return Params.load(params_path).cost_model()
-    return CostModel.from_network(load_network(network or "gloo-loopback"))
+        params = Params.load(params_path)
+    return resolve_cost(network, params=params)
 
 
 def tune(

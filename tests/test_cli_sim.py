@@ -111,3 +111,20 @@ def test_predict_subprocess_never_imports_torch():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["step_time_s"] > 0
+
+
+def test_python_api_and_cli_resolve_the_network_alike():
+    import ddpsim
+    from ddpsim.resolve import DEFAULT_NETWORK, resolve_cost
+
+    base = ddpsim.predict("gpt2-small", world_size=8)
+    same = ddpsim.predict("gpt2-small", world_size=8, network=DEFAULT_NETWORK)
+    assert base.step_time_s == same.step_time_s
+    # o_us alone is not ignored: it replaces the per-call overhead at this world size, w stays the preset's
+    slow = ddpsim.predict("gpt2-small", world_size=8, o_us=5000)
+    assert slow.step_time_s > base.step_time_s
+    cost = resolve_cost(world_size=8, o_us=5000)
+    o, w = resolve_cost().linear_at(8)
+    assert cost.linear_at(8) == pytest.approx((5e-3, w))
+    with pytest.raises(ValueError, match="world_size"):
+        resolve_cost(o_us=5000)
