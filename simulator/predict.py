@@ -18,7 +18,7 @@ from typing import Any
 from .engine import BucketRow, Event, RunOutcome, rank_factors, simulate_step
 from .network import CostModel
 from .profile import GradProfile
-from .strategies import StrategySpec, comm_plan
+from .strategies import StrategySpec, comm_plan_arrays
 
 RESULT_SCHEMA = "ddpsim.prediction/1"
 
@@ -98,8 +98,13 @@ def predict(
     repeats: int = 1,
     seed: int = 0,
     record_events: bool = False,
+    model: str = "auto",
 ) -> StepResult:
-    """Simulate ``repeats`` seeded steps and summarise them (median and p10/p90)."""
+    """Simulate ``repeats`` seeded steps and summarise them (median and p10/p90).
+
+    ``model``: ``"events"`` forces the SimPy event model, ``"auto"`` lets the engine
+    answer analytically where that is exact (``engine.simulate_step``).
+    """
     _validate_world(world_size, ranks)
     if jitter_sigma < 0:
         raise ValueError(f"jitter sigma must be >= 0, got {jitter_sigma}")
@@ -107,13 +112,15 @@ def predict(
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     if jitter_sigma == 0:
         repeats = 1  # deterministic: one run is the answer
-    plan = comm_plan(profile, strategy, world_size)
+    plan = comm_plan_arrays(profile, strategy, world_size)
     rng = random.Random(seed)
     outcomes: list[RunOutcome] = []
     for k in range(repeats):
         factors = rank_factors(world_size, ranks, jitter_sigma, [rng.random() for _ in range(ranks)])
         outcomes.append(
-            simulate_step(profile, plan, cost, world_size, factors, strategy.accum_steps, record=record_events and k == 0)
+            simulate_step(
+                profile, plan, cost, world_size, factors, strategy.accum_steps, record=record_events and k == 0, model=model
+            )
         )
     times = sorted(o.step_time_s for o in outcomes)
     median = statistics.median(times)
