@@ -23,7 +23,6 @@ from __future__ import annotations
 import sys
 from bisect import bisect_left
 from dataclasses import dataclass
-from itertools import accumulate
 from typing import Hashable, Sequence
 
 import numpy as np
@@ -53,27 +52,25 @@ def bucket_starts(sizes_bytes: Sequence[int] | np.ndarray, limits_bytes: Sequenc
     n = len(sizes_bytes)
     if n == 0:
         return []
-    csum = [0, *accumulate(int(x) for x in sizes_bytes)] if not isinstance(sizes_bytes, np.ndarray) else None
-    if csum is None:
-        c = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(sizes_bytes, dtype=np.int64, out=c[1:])
-        csum = c.tolist()
+    arr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.asarray(sizes_bytes, dtype=np.int64), out=arr[1:])
     lims = [int(x) for x in limits_bytes]
     starts: list[int] = []
     s = 0
-    for lim in lims[:-1]:  # the leading limits, one bucket each
-        if s >= n:
-            return starts
-        starts.append(s)
-        s = min(bisect_left(csum, csum[s] + lim), n)
+    if len(lims) > 1:
+        csum = arr.tolist()
+        for lim in lims[:-1]:  # the leading limits, one bucket each
+            if s >= n:
+                return starts
+            starts.append(s)
+            s = min(bisect_left(csum, csum[s] + lim), n)
     if s >= n:
         return starts
-    lim = lims[-1]
-    arr = np.asarray(csum, dtype=np.int64)
-    nxt = np.minimum(np.searchsorted(arr, arr[:-1] + lim, side="left"), n).tolist()
+    base = s
+    nxt = np.minimum(np.searchsorted(arr, arr[base:-1] + lims[-1], side="left"), n).tolist()
     while s < n:
         starts.append(s)
-        s = nxt[s]
+        s = nxt[s - base]
     return starts
 
 

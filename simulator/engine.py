@@ -196,7 +196,8 @@ class _Setup:
         # backward segments end where a collective becomes ready (and at the last gradient)
         m = len(order)
         if plan.launch != "after_backward" and n:
-            cuts = np.unique(plan.last_pos)
+            lp = plan.last_pos
+            cuts = lp if len(lp) < 2 or bool(np.all(lp[1:] > lp[:-1])) else np.unique(lp)
             if cuts[-1] != m - 1:
                 cuts = np.append(cuts, m - 1)
         else:

@@ -196,6 +196,8 @@ class ProfileArrays:
     nbytes: np.ndarray  # by parameter index
     bwd_s: np.ndarray  # by parameter index
     one_dtype: bool  # every trainable parameter has the same dtype
+    total_grad_bytes: int  # GradProfile.total_grad_bytes
+    backward_s: float  # GradProfile.backward_s
 
 
 _PROFILE_CACHE: dict[int, tuple[Any, ProfileArrays]] = {}
@@ -217,6 +219,8 @@ def profile_arrays(profile: GradProfile) -> ProfileArrays:
         nbytes=np.fromiter((p.nbytes for p in ps), dtype=np.int64, count=len(ps)),
         bwd_s=np.fromiter((p.bwd_s for p in ps), dtype=np.float64, count=len(ps)),
         one_dtype=len(dtypes) == 1,
+        total_grad_bytes=profile.total_grad_bytes,
+        backward_s=profile.backward_s,
     )
     if len(_PROFILE_CACHE) > 64:
         _PROFILE_CACHE.clear()
@@ -299,7 +303,7 @@ def comm_plan_arrays(profile: GradProfile, spec: StrategySpec, world_size: int) 
         plan = comm_plan(profile, spec, world_size)
         return replace(plan_arrays(profile, plan), key=("plan", spec.name, tuple(c.params for c in plan.collectives)))
     ps = profile.params
-    total = int(pa.nbytes[pa.pos >= 0].sum())
+    total = pa.total_grad_bytes
     if spec.name == "bucketed":  # reverse registration order, on_ready (buckets.reverse_order_buckets)
         members = np.flatnonzero(pa.pos >= 0)[::-1]
         starts = bucket_starts(pa.nbytes[members], [mb_to_bytes(spec.bucket_mb)])
