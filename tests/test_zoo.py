@@ -400,7 +400,8 @@ def test_large_models_tensor_counts_and_names():
     llama = zoo.load_model_spec("llama3-70b")
     assert len(llama.params) == 1 + 80 * 9 + 2 == 723
     moe = zoo.load_model_spec("qwen3-moe-235b-a22b")
-    assert len(moe.params) == 1 + 94 * (6 + 1 + 128 * 3 + 2) + 2 == 36_945 >= 20_000
+    assert len(moe.params) == 1 + 94 * (6 + 1 + 128 * 3 + 2) + 2 == 36_945
+    assert len(moe.params) >= 20_000
     names = [p.name for p in moe.params]
     assert names[1:4] == ["model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
                           "model.layers.0.self_attn.v_proj.weight"]
