@@ -2,13 +2,23 @@
 
     python benchmarks/bench_simulator.py [--repeats 10] [--out benchmarks/results/simulator.json]
 
-Prints Markdown tables for BENCHMARKS.md and writes the raw times as JSON.
+Prints Markdown tables for BENCHMARKS.md and writes the raw times as JSON:
+
+* command wall times (a fresh process each, start-up included);
+* the large-sweep table of issue 12: a 64-size ``torch-ddp`` sweep (the default
+  grid) of a seeded synthetic profile of 1,000 / 10,000 / 50,000 tensors on
+  ``nccl-h100-ib`` at p = 1024, ddpsim (``simulator.sweep.sweep``) beside a plain-Python
+  serial-channel recursion over the same grid (no SimPy, no numpy), timed alternately
+  in the same run, after a warm-up; the two must agree on every step time;
+* SimPy events per collective of the event model;
+* predict scaling with the number of parameters and buckets (event model: gloo, 2 channels).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -19,12 +29,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from simulator.network import CostModel  # noqa: E402
+import math  # noqa: E402
+import random  # noqa: E402
+
+from simulator.buckets import mb_to_bytes  # noqa: E402
+from simulator.network import CostModel, load_network  # noqa: E402
 from simulator.predict import predict  # noqa: E402
+from simulator.sweep import default_grid_mb, sweep  # noqa: E402
 from simulator.profile import GradProfile, ParamSpec  # noqa: E402
 from simulator.strategies import StrategySpec  # noqa: E402
 
 SWEEP = ["sweep", "--model", "gpt2-xl", "--world-size", "4096", "--network", "nccl-h100-ib", "--strategy", "torch-ddp", "--json"]
+SWEEP_PLAIN = ["sweep", "--model", "gpt2-xl", "--world-size", "4096", "--network", "nccl-h100-ib"]
+SWEEP_MOE = ["sweep", "--model", "qwen3-moe-235b-a22b", "--world-size", "4096", "--network", "nccl-h100-ib", "--json"]
 PREDICT = ["predict", "--model", "gpt2-small", "--world-size", "8", "--o-us", "50", "--w-gbps", "100", "--bucket-mb", "25", "--json"]
 
 
@@ -33,7 +50,7 @@ def summary(xs: list[float]) -> dict:
     return {"median": statistics.median(xs), "p10": q[0], "p90": q[-1], "min": min(xs), "max": max(xs), "raw": xs}
 
 
-def wall(argv: list[str], repeats: int) -> tuple[dict, dict]:
+def wall(argv: list[str], repeats: int) -> tuple[dict, dict | None]:
     exe = [sys.executable, "-m", "calibration.cli"]
     subprocess.run(exe + argv, check=True, capture_output=True, cwd=ROOT)  # warm the file cache
     times, last = [], None
@@ -41,32 +58,95 @@ def wall(argv: list[str], repeats: int) -> tuple[dict, dict]:
         t0 = time.perf_counter()
         r = subprocess.run(exe + argv, check=True, capture_output=True, text=True, cwd=ROOT)
         times.append(time.perf_counter() - t0)
-        last = json.loads(r.stdout)
+        last = json.loads(r.stdout) if "--json" in argv else None
     return summary(times), last
 
 
-def synthetic(n_params: int) -> GradProfile:
-    return GradProfile("synthetic", tuple(ParamSpec(f"p{i}", 1000, bwd_s=1e-5) for i in range(n_params)), forward_s=1e-3)
+# ---- issue 12: large sweeps against a plain recursion ----------------------------------------
 
 
-def scaling(repeats: int) -> list[dict]:
-    cost = CostModel.linear(50e-6, 10e9, channels=2)
+def synthetic_large(n: int, seed: int = 12) -> GradProfile:
+    """``n`` float32 tensors of log-uniform size (1e3 to 4e6 elements), backward time proportional
+    to size (6 ps per element, about 1 ms per 170 MB of gradients, plus 2 us per op)."""
+    rng = random.Random(seed)
+    params = []
+    for i in range(n):
+        numel = int(math.exp(rng.uniform(math.log(1e3), math.log(4e6))))
+        params.append(ParamSpec(f"p{i}", numel, bwd_s=2e-6 + 6e-12 * numel))
+    fwd = sum(p.bwd_s for p in params) / 2
+    return GradProfile(f"synthetic-{n}", tuple(params), forward_s=fwd, optimizer_s=1e-3)
+
+
+def plain_recursion(profile: GradProfile, cost: CostModel, p: int, grid_mb: list[float]) -> list[float]:
+    """Step time per cap: DDP's steady buckets (ready order, close at >= cap) on one serial channel,
+    ``end = max(ready, end) + T(bytes)``, written as plain Python loops with the scalar cost model."""
+    ps = profile.params
+    order = profile.ready_order
+    out = []
+    for mb in grid_mb:
+        cap = mb_to_bytes(mb)
+        t = profile.forward_s
+        end = 0.0
+        size = 0
+        for i in order:
+            par = ps[i]
+            t += par.bwd_s
+            size += par.nbytes
+            if size >= cap:
+                end = max(t, end) + cost.allreduce_time_s(size, p)
+                size = 0
+        if size:
+            end = max(t, end) + cost.allreduce_time_s(size, p)
+        t += profile.backward_tail_s
+        out.append(max(t, end) + profile.optimizer_s)
+    return out
+
+
+def large_sweeps(repeats: int, sizes: tuple[int, ...] = (1000, 10000, 50000)) -> list[dict]:
+    cost = CostModel.from_network(load_network("nccl-h100-ib"))
+    p = 1024
     rows = []
-    for n_params, n_buckets in [(100, 1), (1000, 1), (1000, 10), (1000, 100), (1000, 1000), (10000, 1), (10000, 100), (10000, 1000), (10000, 10000)]:
-        prof = synthetic(n_params)
-        per_bucket = n_params // n_buckets * 4000
-        spec = StrategySpec("bucketed", bucket_mb=(per_bucket - 1) / 2**20)
-        times, events = [], 0
-        for _ in range(repeats):
+    for n in sizes:
+        prof = synthetic_large(n)
+        grid = default_grid_mb(prof)
+        assert len(grid) == 64
+        ours = sweep(prof, cost, StrategySpec("torch-ddp"), p)  # warm-up (and the answer checked below)
+        plain = plain_recursion(prof, cost, p, grid)
+        worst = max(abs(r.step_time_s - q) / q for r, q in zip(ours.rows, plain))
+        assert worst < 1e-9, f"ddpsim and the plain recursion disagree at {n} tensors: {worst:.3g}"
+        t_ours, t_plain = [], []
+        reps = repeats if n <= 10000 else max(3, repeats // 2)
+        for _ in range(reps):  # alternated, so both see the same load on this shared box
             t0 = time.perf_counter()
-            res = predict(prof, cost, spec, 8)
-            times.append(time.perf_counter() - t0)
-            events = res.n_sim_events
-        assert res.n_collectives == n_buckets, (res.n_collectives, n_buckets)
-        s = summary(times)
-        rows.append({"params": n_params, "buckets": n_buckets, "predict_s": s, "sim_events": events,
-                     "events_per_s": events / s["median"]})
+            sweep(prof, cost, StrategySpec("torch-ddp"), p)
+            t_ours.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            plain_recursion(prof, cost, p, grid)
+            t_plain.append(time.perf_counter() - t0)
+        n_plans = len({r.n_collectives for r in ours.rows})
+        rows.append({"tensors": n, "runs": reps, "ddpsim_s": summary(t_ours), "plain_s": summary(t_plain),
+                     "ratio": statistics.median(t_ours) / statistics.median(t_plain), "max_rel_diff": worst,
+                     "distinct_bucket_counts": n_plans, "best_bucket_mb": ours.best_bucket_mb})
     return rows
+
+
+def events_per_collective() -> list[dict]:
+    """SimPy events the event model schedules per collective: torch-ddp, 1,000 one-tensor buckets, p = 8."""
+    out = []
+    prof = synthetic(1000)
+    for label, kw in [("1 channel", {"channels": 1}), ("2 channels, shared bandwidth", {"channels": 2}),
+                      ("2 channels, shared, contention 0.3", {"channels": 2, "contention": 0.3}),
+                      ("1 channel, comm_contention 0.3", {"channels": 1, "comm_contention": 0.3})]:
+        cost = CostModel.linear(50e-6, 10e9, **kw)
+        times = []
+        for _ in range(4):
+            t0 = time.perf_counter()
+            res = predict(prof, cost, StrategySpec("torch-ddp", bucket_mb=3999 / 2**20), 8, model="events")
+            times.append(time.perf_counter() - t0)
+        assert res.n_collectives == 1000
+        out.append({"cost": label, "simpy_events": res.n_sim_events, "per_collective": res.n_sim_events / 1000,
+                    "predict_s": summary(times[1:])})
+    return out
 
 
 def main() -> None:
@@ -75,16 +155,39 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "simulator.json"))
     a = ap.parse_args()
     sweep_t, sweep_d = wall(SWEEP, a.repeats)
+    assert sweep_d is not None
+    plain_t, _ = wall(SWEEP_PLAIN, a.repeats)
+    moe_t, moe_d = wall(SWEEP_MOE, max(3, a.repeats // 2))
+    assert moe_d is not None
     pred_t, _ = wall(PREDICT, a.repeats)
+    large = large_sweeps(max(3, a.repeats // 2))
+    epc = events_per_collective()
     sc = scaling(max(3, a.repeats // 2))
     res = {"machine": platform.platform(), "python": platform.python_version(), "date": time.strftime("%Y-%m-%d"),
+           "cpus": os.cpu_count(), "load_avg": os.getloadavg(),
            "sweep_cmd": "ddpsim " + " ".join(SWEEP), "sweep_points": len(sweep_d["rows"]), "sweep_wall_s": sweep_t,
-           "predict_cmd": "ddpsim " + " ".join(PREDICT), "predict_wall_s": pred_t, "scaling": sc}
+           "sweep_plain_cmd": "ddpsim " + " ".join(SWEEP_PLAIN), "sweep_plain_wall_s": plain_t,
+           "sweep_moe_cmd": "ddpsim " + " ".join(SWEEP_MOE), "sweep_moe_wall_s": moe_t,
+           "predict_cmd": "ddpsim " + " ".join(PREDICT), "predict_wall_s": pred_t, "large_sweeps": large,
+           "events_per_collective": epc, "scaling": sc}
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(res, indent=1))
-    print(f"| command | runs | median s | p10 s | p90 s |\n|---|---|---|---|---|")
+    print("| command | runs | median s | p10 s | p90 s |\n|---|---|---|---|---|")
     print(f"| `{res['sweep_cmd']}` ({res['sweep_points']} sizes) | {a.repeats} | {sweep_t['median']:.3f} | {sweep_t['p10']:.3f} | {sweep_t['p90']:.3f} |")
+    print(f"| `{res['sweep_plain_cmd']}` | {a.repeats} | {plain_t['median']:.3f} | {plain_t['p10']:.3f} | {plain_t['p90']:.3f} |")
+    print(f"| `{res['sweep_moe_cmd']}` ({len(moe_d['rows'])} sizes) | {len(moe_t['raw'])} | {moe_t['median']:.3f} | {moe_t['p10']:.3f} | {moe_t['p90']:.3f} |")
     print(f"| `{res['predict_cmd']}` | {a.repeats} | {pred_t['median']:.3f} | {pred_t['p10']:.3f} | {pred_t['p90']:.3f} |")
+    print("\n| tensors | runs | ddpsim median s (p10-p90) | plain recursion median s (p10-p90) | ddpsim / plain | max rel diff |")
+    print("|---|---|---|---|---|---|")
+    for r in large:
+        o, q = r["ddpsim_s"], r["plain_s"]
+        print(f"| {r['tensors']:,} | {r['runs']} | {o['median']:.3f} ({o['p10']:.3f}-{o['p90']:.3f}) | "
+              f"{q['median']:.3f} ({q['p10']:.3f}-{q['p90']:.3f}) | {r['ratio']:.2f} | {r['max_rel_diff']:.1e} |")
+    print("\n| event model, 1,000 buckets | SimPy events | per collective | predict median ms (p10-p90) |\n|---|---|---|---|")
+    for r in epc:
+        t = r["predict_s"]
+        print(f"| {r['cost']} | {r['simpy_events']} | {r['per_collective']:.2f} | "
+              f"{t['median'] * 1e3:.1f} ({t['p10'] * 1e3:.1f}-{t['p90'] * 1e3:.1f}) |")
     print("\n| params | buckets | predict median ms | p90 ms | engine events | events/s |\n|---|---|---|---|---|---|")
     for r in sc:
         print(f"| {r['params']} | {r['buckets']} | {r['predict_s']['median'] * 1e3:.2f} | {r['predict_s']['p90'] * 1e3:.2f} | {r['sim_events']} | {r['events_per_s']:,.0f} |")

@@ -116,7 +116,7 @@ class RunOutcome:
     comm_busy_s: float
     rows: Sequence[BucketRow]
     events: tuple[Event, ...]
-    n_sim_events: int
+    n_sim_events: int  # SimPy events scheduled; 0 on the analytic path
 
 
 # ---- durations, for a whole plan at once --------------------------------------------------
@@ -299,7 +299,7 @@ def _analytic(st: _Setup, factors: list[float], accum_steps: int) -> RunOutcome:
         launch, start, end = (np.concatenate((a, b)) for a, b in ((launch, pl), (start, p_start), (end, p_end)))
     else:
         step = max(opt_ends)
-    return RunOutcome(step, bwd_end_max, busy, Rows(plan, launch, start, end), (), len(end) + len(st.seg_work))
+    return RunOutcome(step, bwd_end_max, busy, Rows(plan, launch, start, end), (), 0)
 
 
 # ---- the event model ------------------------------------------------------------------------
@@ -347,7 +347,6 @@ class _Step:
         self.comm_rate_changed = self.env.event()
         self.busy_since = 0.0
         self.comm_busy_s = 0.0
-        self.n_sim_events = 0
         self.rank_end = [0.0] * self.n_ranks
         self.bwd_end = [0.0] * self.n_ranks
 
@@ -365,7 +364,6 @@ class _Step:
             r = rate()
             t0 = env.now
             to = env.timeout(remaining / r)
-            self.n_sim_events += 1
             res = yield to | getattr(self, changed)
             if to in res:
                 break
@@ -379,7 +377,6 @@ class _Step:
             if self.computing == 1:
                 self._signal("comm_rate_changed")
         if not self.contention:
-            self.n_sim_events += 1
             yield self.env.timeout(work_s)
         else:
             slow = 1.0 + self.cost.contention
@@ -403,7 +400,6 @@ class _Step:
         cc = self.cost.comm_contention
         shared = shared and self.shared
         if not shared and cc == 0:
-            self.n_sim_events += 1
             yield self.env.timeout(work_s)
             return
         if shared:
@@ -442,7 +438,6 @@ class _Step:
             while not self.queue:
                 if self.queue_ev.triggered:
                     self.queue_ev = env.event()
-                self.n_sim_events += 1
                 yield self.queue_ev
             c = self.queue.popleft()
             self.start_s[c] = env.now
@@ -510,10 +505,8 @@ class _Step:
         if launch == "after_backward":
             for c in range(n):  # blocking, one after another
                 self._launch(c)
-                self.n_sim_events += 1
                 yield self._done(c)
         elif n:
-            self.n_sim_events += 1
             yield self.all_main_done
         t0 = env.now
         if self.record and t0 > self.bwd_end[r]:
@@ -524,7 +517,6 @@ class _Step:
         yield from self._span(r, "optimizer", lambda: "optimizer", prof.optimizer_s * plan.optimizer_fraction * f)
         for c in range(n, n + plan.n_post):
             self._launch(c)
-            self.n_sim_events += 1
             yield self._done(c)
         self.rank_end[r] = env.now
 
@@ -549,7 +541,7 @@ class _Step:
             comm_busy_s=self.comm_busy_s,
             rows=Rows(self.plan, np.array(self.ready_s), np.array(self.start_s), np.array(self.end_s)),
             events=tuple(sorted(self.events)),
-            n_sim_events=self.n_sim_events,
+            n_sim_events=next(env._eid),  # SimPy events scheduled (simpy.core.Environment's event counter)
         )
 
 
