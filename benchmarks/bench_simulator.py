@@ -149,6 +149,30 @@ def events_per_collective() -> list[dict]:
     return out
 
 
+def synthetic(n_params: int) -> GradProfile:
+    return GradProfile("synthetic", tuple(ParamSpec(f"p{i}", 1000, bwd_s=1e-5) for i in range(n_params)), forward_s=1e-3)
+
+
+def scaling(repeats: int) -> list[dict]:
+    cost = CostModel.linear(50e-6, 10e9, channels=2)
+    rows = []
+    for n_params, n_buckets in [(100, 1), (1000, 1), (1000, 10), (1000, 100), (1000, 1000), (10000, 1), (10000, 100), (10000, 1000), (10000, 10000)]:
+        prof = synthetic(n_params)
+        per_bucket = n_params // n_buckets * 4000
+        spec = StrategySpec("bucketed", bucket_mb=(per_bucket - 1) / 2**20)
+        times, events = [], 0
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            res = predict(prof, cost, spec, 8)
+            times.append(time.perf_counter() - t0)
+            events = res.n_sim_events
+        assert res.n_collectives == n_buckets, (res.n_collectives, n_buckets)
+        s = summary(times)
+        rows.append({"params": n_params, "buckets": n_buckets, "predict_s": s, "sim_events": events,
+                     "events_per_s": events / s["median"]})
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=10)
