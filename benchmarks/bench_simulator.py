@@ -102,7 +102,39 @@ def plain_recursion(profile: GradProfile, cost: CostModel, p: int, grid_mb: list
     return out
 
 
-def large_sweeps(repeats: int, sizes: tuple[int, ...] = (1000, 10000, 50000)) -> list[dict]:
+BASELINE_CODE = """
+import math, random, statistics, sys, time, json
+from simulator.network import CostModel, load_network
+from simulator.profile import GradProfile, ParamSpec
+from simulator.strategies import StrategySpec
+from simulator.sweep import sweep
+n, runs = int(sys.argv[1]), int(sys.argv[2])
+rng = random.Random(12)
+params = []
+for i in range(n):
+    numel = int(math.exp(rng.uniform(math.log(1e3), math.log(4e6))))
+    params.append(ParamSpec(f"p{i}", numel, bwd_s=2e-6 + 6e-12 * numel))
+prof = GradProfile(f"synthetic-{n}", tuple(params), forward_s=sum(p.bwd_s for p in params) / 2, optimizer_s=1e-3)
+cost = CostModel.from_network(load_network("nccl-h100-ib"))
+times = []
+for k in range(runs + (1 if runs > 1 else 0)):
+    t0 = time.perf_counter()
+    res = sweep(prof, cost, StrategySpec("torch-ddp"), 1024)
+    times.append(time.perf_counter() - t0)
+print(json.dumps({"times": times[1:] if runs > 1 else times, "steps": [r.step_time_s for r in res.rows]}))
+"""
+
+
+def baseline(checkout: str, n: int, runs: int) -> dict:
+    """The same sweep on another checkout (e.g. the engine before issue 12), in its own process."""
+    r = subprocess.run([sys.executable, "-c", BASELINE_CODE, str(n), str(runs)], check=True, capture_output=True,
+                       text=True, env={**os.environ, "PYTHONPATH": checkout}, cwd=checkout)
+    d = json.loads(r.stdout)
+    return {"s": summary(d["times"]), "steps": d["steps"]}
+
+
+def large_sweeps(repeats: int, sizes: tuple[int, ...] = (1000, 10000, 50000), baseline_dir: str | None = None,
+                 baseline_max: int = 10000) -> list[dict]:
     cost = CostModel.from_network(load_network("nccl-h100-ib"))
     p = 1024
     rows = []
@@ -123,10 +155,22 @@ def large_sweeps(repeats: int, sizes: tuple[int, ...] = (1000, 10000, 50000)) ->
             t0 = time.perf_counter()
             plain_recursion(prof, cost, p, grid)
             t_plain.append(time.perf_counter() - t0)
+        t_events = []
+        for _ in range(2 if n > 10000 else reps):  # the event model alone (SimPy), no analytic path
+            t0 = time.perf_counter()
+            ev = sweep(prof, cost, StrategySpec("torch-ddp"), p, model="events")
+            t_events.append(time.perf_counter() - t0)
+        worst = max(worst, max(abs(r.step_time_s - q) / q for r, q in zip(ev.rows, plain)))
         n_plans = len({r.n_collectives for r in ours.rows})
-        rows.append({"tensors": n, "runs": reps, "ddpsim_s": summary(t_ours), "plain_s": summary(t_plain),
-                     "ratio": statistics.median(t_ours) / statistics.median(t_plain), "max_rel_diff": worst,
-                     "distinct_bucket_counts": n_plans, "best_bucket_mb": ours.best_bucket_mb})
+        row = {"tensors": n, "runs": reps, "ddpsim_s": summary(t_ours), "plain_s": summary(t_plain),
+               "events_s": summary(t_events),
+               "ratio": statistics.median(t_ours) / statistics.median(t_plain), "max_rel_diff": worst,
+               "distinct_bucket_counts": n_plans, "best_bucket_mb": ours.best_bucket_mb}
+        if baseline_dir and n <= baseline_max:
+            b = baseline(baseline_dir, n, 3 if n <= 1000 else 1)
+            row["baseline_s"] = b["s"]
+            row["baseline_max_rel_diff"] = max(abs(x - r.step_time_s) / x for x, r in zip(b["steps"], ours.rows))
+        rows.append(row)
     return rows
 
 
@@ -177,6 +221,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "simulator.json"))
+    ap.add_argument("--baseline", help="another checkout (e.g. `git archive d64e6b1`) to time the same large sweeps on")
+    ap.add_argument("--baseline-max", type=int, default=10000, help="largest tensor count to run the baseline at")
     a = ap.parse_args()
     sweep_t, sweep_d = wall(SWEEP, a.repeats)
     assert sweep_d is not None
@@ -184,7 +230,7 @@ def main() -> None:
     moe_t, moe_d = wall(SWEEP_MOE, max(3, a.repeats // 2))
     assert moe_d is not None
     pred_t, _ = wall(PREDICT, a.repeats)
-    large = large_sweeps(max(3, a.repeats // 2))
+    large = large_sweeps(max(3, a.repeats // 2), baseline_dir=a.baseline, baseline_max=a.baseline_max)
     epc = events_per_collective()
     sc = scaling(max(3, a.repeats // 2))
     res = {"machine": platform.platform(), "python": platform.python_version(), "date": time.strftime("%Y-%m-%d"),
@@ -201,12 +247,16 @@ def main() -> None:
     print(f"| `{res['sweep_plain_cmd']}` | {a.repeats} | {plain_t['median']:.3f} | {plain_t['p10']:.3f} | {plain_t['p90']:.3f} |")
     print(f"| `{res['sweep_moe_cmd']}` ({len(moe_d['rows'])} sizes) | {len(moe_t['raw'])} | {moe_t['median']:.3f} | {moe_t['p10']:.3f} | {moe_t['p90']:.3f} |")
     print(f"| `{res['predict_cmd']}` | {a.repeats} | {pred_t['median']:.3f} | {pred_t['p10']:.3f} | {pred_t['p90']:.3f} |")
-    print("\n| tensors | runs | ddpsim median s (p10-p90) | plain recursion median s (p10-p90) | ddpsim / plain | max rel diff |")
-    print("|---|---|---|---|---|---|")
+    print("\n| tensors | runs | ddpsim median s (p10-p90) | plain recursion median s (p10-p90) | ddpsim / plain "
+          "| event model only, median s (runs) | max rel diff | baseline checkout, median s (runs) |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in large:
-        o, q = r["ddpsim_s"], r["plain_s"]
+        o, q, e = r["ddpsim_s"], r["plain_s"], r["events_s"]
+        base = r.get("baseline_s")
+        btxt = f"{base['median']:.3f} ({len(base['raw'])}), rel diff {r['baseline_max_rel_diff']:.1e}" if base else "-"
         print(f"| {r['tensors']:,} | {r['runs']} | {o['median']:.3f} ({o['p10']:.3f}-{o['p90']:.3f}) | "
-              f"{q['median']:.3f} ({q['p10']:.3f}-{q['p90']:.3f}) | {r['ratio']:.2f} | {r['max_rel_diff']:.1e} |")
+              f"{q['median']:.3f} ({q['p10']:.3f}-{q['p90']:.3f}) | {r['ratio']:.2f} | {e['median']:.3f} ({len(e['raw'])}) "
+              f"| {r['max_rel_diff']:.1e} | {btxt} |")
     print("\n| event model, 1,000 buckets | SimPy events | per collective | predict median ms (p10-p90) |\n|---|---|---|---|")
     for r in epc:
         t = r["predict_s"]
