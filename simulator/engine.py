@@ -1,16 +1,22 @@
-"""The discrete-event model of one data-parallel training step (SimPy).
+"""The model of one data-parallel training step: a SimPy discrete-event model, and an exact shortcut.
 
-One generator per activity:
+The event model (``_Step``, the reference) runs one SimPy process per simulated
+rank and one per channel:
 
-* ``_rank``: a rank's compute -- forward, ``no_sync`` micro-steps, backward
-  as segments that end where a collective's last gradient becomes ready, the
-  wait for communication, bucket copy-out, the optimizer; it also plays the
-  reducer, launching collectives by the plan's rule;
-* ``_collective``: one collective; it starts once *every* simulated rank has
-  launched it (a collective cannot begin before its last rank), takes a
-  channel slot (``Resource(capacity=channels)``: NCCL 1 stream, gloo 2
-  threads), spends its latency part, then its transfer part -- shared with
-  the other transfers in flight when bandwidth is shared.
+* a rank's process does its compute -- forward, ``no_sync`` micro-steps,
+  backward as segments that end where a collective's last gradient becomes
+  ready, the wait for communication, bucket copy-out, the optimizer -- and
+  plays the reducer, launching collectives by the plan's rule. A launch is
+  bookkeeping (a count per collective), not an event: a collective joins the
+  channels' FIFO queue once *every* simulated rank has launched it (it cannot
+  begin before its last rank);
+* a channel's process (``cost.channels`` of them: NCCL 1 stream, gloo 2
+  threads) takes the next collective from the queue, spends its latency part,
+  then its transfer part -- shared with the other transfers in flight when
+  bandwidth is shared.
+
+A collective costs about 3 SimPy events on one serial channel (12 when each
+collective was its own process holding a ``simpy.Resource``).
 
 Contention goes both ways, each a fitted factor: compute runs ``1 +
 contention`` times slower while any collective is in flight, and
@@ -19,9 +25,14 @@ computes (on a CPU, gloo's threads and the compute threads share cores). Work
 in progress is re-timed whenever either state changes: exact, not sampled at
 segment starts.
 
-Durations come only from the profile and the cost model. Events are recorded
-as ``(start_s, end_s, rank, kind, name)`` and turned into tables after
-``env.run()``.
+With no contention and one channel the event model reduces to a recursion
+that ``_analytic`` evaluates with numpy (``simulate_step(model="auto")``, the
+default, takes it when no events are recorded); ``tests/test_engine_fast.py``
+and ``tests/test_engine_golden.py`` hold both to the event model.
+
+Durations come only from the profile and the cost model (over a whole plan at
+once: ``collective_parts``). Plans arrive as arrays (``strategies.PlanArrays``).
+Events are recorded as ``(start_s, end_s, rank, kind, name)``.
 """
 
 from __future__ import annotations
@@ -30,15 +41,17 @@ import math
 import statistics
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import numpy as np
-import simpy
 
 from . import collectives as C
 from .network import CostModel
 from .profile import GradProfile
 from .strategies import CommPlan, PlanArrays, plan_arrays, profile_arrays
+
+if TYPE_CHECKING:
+    import simpy
 
 Event = tuple[float, float, int, str, str]
 
@@ -318,6 +331,8 @@ class _Step:
     """
 
     def __init__(self, st: _Setup, factors: list[float], record: bool):
+        import simpy  # imported here: the analytic path (most sweeps) never needs it, and it costs start-up time
+
         self.env = simpy.Environment()
         self.st, self.plan, self.cost = st, st.plan, st.cost
         self.factors = factors
