@@ -3,7 +3,8 @@
     python scripts/gen_zoo_models.py [--out-dir simulator/data/models] [--check]
 
 Writes ``gpt2-small``, ``gpt2-medium``, ``gpt2-large``, ``gpt2-xl``,
-``bert-base`` and ``resnet50`` as ``<name>.json`` in the zoo format (schema
+``bert-base``, ``resnet50``, ``llama3-70b`` and ``qwen3-moe-235b-a22b`` (the last
+two with their decoder layers and experts as ``repeat`` blocks) as ``<name>.json`` in the zoo format (schema
 ``ddpsim.model/1``, read by ``simulator.zoo``). ``--check`` writes nothing and
 exits 1 if a committed file differs from what the formulas give.
 
@@ -242,6 +243,159 @@ def resnet50_entry(name: str = "resnet50") -> dict[str, Any]:
     return _entry(name, source, batch, 1, resnet50_params())
 
 
+# ---- Llama-3-70B and Qwen3-235B-A22B: today's scale, stored as repeat blocks ----------
+# One decoder layer (and, for the MoE, one expert) is written once with ``{i}`` / ``{e}`` in
+# its names; ``simulator.zoo.expand_params`` writes the blocks out at load. FLOPs follow the
+# zoo convention above; per-layer parameter-less work (attention's two T x T products) goes
+# to ``v_proj``, the last projection before it in forward.
+
+
+def _param(name: str, shape: list[int], flops: int) -> dict[str, Any]:
+    return {"name": name, "shape": shape, "dtype": "float32", "fwd_flops_per_sample": flops}
+
+
+def _repeat(var: str, count: int, params: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"repeat": {"var": var, "count": count}, "params": params}
+
+
+@dataclass(frozen=True)
+class LlamaConfig:
+    n_layer: int
+    hidden: int
+    n_head: int
+    n_kv_head: int
+    intermediate: int
+    vocab_size: int
+    seq_len: int
+
+
+LLAMA3_70B = LlamaConfig(n_layer=80, hidden=8192, n_head=64, n_kv_head=8, intermediate=28672, vocab_size=128256, seq_len=8192)
+
+
+def llama_params(cfg: LlamaConfig) -> list[dict[str, Any]]:
+    """HF ``LlamaForCausalLM`` ``named_parameters()``: no biases, RMSNorm weights, untied LM head."""
+    d, T, F, V = cfg.hidden, cfg.seq_len, cfg.intermediate, cfg.vocab_size
+    hd = d // cfg.n_head
+    kv = cfg.n_kv_head * hd
+    L = "model.layers.{i}"
+    layer = [
+        _param(f"{L}.self_attn.q_proj.weight", [d, d], 2 * T * d * d),
+        _param(f"{L}.self_attn.k_proj.weight", [kv, d], 2 * T * d * kv),
+        # v_proj, then q @ k^T and probs @ v over all heads (full T x T, as the zoo counts)
+        _param(f"{L}.self_attn.v_proj.weight", [kv, d], 2 * T * d * kv + 2 * (2 * T * T * d)),
+        _param(f"{L}.self_attn.o_proj.weight", [d, d], 2 * T * d * d),
+        _param(f"{L}.mlp.gate_proj.weight", [F, d], 2 * T * d * F),
+        _param(f"{L}.mlp.up_proj.weight", [F, d], 2 * T * d * F),
+        _param(f"{L}.mlp.down_proj.weight", [d, F], 2 * T * F * d),
+        _param(f"{L}.input_layernorm.weight", [d], 0),
+        _param(f"{L}.post_attention_layernorm.weight", [d], 0),
+    ]
+    return [
+        _param("model.embed_tokens.weight", [V, d], 0),
+        _repeat("i", cfg.n_layer, layer),
+        _param("model.norm.weight", [d], 0),
+        _param("lm_head.weight", [V, d], 2 * T * d * V),
+    ]
+
+
+def llama3_70b_entry(name: str = "llama3-70b") -> dict[str, Any]:
+    cfg, batch = LLAMA3_70B, 1
+    source = (
+        "HF transformers LlamaForCausalLM, meta-llama/Meta-Llama-3-70B config.json (hidden_size 8192, "
+        "num_hidden_layers 80, num_attention_heads 64, num_key_value_heads 8, intermediate_size 28672, "
+        "vocab_size 128256, max_position_embeddings 8192, tie_word_embeddings false); Llama 3 paper "
+        "(Grattafiori et al. 2024) Table 3; 70.55e9 parameters, 723 tensors; float32 gradients as in the rest "
+        f"of the zoo; sequence {cfg.seq_len}; default per-rank batch {batch} assumed"
+    )
+    return {**_entry(name, source, batch, cfg.seq_len, _ParamList()), "params": llama_params(cfg)}
+
+
+@dataclass(frozen=True)
+class Qwen3MoeConfig:
+    n_layer: int
+    hidden: int
+    n_head: int
+    n_kv_head: int
+    head_dim: int
+    moe_intermediate: int
+    n_experts: int
+    experts_per_token: int
+    vocab_size: int
+    seq_len: int
+
+
+QWEN3_235B = Qwen3MoeConfig(
+    n_layer=94, hidden=4096, n_head=64, n_kv_head=4, head_dim=128, moe_intermediate=1536,
+    n_experts=128, experts_per_token=8, vocab_size=151936, seq_len=4096,
+)
+
+
+def qwen3_moe_params(cfg: Qwen3MoeConfig) -> list[dict[str, Any]]:
+    """HF ``Qwen3MoeForCausalLM`` ``named_parameters()`` with one module per expert
+    (``mlp.experts.{e}.{gate,up,down}_proj``): every MoE layer (``decoder_sparse_step`` 1,
+    no ``mlp_only_layers``), q/k RMSNorm per head, no biases, untied LM head.
+
+    Expert FLOPs assume balanced routing: each expert sees ``T * top_k / n_experts`` tokens.
+    """
+    d, T, V, hd = cfg.hidden, cfg.seq_len, cfg.vocab_size, cfg.head_dim
+    q, kv, F, E = cfg.n_head * hd, cfg.n_kv_head * hd, cfg.moe_intermediate, cfg.n_experts
+    tok = T * cfg.experts_per_token // E  # tokens per expert per sample (balanced routing)
+    L = "model.layers.{i}"
+    expert = [
+        _param(f"{L}.mlp.experts.{{e}}.gate_proj.weight", [F, d], 2 * tok * d * F),
+        _param(f"{L}.mlp.experts.{{e}}.up_proj.weight", [F, d], 2 * tok * d * F),
+        _param(f"{L}.mlp.experts.{{e}}.down_proj.weight", [d, F], 2 * tok * F * d),
+    ]
+    layer = [
+        _param(f"{L}.self_attn.q_proj.weight", [q, d], 2 * T * d * q),
+        _param(f"{L}.self_attn.k_proj.weight", [kv, d], 2 * T * d * kv),
+        # v_proj, then q @ k^T and probs @ v over all heads (full T x T, as the zoo counts)
+        _param(f"{L}.self_attn.v_proj.weight", [kv, d], 2 * T * d * kv + 2 * (2 * T * T * q)),
+        _param(f"{L}.self_attn.o_proj.weight", [d, q], 2 * T * q * d),
+        _param(f"{L}.self_attn.q_norm.weight", [hd], 0),
+        _param(f"{L}.self_attn.k_norm.weight", [hd], 0),
+        _param(f"{L}.mlp.gate.weight", [E, d], 2 * T * d * E),
+        _repeat("e", E, expert),
+        _param(f"{L}.input_layernorm.weight", [d], 0),
+        _param(f"{L}.post_attention_layernorm.weight", [d], 0),
+    ]
+    return [
+        _param("model.embed_tokens.weight", [V, d], 0),
+        _repeat("i", cfg.n_layer, layer),
+        _param("model.norm.weight", [d], 0),
+        _param("lm_head.weight", [V, d], 2 * T * d * V),
+    ]
+
+
+def qwen3_moe_entry(name: str = "qwen3-moe-235b-a22b") -> dict[str, Any]:
+    cfg, batch = QWEN3_235B, 1
+    source = (
+        "HF transformers Qwen3MoeForCausalLM, Qwen/Qwen3-235B-A22B config.json (hidden_size 4096, "
+        "num_hidden_layers 94, num_attention_heads 64, num_key_value_heads 4, head_dim 128, "
+        "moe_intermediate_size 1536, num_experts 128, num_experts_per_tok 8, decoder_sparse_step 1, "
+        "mlp_only_layers [], vocab_size 151936, tie_word_embeddings false); Qwen3 Technical Report "
+        "(Yang et al. 2025) Table 2; each expert's gate/up/down projection its own tensor (one nn.Linear per "
+        "expert): 36,945 tensors, 235.09e9 parameters; expert FLOPs assume balanced routing; float32 "
+        f"gradients as in the rest of the zoo; sequence {cfg.seq_len}; default per-rank batch {batch} assumed"
+    )
+    return {**_entry(name, source, batch, cfg.seq_len, _ParamList()), "params": qwen3_moe_params(cfg)}
+
+
+def expanded(params: list[dict[str, Any]], subs: dict[str, int] | None = None) -> list[dict[str, Any]]:
+    """Repeat blocks written out (as ``simulator.zoo.expand_params`` does at load), for the summary line."""
+    out: list[dict[str, Any]] = []
+    for p in params:
+        if "repeat" in p:
+            for k in range(p["repeat"]["count"]):
+                out.extend(expanded(p["params"], {**(subs or {}), p["repeat"]["var"]: k}))
+        else:
+            name = p["name"]
+            for var, k in (subs or {}).items():
+                name = name.replace("{" + var + "}", str(k))
+            out.append({**p, "name": name})
+    return out
+
+
 # ---- writing -----------------------------------------------------------------
 
 
@@ -249,7 +403,16 @@ def all_entries() -> dict[str, dict[str, Any]]:
     out = {name: gpt2_entry(name) for name in GPT2}
     out["bert-base"] = bert_entry()
     out["resnet50"] = resnet50_entry()
+    out["llama3-70b"] = llama3_70b_entry()
+    out["qwen3-moe-235b-a22b"] = qwen3_moe_entry()
     return out
+
+
+def _render_param(p: dict[str, Any], indent: str) -> str:
+    if "repeat" not in p:
+        return f"{indent}{json.dumps(p)}"
+    inner = ",\n".join(_render_param(q, indent + " ") for q in p["params"])
+    return f'{indent}{{"repeat": {json.dumps(p["repeat"])}, "params": [\n{inner}\n{indent}]}}'
 
 
 def render(entry: dict[str, Any]) -> str:
@@ -259,7 +422,7 @@ def render(entry: dict[str, Any]) -> str:
     for k, v in head.items():
         lines.append(f" {json.dumps(k)}: {json.dumps(v)},")
     lines.append(' "params": [')
-    rows = [f"  {json.dumps(p)}" for p in entry["params"]]
+    rows = [_render_param(p, "  ") for p in entry["params"]]
     lines.append(",\n".join(rows))
     lines.append(" ]")
     lines.append("}")
@@ -277,19 +440,20 @@ def main(argv: list[str] | None = None) -> int:
         path = out / f"{name}.json"
         text = render(entry)
         n_params = 0
-        for p in entry["params"]:
+        flat = expanded(entry["params"])
+        for p in flat:
             numel = 1
             for s in p["shape"]:
                 numel *= s
             n_params += numel
-        gflop = sum(p["fwd_flops_per_sample"] for p in entry["params"]) / 1e9
+        gflop = sum(p["fwd_flops_per_sample"] for p in flat) / 1e9
         if args.check:
             if not path.exists() or path.read_text() != text:
                 stale.append(str(path))
             continue
         out.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-        print(f"{path}: {len(entry['params'])} tensors, {n_params:,} parameters, {gflop:.2f} GFLOP forward per sample")
+        print(f"{path}: {len(flat)} tensors, {n_params:,} parameters, {gflop:.2f} GFLOP forward per sample")
     if stale:
         print("out of date (run scripts/gen_zoo_models.py): " + ", ".join(stale), file=sys.stderr)
         return 1

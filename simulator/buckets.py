@@ -21,8 +21,11 @@ does with it (``_BucketCapacityConfig`` and ``_ddp_init_helper`` in
 from __future__ import annotations
 
 import sys
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Hashable, Sequence
+
+import numpy as np
 
 from .profile import GradProfile
 
@@ -34,6 +37,41 @@ DEFAULT_FIRST_BUCKET_BYTES = 1024 * 1024  # torch: dist._DEFAULT_FIRST_BUCKET_BY
 def mb_to_bytes(mb: float) -> int:
     """MiB (as in ``bucket_cap_mb``) to bytes, truncated like torch's ``int(cap_mb * _MB_TO_BYTES)``."""
     return int(mb * MIB)
+
+
+def bucket_starts(sizes_bytes: Sequence[int] | np.ndarray, limits_bytes: Sequence[int]) -> list[int]:
+    """Where each bucket starts when all tensors share one key: the ``>=`` rule of ``assign_buckets`` in O(n).
+
+    With prefix sums ``C`` (``C[k]`` = bytes of the first ``k`` tensors), a bucket
+    starting at ``s`` under limit ``L`` ends after the first ``k`` with
+    ``C[k] - C[s] >= L``: ``k = bisect_left(C, C[s] + L)``. For the repeating
+    last limit every start's successor is found at once (``np.searchsorted``)
+    and then followed. Returns the start positions; the last bucket may be open
+    (never reached its limit), as in ``assign_buckets``.
+    """
+    n = len(sizes_bytes)
+    if n == 0:
+        return []
+    arr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.asarray(sizes_bytes, dtype=np.int64), out=arr[1:])
+    lims = [int(x) for x in limits_bytes]
+    starts: list[int] = []
+    s = 0
+    if len(lims) > 1:
+        csum = arr.tolist()
+        for lim in lims[:-1]:  # the leading limits, one bucket each
+            if s >= n:
+                return starts
+            starts.append(s)
+            s = min(bisect_left(csum, csum[s] + lim), n)
+    if s >= n:
+        return starts
+    base = s
+    nxt = np.minimum(np.searchsorted(arr, arr[base:-1] + lims[-1], side="left"), n).tolist()
+    while s < n:
+        starts.append(s)
+        s = nxt[s - base]
+    return starts
 
 
 def assign_buckets(
@@ -58,6 +96,14 @@ def assign_buckets(
     if tensor_indices is not None and len(tensor_indices) != n:
         raise ValueError("tensor_indices must have one entry per tensor")
     label = list(tensor_indices) if tensor_indices is not None else list(range(n))
+    if n and all(k == keys[0] for k in keys):  # one key: prefix sums, O(n)
+        starts = bucket_starts(sizes_bytes, limits_bytes)
+        ends = starts[1:] + [n]
+        last_lim = len(limits_bytes) - 1
+        return (
+            [label[a:b] for a, b in zip(starts, ends)],
+            [int(limits_bytes[min(k, last_lim)]) for k in range(len(starts))],
+        )
 
     open_buckets: dict[Hashable, tuple[list[int], int]] = {}
     limit_pos: dict[Hashable, int] = {}

@@ -1,16 +1,22 @@
-"""The discrete-event model of one data-parallel training step (SimPy).
+"""The model of one data-parallel training step: a SimPy discrete-event model, and an exact shortcut.
 
-One generator per activity:
+The event model (``_Step``, the reference) runs one SimPy process per simulated
+rank and one per channel:
 
-* ``_rank``: a rank's compute -- forward, ``no_sync`` micro-steps, backward
-  as segments that end where a collective's last gradient becomes ready, the
-  wait for communication, bucket copy-out, the optimizer; it also plays the
-  reducer, launching collectives by the plan's rule;
-* ``_collective``: one collective; it starts once *every* simulated rank has
-  launched it (a collective cannot begin before its last rank), takes a
-  channel slot (``Resource(capacity=channels)``: NCCL 1 stream, gloo 2
-  threads), spends its latency part, then its transfer part -- shared with
-  the other transfers in flight when bandwidth is shared.
+* a rank's process does its compute -- forward, ``no_sync`` micro-steps,
+  backward as segments that end where a collective's last gradient becomes
+  ready, the wait for communication, bucket copy-out, the optimizer -- and
+  plays the reducer, launching collectives by the plan's rule. A launch is
+  bookkeeping (a count per collective), not an event: a collective joins the
+  channels' FIFO queue once *every* simulated rank has launched it (it cannot
+  begin before its last rank);
+* a channel's process (``cost.channels`` of them: NCCL 1 stream, gloo 2
+  threads) takes the next collective from the queue, spends its latency part,
+  then its transfer part -- shared with the other transfers in flight when
+  bandwidth is shared.
+
+A collective costs about 3 SimPy events on one serial channel (12 when each
+collective was its own process holding a ``simpy.Resource``).
 
 Contention goes both ways, each a fitted factor: compute runs ``1 +
 contention`` times slower while any collective is in flight, and
@@ -19,22 +25,33 @@ computes (on a CPU, gloo's threads and the compute threads share cores). Work
 in progress is re-timed whenever either state changes: exact, not sampled at
 segment starts.
 
-Durations come only from the profile and the cost model. Events are recorded
-as ``(start_s, end_s, rank, kind, name)`` and turned into tables after
-``env.run()``.
+With no contention and one channel the event model reduces to a recursion
+that ``_analytic`` evaluates with numpy (``simulate_step(model="auto")``, the
+default, takes it when no events are recorded); ``tests/test_engine_fast.py``
+and ``tests/test_engine_golden.py`` hold both to the event model.
+
+Durations come only from the profile and the cost model (over a whole plan at
+once: ``collective_parts``). Plans arrive as arrays (``strategies.PlanArrays``).
+Events are recorded as ``(start_s, end_s, rank, kind, name)``.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
+from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-import simpy
+import numpy as np
 
+from . import collectives as C
 from .network import CostModel
 from .profile import GradProfile
-from .strategies import Collective, CommPlan
+from .strategies import CommPlan, PlanArrays, plan_arrays, profile_arrays
+
+if TYPE_CHECKING:
+    import simpy
 
 Event = tuple[float, float, int, str, str]
 
@@ -63,6 +80,46 @@ class BucketRow:
         }
 
 
+class Rows(Sequence[BucketRow]):
+    """The per-collective rows of one run, made into ``BucketRow`` only when read.
+
+    A plan of 50,000 buckets would otherwise cost more to report than to simulate.
+    """
+
+    def __init__(self, plan: PlanArrays, ready: np.ndarray, start: np.ndarray, end: np.ndarray):
+        self._plan, self._ready, self._start, self._end = plan, ready, start, end
+        self._n = plan.n_collectives
+
+    def __len__(self) -> int:
+        return len(self._ready)
+
+    def _row(self, k: int) -> BucketRow:
+        pl, n = self._plan, self._n
+        if k < n:
+            name, msg, n_params = pl.names(k), int(pl.msg_bytes[k]), int(pl.n_params[k])
+        else:
+            name, msg, n_params = pl.post_names(k - n), int(pl.post_msg_bytes[k - n]), 1
+        return BucketRow(k, name, msg, n_params, float(self._ready[k]), float(self._start[k]), float(self._end[k]))
+
+    def __getitem__(self, k):  # type: ignore[override]
+        if isinstance(k, slice):
+            return tuple(self._row(i) for i in range(*k.indices(len(self))))
+        if k < 0:
+            k += len(self)
+        if not 0 <= k < len(self):
+            raise IndexError(k)
+        return self._row(k)
+
+    def __iter__(self) -> Iterator[BucketRow]:
+        return (self._row(k) for k in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    def __repr__(self) -> str:
+        return f"Rows({len(self)} collectives)"
+
+
 @dataclass(frozen=True)
 class RunOutcome:
     """One simulated step (one seed)."""
@@ -70,27 +127,234 @@ class RunOutcome:
     step_time_s: float
     backward_end_s: float
     comm_busy_s: float
-    rows: tuple[BucketRow, ...]
+    rows: Sequence[BucketRow]
     events: tuple[Event, ...]
-    n_sim_events: int
+    n_sim_events: int  # SimPy events scheduled; 0 on the analytic path
+
+
+# ---- durations, for a whole plan at once --------------------------------------------------
+
+
+def _best_of(level: Any, msg: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """``LinkLevel.best`` for an array of messages: ``(t0_s, slope)`` of the cheapest algorithm per message,
+    the first listed winning ties, with the arithmetic of the scalar version (so equal to the bit)."""
+    best0 = best1 = None
+    for a in level.algorithms:
+        t0 = C.allreduce_time_s(a, 0.0, p, level.alpha_s, level.beta_s_per_byte, level.gamma_s_per_byte)
+        t1 = C.allreduce_time_s(a, 1.0, p, level.alpha_s, level.beta_s_per_byte, level.gamma_s_per_byte)
+        slope = t1 - t0
+        if best0 is None:
+            best0, best1 = np.full(msg.shape, t0), np.full(msg.shape, slope)
+            continue
+        better = t0 + slope * msg < best0 + best1 * msg
+        best0 = np.where(better, t0, best0)
+        best1 = np.where(better, slope, best1)
+    assert best0 is not None and best1 is not None
+    return best0, best1
+
+
+def affine_parts(cost: CostModel, msg_bytes: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """``CostModel._affine`` for an array of message sizes: ``(t0_s, slope_s_per_byte)`` per message."""
+    msg = np.asarray(msg_bytes)
+    net = cost.network
+    if net is None:
+        o, slope = cost._affine(0.0, p)  # the linear model does not depend on the size
+        return np.full(msg.shape, o), np.full(msg.shape, slope)
+    g = min(net.gpus_per_node, p)
+    nodes = math.ceil(p / g)
+    t0 = np.full(msg.shape, net.call_overhead_s)
+    slope = np.zeros(msg.shape)
+    if g > 1:
+        a0, a1 = _best_of(net.intra or net.inter, msg, g)
+        t0, slope = t0 + a0, slope + a1
+    if nodes > 1:
+        b0, b1 = _best_of(net.inter or net.intra, msg / g, nodes)
+        t0, slope = t0 + b0, slope + b1 / g
+    return t0, slope
+
+
+def collective_parts(cost: CostModel, op: str, msg_bytes: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(latency_s, transfer_s)`` arrays: ``cost.allreduce_parts_s`` / ``broadcast_parts_s`` per message."""
+    msg = np.asarray(msg_bytes, dtype=np.int64)
+    if p <= 1:
+        return np.zeros(msg.shape), np.zeros(msg.shape)
+    if op == "broadcast" and cost.broadcast_o_s is not None and cost.broadcast_w_bytes_per_s is not None:
+        return np.full(msg.shape, cost.broadcast_o_s), msg / cost.broadcast_w_bytes_per_s
+    o, slope = affine_parts(cost, msg, p)
+    if op == "broadcast":
+        return o, msg * slope / C.busbw_factor_allreduce(p)
+    return o, msg * slope
+
+
+# ---- what both models share ------------------------------------------------------------------
+
+
+class _Setup:
+    """Per-parameter backward work in ready order, the segments it is split into, durations."""
+
+    def __init__(self, profile: GradProfile, plan: PlanArrays, cost: CostModel, world_size: int):
+        pa = profile_arrays(profile)
+        self.profile, self.plan, self.cost, self.p = profile, plan, cost, world_size
+        order = pa.order
+        work = pa.bwd_s[order]
+        if plan.python_hooks and cost.hook_s_per_param:
+            work = work + cost.hook_s_per_param
+        if plan.copy_in and cost.copy_bytes_per_s:
+            work = work + pa.nbytes[order] / cost.copy_bytes_per_s
+        self.work = work  # seconds, by ready position
+        self.order = order
+        n = plan.n_collectives
+        self.lat, self.xfer = collective_parts(cost, "allreduce", plan.msg_bytes, world_size)
+        self.post_lat, self.post_xfer = collective_parts(cost, "broadcast", plan.post_msg_bytes, world_size)
+        # backward segments end where a collective becomes ready (and at the last gradient)
+        m = len(order)
+        if plan.launch != "after_backward" and n:
+            lp = plan.last_pos
+            cuts = lp if len(lp) < 2 or bool(np.all(lp[1:] > lp[:-1])) else np.unique(lp)
+            if cuts[-1] != m - 1:
+                cuts = np.append(cuts, m - 1)
+        else:
+            cuts = np.array([m - 1], dtype=np.int64)
+        self.cuts = cuts  # ready position closing each segment
+        seg_starts = np.concatenate(([0], cuts[:-1] + 1))
+        self.seg_starts = seg_starts
+        self.seg_work = np.add.reduceat(work, seg_starts)
+        self.tail = profile.backward_tail_s
+
+    def seg_name(self, k: int) -> str:
+        ps, order = self.profile.params, self.order
+        if k >= len(self.cuts):
+            return "backward tail"
+        a, b = ps[int(order[self.seg_starts[k]])].name, ps[int(order[self.cuts[k]])].name
+        return a if a == b else f"{a}..{b}"
+
+
+# ---- the analytic path: no contention, one serial channel -----------------------------------
+# With no contention compute never waits for communication before backward ends, so every
+# rank's segment ends are known up front; with one channel the collectives run one at a time
+# in launch order, ``end_k = max(launch_k, end_{k-1}) + d_k``, which unrolls to
+# ``end = S + cummax(launch - S_prev)`` (``S`` the running sum of durations): numpy, no loop.
+# It is what the event model computes for these plans; tests/test_engine_fast.py checks it.
+
+
+def analytic_applies(cost: CostModel) -> bool:
+    return cost.contention == 0 and cost.comm_contention == 0 and cost.channels == 1
+
+
+def _serial(launch: np.ndarray, dur_lat: np.ndarray, dur_xfer: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end of collectives served one at a time in this order (``launch`` non-decreasing)."""
+    d = dur_lat + dur_xfer
+    s_incl = np.cumsum(d)
+    s_prev = s_incl - d
+    end = s_incl + np.maximum.accumulate(launch - s_prev)
+    start = np.maximum(launch, np.concatenate(([-np.inf], end[:-1])))
+    return start, end
+
+
+def _analytic(st: _Setup, factors: list[float], accum_steps: int) -> RunOutcome:
+    prof, plan, cost = st.profile, st.plan, st.cost
+    n = plan.n_collectives
+    seg_cum = np.cumsum(st.seg_work)
+    bwd_total = float(st.seg_work.sum()) + st.tail
+    starts_bwd, bwd_ends = [], []
+    for f in factors:
+        t = prof.forward_s * f
+        for _ in range(accum_steps - 1):
+            t += bwd_total * f
+            t += prof.forward_s * f
+        starts_bwd.append(t)
+        t_end = t + float(seg_cum[-1]) * f + st.tail * f
+        bwd_ends.append(t_end)
+    bwd_end_max = max(bwd_ends)
+    if n:
+        if plan.launch == "after_backward":
+            launch = np.full(n, bwd_end_max)
+            order = None
+        else:
+            seg_of = np.searchsorted(st.cuts, plan.last_pos)  # the segment after which each becomes ready
+            ready = None
+            for t0, f in zip(starts_bwd, factors):
+                r = t0 + seg_cum[seg_of] * f
+                ready = r if ready is None else np.maximum(ready, r)
+            assert ready is not None
+            if plan.launch == "in_order":
+                launch, order = np.maximum.accumulate(ready), None
+            else:  # on_ready: the channel takes them as they launch (ties: segment, then index)
+                order = np.lexsort((np.arange(n), seg_of))
+                launch = ready
+        if order is None:
+            start, end = _serial(launch, st.lat, st.xfer)
+            if plan.launch == "after_backward":  # each is launched once the one before is done
+                launch = start
+        else:
+            s_o, e_o = _serial(launch[order], st.lat[order], st.xfer[order])
+            start, end = np.empty(n), np.empty(n)
+            start[order], end[order] = s_o, e_o
+        comm_end = float(end.max())
+        busy = float((end - start).sum())
+    else:
+        launch = start = end = np.zeros(0)
+        comm_end, busy = -math.inf, 0.0
+    copy_s = plan.copy_out_bytes / cost.copy_bytes_per_s if cost.copy_bytes_per_s and plan.copy_out_bytes else 0.0
+    opt_ends = []
+    for b_end, f in zip(bwd_ends, factors):
+        t = max(b_end, comm_end)
+        if copy_s:
+            t += copy_s
+        t += prof.optimizer_s * plan.optimizer_fraction * f
+        opt_ends.append(t)
+    if plan.n_post:
+        pl = np.full(plan.n_post, max(opt_ends))
+        p_start, p_end = _serial(pl, st.post_lat, st.post_xfer)
+        pl = p_start  # blocking: each broadcast is launched once the one before is done
+        step = float(p_end[-1])
+        busy += float((p_end - p_start).sum())
+        launch, start, end = (np.concatenate((a, b)) for a, b in ((launch, pl), (start, p_start), (end, p_end)))
+    else:
+        step = max(opt_ends)
+    return RunOutcome(step, bwd_end_max, busy, Rows(plan, launch, start, end), (), 0)
+
+
+# ---- the event model ------------------------------------------------------------------------
 
 
 class _Step:
-    def __init__(
-        self,
-        profile: GradProfile,
-        plan: CommPlan,
-        cost: CostModel,
-        world_size: int,
-        factors: list[float],
-        record: bool,
-    ):
+    """One step as SimPy processes: one per simulated rank, one per channel.
+
+    A channel serves a FIFO queue of collectives that every rank has launched:
+    the reducer's launch is plain bookkeeping (a count per collective), not an
+    event, and a channel runs a collective as one timeout per part (latency,
+    transfer) unless its rate changes mid-way. Compute is one timeout per
+    backward segment (segments end where a collective becomes ready). When
+    contention or shared bandwidth applies, work in progress is re-timed
+    whenever the state it depends on changes: exact, not sampled.
+    """
+
+    def __init__(self, st: _Setup, factors: list[float], record: bool):
+        import simpy  # imported here: the analytic path (most sweeps) never needs it, and it costs start-up time
+
         self.env = simpy.Environment()
-        self.profile, self.plan, self.cost, self.p = profile, plan, cost, world_size
+        self.st, self.plan, self.cost = st, st.plan, st.cost
         self.factors = factors
+        self.n_ranks = len(factors)
         self.record = record
         self.events: list[Event] = []
-        self.slots = simpy.Resource(self.env, capacity=cost.channels)
+        n, m = st.plan.n_collectives, st.plan.n_post
+        self.n_main = n
+        self.lat = np.concatenate((st.lat, st.post_lat)).tolist()
+        self.xfer = np.concatenate((st.xfer, st.post_xfer)).tolist()
+        self.launch_count = [0] * (n + m)
+        self.ready_s = [0.0] * (n + m)
+        self.start_s = [0.0] * (n + m)
+        self.end_s = [math.nan] * (n + m)
+        self.queue: deque[int] = deque()
+        self.queue_ev = self.env.event()
+        self.n_done_main = 0
+        self.waiters: dict[int, simpy.Event] = {}  # collective -> event succeeded when it is done
+        self.all_main_done = self.env.event()
+        self.contention = self.cost.contention > 0
+        self.comm_track = self.cost.comm_contention > 0
+        self.shared = self.cost.shared_bandwidth and self.cost.channels > 1
         self.busy = 0
         self.busy_changed = self.env.event()
         self.n_xfer = 0
@@ -98,72 +362,14 @@ class _Step:
         self.comm_rate_changed = self.env.event()
         self.busy_since = 0.0
         self.comm_busy_s = 0.0
-        self.n_sim_events = 0
-        n_ranks = len(factors)
-        colls = plan.collectives
-        self.launched = [[self.env.event() for _ in range(n_ranks)] for _ in colls]
-        self.done = [self.env.event() for _ in colls]
-        self.rows: list[BucketRow | None] = [None] * len(colls)
-        self.rank_end = [0.0] * n_ranks
-        self.bwd_end = [0.0] * n_ranks
-        self._segments = self._build_segments()
+        self.rank_end = [0.0] * self.n_ranks
+        self.bwd_end = [0.0] * self.n_ranks
 
-    # ---- plan -> backward segments ---------------------------------------------
-    def _build_segments(self) -> list[tuple[float, str, tuple[int, ...]]]:
-        """Backward split at the points where collectives become ready: ``(work_s, name, colls_ready)``."""
-        prof, plan = self.profile, self.plan
-        pos = {i: k for k, i in enumerate(prof.ready_order)}
-        copy_bw = self.cost.copy_bytes_per_s if plan.copy_in else None
-        hook_s = self.cost.hook_s_per_param if plan.python_hooks else 0.0
-        ready_at: dict[int, list[int]] = {}
-        if plan.launch != "after_backward":
-            for c, coll in enumerate(plan.collectives):
-                ready_at.setdefault(max(pos[i] for i in coll.params), []).append(c)
-        segs: list[tuple[float, str, tuple[int, ...]]] = []
-        work, first = 0.0, None
-        last = len(prof.ready_order) - 1
-        for k, i in enumerate(prof.ready_order):
-            par = prof.params[i]
-            work += par.bwd_s + hook_s + (par.nbytes / copy_bw if copy_bw else 0.0)
-            if first is None:
-                first = par.name
-            if k in ready_at or k == last:
-                name = par.name if first == par.name else f"{first}..{par.name}"
-                segs.append((work, name, tuple(ready_at.get(k, ()))))
-                work, first = 0.0, None
-        if prof.backward_tail_s > 0:
-            segs.append((prof.backward_tail_s, "backward tail", ()))
-        return segs
-
-    # ---- rate-dependent progress ---------------------------------------------------
-    # Compute runs at 1/(1+contention) while any collective is in flight; a collective's
-    # latency and transfer parts run at 1/(1+comm_contention) while any rank computes, and
-    # transfers share bandwidth (1/k each for k in flight) when bandwidth is shared. Work
-    # is re-timed whenever one of these states changes, so the result is exact.
+    # ---- rate-dependent progress ------------------------------------------------------
     def _signal(self, attr: str) -> None:
         ev = getattr(self, attr)
         setattr(self, attr, self.env.event())
         ev.succeed()
-
-    def _compute(self, work_s: float) -> Iterator[simpy.Event]:
-        env, c = self.env, self.cost.contention
-        if work_s <= 0:
-            return
-        track = self.cost.comm_contention > 0
-        if track:
-            self.computing += 1
-            if self.computing == 1:
-                self._signal("comm_rate_changed")
-        if c == 0:
-            self.n_sim_events += 1
-            yield env.timeout(work_s)
-        else:
-            slow = 1.0 + c
-            yield from self._progress(work_s, lambda: 1.0 / slow if self.busy else 1.0, "busy_changed")
-        if track:
-            self.computing -= 1
-            if self.computing == 0:
-                self._signal("comm_rate_changed")
 
     def _progress(self, work_s: float, rate: Callable[[], float], changed: str) -> Iterator[simpy.Event]:
         """Do ``work_s`` seconds of work at ``rate()``, re-timed whenever the event named ``changed`` fires."""
@@ -173,11 +379,27 @@ class _Step:
             r = rate()
             t0 = env.now
             to = env.timeout(remaining / r)
-            self.n_sim_events += 1
             res = yield to | getattr(self, changed)
             if to in res:
                 break
             remaining -= (env.now - t0) * r
+
+    def _compute(self, work_s: float) -> Iterator[simpy.Event]:
+        if work_s <= 0:
+            return
+        if self.comm_track:
+            self.computing += 1
+            if self.computing == 1:
+                self._signal("comm_rate_changed")
+        if not self.contention:
+            yield self.env.timeout(work_s)
+        else:
+            slow = 1.0 + self.cost.contention
+            yield from self._progress(work_s, lambda: 1.0 / slow if self.busy else 1.0, "busy_changed")
+        if self.comm_track:
+            self.computing -= 1
+            if self.computing == 0:
+                self._signal("comm_rate_changed")
 
     def _set_busy(self, delta: int) -> None:
         was = self.busy
@@ -186,17 +408,14 @@ class _Step:
             self.busy_since = self.env.now
         elif was and self.busy == 0:
             self.comm_busy_s += self.env.now - self.busy_since
-        if (was == 0) != (self.busy == 0):
+        if self.contention and (was == 0) != (self.busy == 0):
             self._signal("busy_changed")
 
     def _comm_work(self, work_s: float, shared: bool) -> Iterator[simpy.Event]:
-        """Progress ``work_s`` seconds of communication at the current rates."""
-        env = self.env
         cc = self.cost.comm_contention
-        shared = shared and self.cost.shared_bandwidth and self.cost.channels > 1
+        shared = shared and self.shared
         if not shared and cc == 0:
-            self.n_sim_events += 1
-            yield env.timeout(work_s)
+            yield self.env.timeout(work_s)
             return
         if shared:
             self.n_xfer += 1
@@ -210,76 +429,110 @@ class _Step:
             self.n_xfer -= 1
             self._signal("comm_rate_changed")
 
-    # ---- processes -------------------------------------------------------------
-    def _collective(
-        self, c: int, coll: Collective, launched: list[simpy.Event], done: simpy.Event
-    ) -> Iterator[simpy.Event]:
+    # ---- the reducer's bookkeeping and the channels -----------------------------------------
+    def _launch(self, c: int) -> None:
+        """One rank launches collective ``c``; once every rank has, it joins the channels' queue."""
+        self.launch_count[c] += 1
+        if self.launch_count[c] == self.n_ranks:
+            self.ready_s[c] = self.env.now
+            self.queue.append(c)
+            if not self.queue_ev.triggered:
+                self.queue_ev.succeed()
+
+    def _done(self, c: int) -> simpy.Event:
+        ev = self.waiters.get(c)
+        if ev is None:
+            ev = self.waiters[c] = self.env.event()
+            if not math.isnan(self.end_s[c]):
+                ev.succeed()
+        return ev
+
+    def _channel(self) -> Iterator[simpy.Event]:
         env = self.env
-        yield env.all_of(launched)
-        ready = env.now
-        if coll.op == "allreduce":
-            lat, xfer = self.cost.allreduce_parts_s(coll.msg_bytes, self.p)
-        else:
-            lat, xfer = self.cost.broadcast_parts_s(coll.msg_bytes, self.p)
-        with self.slots.request() as req:
-            yield req
-            start = env.now
+        while True:
+            while not self.queue:
+                if self.queue_ev.triggered:
+                    self.queue_ev = env.event()
+                yield self.queue_ev
+            c = self.queue.popleft()
+            self.start_s[c] = env.now
             self._set_busy(+1)
+            lat, xfer = self.lat[c], self.xfer[c]
             if lat > 0:
                 yield from self._comm_work(lat, shared=False)
             if xfer > 0:
                 yield from self._comm_work(xfer, shared=True)
             self._set_busy(-1)
-        end = env.now
-        self.rows[c] = BucketRow(c, coll.name, coll.msg_bytes, len(coll.params), ready, start, end)
-        if self.record:
-            self.events.append((start, end, -1, coll.op, coll.name))
-        done.succeed()
+            self.end_s[c] = env.now
+            if self.record:
+                if c < self.n_main:
+                    self.events.append((self.start_s[c], env.now, -1, "allreduce", self.plan.names(c)))
+                else:
+                    self.events.append((self.start_s[c], env.now, -1, "broadcast", self.plan.post_names(c - self.n_main)))
+            ev = self.waiters.get(c)
+            if ev is not None:
+                ev.succeed()
+            if c < self.n_main:
+                self.n_done_main += 1
+                if self.n_done_main == self.n_main:
+                    self.all_main_done.succeed()
 
-    def _span(self, rank: int, kind: str, name: str, work_s: float) -> Iterator[simpy.Event]:
+    # ---- ranks --------------------------------------------------------------------------------
+    def _span(self, rank: int, kind: str, name: Callable[[], str], work_s: float) -> Iterator[simpy.Event]:
         t0 = self.env.now
         yield from self._compute(work_s)
         if self.record and work_s > 0:
-            self.events.append((t0, self.env.now, rank, kind, name))
+            self.events.append((t0, self.env.now, rank, kind, name()))
 
     def _rank(self, r: int) -> Iterator[simpy.Event]:
-        env, prof, plan, f = self.env, self.profile, self.plan, self.factors[r]
-        bwd_total = sum(w for w, _, _ in self._segments)
-        yield from self._span(r, "forward", "forward", prof.forward_s * f)
-        for m in range(self._accum - 1):  # no_sync micro-steps: no communication
-            yield from self._span(r, "backward", f"backward(no_sync {m})", bwd_total * f)
-            yield from self._span(r, "forward", "forward", prof.forward_s * f)
-        colls = plan.collectives
+        env, st, plan, f = self.env, self.st, self.plan, self.factors[r]
+        prof = st.profile
+        seg_work = st.seg_work.tolist()
+        bwd_total = sum(seg_work) + st.tail
+        fwd = prof.forward_s * f
+        yield from self._span(r, "forward", lambda: "forward", fwd)
+        for m in range(st_accum(self) - 1):  # no_sync micro-steps: no communication
+            yield from self._span(r, "backward", lambda m=m: f"backward(no_sync {m})", bwd_total * f)
+            yield from self._span(r, "forward", lambda: "forward", fwd)
+        n = plan.n_collectives
+        launch = plan.launch
+        by_seg: list[list[int]] = [[] for _ in seg_work]
+        if launch != "after_backward" and n:
+            seg_of = np.searchsorted(st.cuts, plan.last_pos).tolist()
+            for c, k in enumerate(seg_of):
+                by_seg[k].append(c)
         next_launch = 0
-        ready = [False] * len(colls)
-        for work, name, newly in self._segments:
-            yield from self._span(r, "backward", name, work * f)
-            if plan.launch == "on_ready":
-                for c in newly:
-                    self.launched[c][r].succeed()
-            elif plan.launch == "in_order":
-                for c in newly:
+        ready = [False] * n
+        for k, work in enumerate(seg_work):
+            yield from self._span(r, "backward", lambda k=k: st.seg_name(k), work * f)
+            if launch == "on_ready":
+                for c in by_seg[k]:
+                    self._launch(c)
+            elif launch == "in_order":
+                for c in by_seg[k]:
                     ready[c] = True
-                while next_launch < len(colls) and ready[next_launch]:
-                    self.launched[next_launch][r].succeed()
+                while next_launch < n and ready[next_launch]:
+                    self._launch(next_launch)
                     next_launch += 1
+        if st.tail > 0:
+            yield from self._span(r, "backward", lambda: "backward tail", st.tail * f)
         self.bwd_end[r] = env.now
-        if plan.launch == "after_backward":
-            for c in range(len(colls)):  # blocking, one after another
-                self.launched[c][r].succeed()
-                yield self.done[c]
-        elif colls:
-            yield env.all_of(self.done)
+        if launch == "after_backward":
+            for c in range(n):  # blocking, one after another
+                self._launch(c)
+                yield self._done(c)
+        elif n:
+            yield self.all_main_done
         t0 = env.now
         if self.record and t0 > self.bwd_end[r]:
             self.events.append((self.bwd_end[r], t0, r, "wait", "wait for communication"))
         copy_bw = self.cost.copy_bytes_per_s
         if copy_bw and plan.copy_out_bytes:
-            yield from self._span(r, "copy", "copy gradients out of buckets", plan.copy_out_bytes / copy_bw)
-        yield from self._span(r, "optimizer", "optimizer", prof.optimizer_s * plan.optimizer_fraction * f)
-        for c, coll in enumerate(plan.post_optimizer):
-            self.launched_post[c][r].succeed()
-            yield self.done_post[c]
+            yield from self._span(r, "copy", lambda: "copy gradients out of buckets", plan.copy_out_bytes / copy_bw)
+        yield from self._span(r, "optimizer", lambda: "optimizer", prof.optimizer_s * plan.optimizer_fraction * f)
+        for c in range(n, n + plan.n_post):
+            self._launch(c)
+            yield self._done(c)
         self.rank_end[r] = env.now
 
     _accum = 1
@@ -287,47 +540,61 @@ class _Step:
     def run(self, accum_steps: int) -> RunOutcome:
         env = self.env
         self._accum = accum_steps
-        n_ranks = len(self.factors)
-        for c, coll in enumerate(self.plan.collectives):
-            env.process(self._collective(c, coll, self.launched[c], self.done[c]))
-        post = self.plan.post_optimizer
-        self.launched_post = [[env.event() for _ in range(n_ranks)] for _ in post]
-        self.done_post = [env.event() for _ in post]
-        if post:
-            base = len(self.plan.collectives)
-            self.rows.extend([None] * len(post))
-            for c, coll in enumerate(post):
-                env.process(self._collective(base + c, coll, self.launched_post[c], self.done_post[c]))
-        for r in range(n_ranks):
+        if self.plan.n_collectives == 0:
+            self.all_main_done.succeed()
+        for _ in range(self.cost.channels):
+            env.process(self._channel())
+        for r in range(self.n_ranks):
             env.process(self._rank(r))
         env.run()
-        missing = [i for i, row in enumerate(self.rows) if row is None]
-        if missing:  # a plan whose collectives never launch is a bug in the plan, not user input
-            raise RuntimeError(f"simulation ended with {len(missing)} collectives never run")
+        if any(math.isnan(e) for e in self.end_s):  # a plan whose collectives never launch is a bug in the plan
+            missing = sum(math.isnan(e) for e in self.end_s)
+            raise RuntimeError(f"simulation ended with {missing} collectives never run")
         return RunOutcome(
             step_time_s=max(self.rank_end),
             backward_end_s=max(self.bwd_end),
             comm_busy_s=self.comm_busy_s,
-            rows=tuple(self.rows),  # type: ignore[arg-type]
+            rows=Rows(self.plan, np.array(self.ready_s), np.array(self.start_s), np.array(self.end_s)),
             events=tuple(sorted(self.events)),
-            n_sim_events=self.n_sim_events + len(self.rows),
+            n_sim_events=next(env._eid),  # SimPy events scheduled (simpy.core.Environment's event counter)
         )
+
+
+def st_accum(step: _Step) -> int:
+    return step._accum
+
+
+_EMPTY = np.zeros(0, dtype=np.int64)
 
 
 def simulate_step(
     profile: GradProfile,
-    plan: CommPlan,
+    plan: CommPlan | PlanArrays,
     cost: CostModel,
     world_size: int,
     factors: list[float] | None = None,
     accum_steps: int = 1,
     record: bool = False,
+    model: str = "auto",
 ) -> RunOutcome:
-    """Simulate one step with per-simulated-rank compute factors (default: one rank, factor 1)."""
+    """Simulate one step with per-simulated-rank compute factors (default: one rank, factor 1).
+
+    ``model``: ``"events"`` runs the SimPy event model (the reference); ``"auto"``
+    (default) answers analytically when no contention applies and the channel
+    is serial and no events are recorded, and runs the event model otherwise.
+    """
+    if model not in ("auto", "events", "analytic"):
+        raise ValueError(f"model must be 'auto', 'events' or 'analytic', got {model!r}")
     factors = factors or [1.0]
+    pa = plan if isinstance(plan, PlanArrays) else plan_arrays(profile, plan)
     if world_size <= 1:
-        plan = CommPlan(plan.launch, (), False, 0, 1.0, ())
-    return _Step(profile, plan, cost, world_size, factors, record).run(accum_steps)
+        pa = PlanArrays(pa.launch, _EMPTY, _EMPTY, _EMPTY, pa.names, False, 0, key=("none",))
+    st = _Setup(profile, pa, cost, world_size)
+    if model == "analytic" or (model == "auto" and not record and analytic_applies(cost)):
+        if not analytic_applies(cost):
+            raise ValueError("the analytic model needs no contention and one channel")
+        return _analytic(st, factors, accum_steps)
+    return _Step(st, factors, record).run(accum_steps)
 
 
 def rank_factors(world_size: int, ranks: int, jitter_sigma: float, rng_u: list[float]) -> list[float]:

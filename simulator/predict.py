@@ -18,7 +18,7 @@ from typing import Any
 from .engine import BucketRow, Event, RunOutcome, rank_factors, simulate_step
 from .network import CostModel
 from .profile import GradProfile
-from .strategies import StrategySpec, comm_plan
+from .strategies import PlanArrays, StrategySpec, comm_plan_arrays, profile_arrays
 
 RESULT_SCHEMA = "ddpsim.prediction/1"
 
@@ -87,6 +87,14 @@ def _validate_world(world_size: int, ranks: int) -> None:
         raise ValueError(f"simulated ranks must be between 1 and the world size ({world_size}), got {ranks!r}")
 
 
+def check_args(world_size: int, ranks: int = 1, jitter_sigma: float = 0.0, repeats: int = 1) -> None:
+    _validate_world(world_size, ranks)
+    if jitter_sigma < 0:
+        raise ValueError(f"jitter sigma must be >= 0, got {jitter_sigma}")
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+
+
 def predict(
     profile: GradProfile,
     cost: CostModel,
@@ -98,22 +106,44 @@ def predict(
     repeats: int = 1,
     seed: int = 0,
     record_events: bool = False,
+    model: str = "auto",
 ) -> StepResult:
-    """Simulate ``repeats`` seeded steps and summarise them (median and p10/p90)."""
-    _validate_world(world_size, ranks)
-    if jitter_sigma < 0:
-        raise ValueError(f"jitter sigma must be >= 0, got {jitter_sigma}")
-    if repeats < 1:
-        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    """Simulate ``repeats`` seeded steps and summarise them (median and p10/p90).
+
+    ``model``: ``"events"`` forces the SimPy event model, ``"auto"`` lets the engine
+    answer analytically where that is exact (``engine.simulate_step``).
+    """
+    check_args(world_size, ranks, jitter_sigma, repeats)
+    plan = comm_plan_arrays(profile, strategy, world_size)
+    return predict_plan(profile, cost, strategy, world_size, plan, ranks=ranks, jitter_sigma=jitter_sigma,
+                        repeats=repeats, seed=seed, record_events=record_events, model=model)
+
+
+def predict_plan(
+    profile: GradProfile,
+    cost: CostModel,
+    strategy: StrategySpec,
+    world_size: int,
+    plan: PlanArrays,
+    *,
+    ranks: int = 1,
+    jitter_sigma: float = 0.0,
+    repeats: int = 1,
+    seed: int = 0,
+    record_events: bool = False,
+    model: str = "auto",
+) -> StepResult:
+    """``predict`` for a plan already formed (``strategies.comm_plan_arrays``); arguments as ``check_args`` checks them."""
     if jitter_sigma == 0:
         repeats = 1  # deterministic: one run is the answer
-    plan = comm_plan(profile, strategy, world_size)
     rng = random.Random(seed)
     outcomes: list[RunOutcome] = []
     for k in range(repeats):
         factors = rank_factors(world_size, ranks, jitter_sigma, [rng.random() for _ in range(ranks)])
         outcomes.append(
-            simulate_step(profile, plan, cost, world_size, factors, strategy.accum_steps, record=record_events and k == 0)
+            simulate_step(
+                profile, plan, cost, world_size, factors, strategy.accum_steps, record=record_events and k == 0, model=model
+            )
         )
     times = sorted(o.step_time_s for o in outcomes)
     median = statistics.median(times)
@@ -124,7 +154,8 @@ def predict(
     else:
         p10, p90 = times[0], times[-1]
     a = strategy.accum_steps
-    compute = a * (profile.forward_s + profile.backward_s) + profile.optimizer_s * plan.optimizer_fraction
+    pa = profile_arrays(profile)
+    compute = a * (profile.forward_s + pa.backward_s) + profile.optimizer_s * plan.optimizer_fraction
     if not record_events:
         events: tuple[Event, ...] = ()
     else:
@@ -140,7 +171,7 @@ def predict(
         overhead_s=median - compute,
         backward_end_s=rep.backward_end_s,
         comm_busy_s=rep.comm_busy_s,
-        total_grad_bytes=profile.total_grad_bytes,
+        total_grad_bytes=pa.total_grad_bytes,
         samples_per_step=profile.samples_per_step,
         tokens_per_sample=profile.tokens_per_sample,
         rows=rep.rows,

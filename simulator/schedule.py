@@ -24,6 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
+
+from .engine import collective_parts
 from .network import CostModel
 from .predict import StepResult, predict
 from .profile import GradProfile
@@ -87,17 +90,16 @@ def dp_groups(profile: GradProfile, cost: CostModel, world_size: int, max_atoms:
     prefix = [0]
     for a in atoms:
         prefix.append(prefix[-1] + sum(profile.params[i].nbytes for i in a))
-    inf = float("inf")
-    f = [0.0] + [inf] * m
+    # f(j) for every i < j at once: the cost model over an array of message sizes (exactly the
+    # scalar arithmetic), the first minimum kept as the scalar loop's strict ``<`` keeps it.
+    pre = np.asarray(prefix, dtype=np.int64)
+    f = np.zeros(m + 1)
     arg = [0] * (m + 1)
     for j in range(1, m + 1):
-        r = ready[j - 1]
-        best, besti = inf, 0
-        for i in range(j):
-            t = max(r, f[i]) + cost.allreduce_time_s(prefix[j] - prefix[i], world_size)
-            if t < best:
-                best, besti = t, i
-        f[j], arg[j] = best, besti
+        lat, xfer = collective_parts(cost, "allreduce", pre[j] - pre[:j], world_size)
+        t = np.maximum(ready[j - 1], f[:j]) + (lat + xfer)
+        k = int(np.argmin(t))
+        f[j], arg[j] = t[k], k
     cuts = []
     j = m
     while j > 0:

@@ -24,10 +24,20 @@ parameter is broadcast from its owner, one blocking broadcast per parameter.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Mapping
+import sys
+import weakref
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Hashable, Mapping
 
-from .buckets import ddp_buckets, simple_buckets
+import numpy as np
+
+from .buckets import (
+    bucket_starts,
+    ddp_bucket_limits,
+    ddp_buckets,
+    mb_to_bytes,
+    simple_buckets,
+)
 from .profile import GradProfile
 
 STRATEGIES = ("naive", "flat", "individual", "bucketed", "torch-ddp", "sharded")
@@ -168,4 +178,166 @@ def comm_plan(profile: GradProfile, spec: StrategySpec, world_size: int) -> Comm
     post = tuple(Collective(f"bcast:{ps[i].name}", "broadcast", ps[i].nbytes, (i,)) for i in trainable)
     return CommPlan(
         "in_order", colls, copy_in=True, copy_out_bytes=copy_out, optimizer_fraction=1.0 / world_size, post_optimizer=post
+    )
+
+
+# ---- the plan as arrays: what the engine consumes -------------------------------------------
+# A plan of 50,000 collectives as 50,000 ``Collective`` objects costs more to build than to
+# simulate, so the engine reads the same plan as numpy arrays, built straight from bucket
+# boundaries where DDP's buckets are contiguous runs of one dtype (the common case).
+
+
+@dataclass(frozen=True, eq=False)
+class ProfileArrays:
+    """A profile's per-parameter numbers as arrays (built once per profile and cached)."""
+
+    order: np.ndarray  # ready order: parameter indices
+    pos: np.ndarray  # position in the ready order, by parameter index (-1: frozen)
+    nbytes: np.ndarray  # by parameter index
+    bwd_s: np.ndarray  # by parameter index
+    one_dtype: bool  # every trainable parameter has the same dtype
+    total_grad_bytes: int  # GradProfile.total_grad_bytes
+    backward_s: float  # GradProfile.backward_s
+
+
+_PROFILE_CACHE: dict[int, tuple[Any, ProfileArrays]] = {}
+
+
+def profile_arrays(profile: GradProfile) -> ProfileArrays:
+    key = id(profile)
+    hit = _PROFILE_CACHE.get(key)
+    if hit is not None and hit[0]() is profile:
+        return hit[1]
+    ps = profile.params
+    order = np.asarray(profile.ready_order, dtype=np.int64)
+    pos = np.full(len(ps), -1, dtype=np.int64)
+    pos[order] = np.arange(len(order), dtype=np.int64)
+    dtypes = {p.dtype for p in ps if p.requires_grad}
+    pa = ProfileArrays(
+        order=order,
+        pos=pos,
+        nbytes=np.fromiter((p.nbytes for p in ps), dtype=np.int64, count=len(ps)),
+        bwd_s=np.fromiter((p.bwd_s for p in ps), dtype=np.float64, count=len(ps)),
+        one_dtype=len(dtypes) == 1,
+        total_grad_bytes=profile.total_grad_bytes,
+        backward_s=profile.backward_s,
+    )
+    if len(_PROFILE_CACHE) > 64:
+        _PROFILE_CACHE.clear()
+    _PROFILE_CACHE[key] = (weakref.ref(profile), pa)
+    return pa
+
+
+@dataclass(frozen=True, eq=False)
+class PlanArrays:
+    """A ``CommPlan`` as arrays. Main collectives are all-reduces, post-optimizer ones broadcasts.
+
+    ``last_pos[c]``: ready-order position of the last gradient collective ``c`` waits for.
+    ``key``: identifies the assignment (equal keys, equal plans) so a sweep simulates it once.
+    """
+
+    launch: str
+    msg_bytes: np.ndarray
+    last_pos: np.ndarray
+    n_params: np.ndarray
+    names: Callable[[int], str]
+    copy_in: bool
+    copy_out_bytes: int
+    optimizer_fraction: float = 1.0
+    post_msg_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    post_names: Callable[[int], str] = str
+    python_hooks: bool = False
+    key: Hashable = None
+
+    @property
+    def n_collectives(self) -> int:
+        return len(self.msg_bytes)
+
+    @property
+    def n_post(self) -> int:
+        return len(self.post_msg_bytes)
+
+
+def _bucket_name(k: int) -> str:
+    return f"bucket{k}"
+
+
+def plan_arrays(profile: GradProfile, plan: CommPlan) -> PlanArrays:
+    """Any ``CommPlan`` as arrays."""
+    pa = profile_arrays(profile)
+    colls, post = plan.collectives, plan.post_optimizer
+    if any(c.op != "allreduce" for c in colls) or any(c.op != "broadcast" for c in post):
+        raise ValueError("the engine runs all-reduces in a plan's collectives and broadcasts after the optimizer")
+    pos = pa.pos
+    names = tuple(c.name for c in colls)
+    post_names = tuple(c.name for c in post)
+    return PlanArrays(
+        launch=plan.launch,
+        msg_bytes=np.fromiter((c.msg_bytes for c in colls), dtype=np.int64, count=len(colls)),
+        last_pos=np.fromiter((int(pos[list(c.params)].max()) for c in colls), dtype=np.int64, count=len(colls)),
+        n_params=np.fromiter((len(c.params) for c in colls), dtype=np.int64, count=len(colls)),
+        names=names.__getitem__,
+        copy_in=plan.copy_in,
+        copy_out_bytes=plan.copy_out_bytes,
+        optimizer_fraction=plan.optimizer_fraction,
+        post_msg_bytes=np.fromiter((c.msg_bytes for c in post), dtype=np.int64, count=len(post)),
+        post_names=post_names.__getitem__,
+        python_hooks=plan.python_hooks,
+    )
+
+
+def _runs(pa: ProfileArrays, members: np.ndarray, starts: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(msg_bytes, last_pos, n_params)`` of buckets that are runs ``members[starts[k]:starts[k+1]]``."""
+    st = np.asarray(starts, dtype=np.int64)
+    msg = np.add.reduceat(pa.nbytes[members], st) if len(st) else np.zeros(0, dtype=np.int64)
+    last = np.maximum.reduceat(pa.pos[members], st) if len(st) else np.zeros(0, dtype=np.int64)
+    n = np.diff(np.append(st, len(members)))
+    return msg, last, n
+
+
+def comm_plan_arrays(profile: GradProfile, spec: StrategySpec, world_size: int) -> PlanArrays:
+    """``plan_arrays(profile, comm_plan(profile, spec, world_size))``, in O(n) numpy for the bucketed
+    strategies of one dtype (buckets formed by ``buckets.bucket_starts``), with ``key`` set."""
+    pa = profile_arrays(profile)
+    if spec.name not in BUCKETED or not pa.one_dtype:
+        plan = comm_plan(profile, spec, world_size)
+        return replace(plan_arrays(profile, plan), key=("plan", spec.name, tuple(c.params for c in plan.collectives)))
+    ps = profile.params
+    total = pa.total_grad_bytes
+    if spec.name == "bucketed":  # reverse registration order, on_ready (buckets.reverse_order_buckets)
+        members = np.flatnonzero(pa.pos >= 0)[::-1]
+        starts = bucket_starts(pa.nbytes[members], [mb_to_bytes(spec.bucket_mb)])
+        msg, last, n = _runs(pa, members, starts)
+        return PlanArrays(
+            "on_ready", msg, last, n, _bucket_name, True, total, python_hooks=True, key=("bucketed", tuple(starts))
+        )
+    cap, first, per = ddp_bucket_limits(spec.bucket_mb, spec.bucket_cap_mb_list)
+    rebuild = spec.static_graph or not spec.find_unused_parameters
+    if rebuild and not spec.first_step:  # the rebuild: runs in ready order
+        members = pa.order
+        starts = bucket_starts(pa.nbytes[members], list(per) if per else [first, cap])
+        msg, last, n = _runs(pa, members, starts)
+        key: Hashable = ("steady", tuple(starts))
+    else:  # the assignment at construction, over registration order, then reversed
+        reg = np.flatnonzero(pa.pos >= 0)
+        if per:
+            lims: list[int] = list(per)
+        elif rebuild:
+            lims = [sys.maxsize]
+        elif first < cap:
+            lims = [first, cap]
+        else:
+            lims = [cap]
+        starts = bucket_starts(pa.nbytes[reg], lims)
+        msg, last, n = _runs(pa, reg, starts)
+        msg, last, n = msg[::-1].copy(), last[::-1].copy(), n[::-1].copy()
+        key = ("init", tuple(starts))
+    copy_out = 0 if spec.gradient_as_bucket_view else total
+    if spec.name == "torch-ddp":
+        return PlanArrays("in_order", msg, last, n, _bucket_name, True, copy_out, key=key)
+    trainable = np.flatnonzero(pa.pos >= 0)
+    names = tuple(f"bcast:{ps[i].name}" for i in trainable.tolist())
+    return PlanArrays(
+        "in_order", msg, last, n, _bucket_name, True, copy_out,
+        optimizer_fraction=1.0 / world_size, post_msg_bytes=pa.nbytes[trainable], post_names=names.__getitem__, key=key,
     )

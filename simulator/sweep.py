@@ -8,9 +8,10 @@ from typing import Any, Sequence
 
 from .closed_form import ClosedForm, closed_form
 from .network import CostModel
-from .predict import StepResult, predict
+from .buckets import mb_to_bytes
+from .predict import StepResult, check_args, predict_plan
 from .profile import GradProfile
-from .strategies import StrategySpec
+from .strategies import StrategySpec, comm_plan_arrays, profile_arrays
 
 MIB = 1024 * 1024
 SWEEP_SCHEMA = "ddpsim.sweep/1"
@@ -95,17 +96,37 @@ def sweep(
     if strategy.name not in ("bucketed", "torch-ddp", "sharded"):
         raise ValueError(f"a bucket sweep needs a bucketed strategy (bucketed, torch-ddp, sharded), not {strategy.name!r}")
     grid = list(bucket_mb) if bucket_mb is not None else default_grid_mb(profile)
-    rows = tuple(predict(profile, cost, replace(strategy, bucket_mb=mb, bucket_cap_mb_list=None), world_size, **predict_kw) for mb in grid)
+    check_args(world_size, **{k: v for k, v in predict_kw.items() if k in ("ranks", "jitter_sigma", "repeats")})
+    # Many caps give the same buckets (every cap below the smallest tensor, every cap between two
+    # closing points): each distinct assignment is simulated once and its result shared.
+    pa = profile_arrays(profile)
+    smallest = int(pa.nbytes[pa.pos >= 0].min())
+    singletons = strategy.name in ("bucketed", "torch-ddp", "sharded") and not strategy.first_step
+    done: dict[Any, StepResult] = {}
+    rows_l: list[StepResult] = []
+    for mb in grid:
+        spec = replace(strategy, bucket_mb=mb, bucket_cap_mb_list=None)
+        hint = ("every tensor its own bucket",) if singletons and mb_to_bytes(mb) <= smallest else None
+        res = done.get(hint) if hint else None
+        if res is None:
+            plan = comm_plan_arrays(profile, spec, world_size)
+            res = done.get(plan.key)
+            if res is None:
+                res = done[plan.key] = predict_plan(profile, cost, spec, world_size, plan, **predict_kw)
+            if hint:
+                done[hint] = res
+        rows_l.append(res if res.strategy == spec else replace(res, strategy=spec))
+    rows = tuple(rows_l)
     best = min(range(len(rows)), key=lambda k: (rows[k].step_time_s, -grid[k]))
     # closed form with the all-reduce (o, w) at this world size, for the algorithm chosen at the best size
     o_s, w = cost.linear_at(world_size, msg_bytes=grid[best] * MIB)
     return SweepResult(
         strategy=strategy,
         world_size=world_size,
-        total_grad_bytes=profile.total_grad_bytes,
+        total_grad_bytes=pa.total_grad_bytes,
         rows=rows,
         bucket_mb=tuple(grid),
         best_index=best,
-        closed=closed_form(profile.total_grad_bytes, o_s, w),
+        closed=closed_form(pa.total_grad_bytes, o_s, w),
         cost_label=cost.label,
     )

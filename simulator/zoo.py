@@ -4,8 +4,9 @@ Models live in ``simulator/data/models/<name>.json`` (schema ``ddpsim.model/1``)
 the parameters in registration order (``module.named_parameters()``), each with
 ``shape``, ``dtype`` and ``fwd_flops_per_sample``, plus ``defaults.batch_size``
 (per rank) and ``tokens_per_sample`` (the sequence length of a language model,
-1 otherwise). ``scripts/gen_zoo_models.py`` writes the large reference models
-from formulas; ``scripts/gen_toy_models.py`` writes realrun's toy workloads
+1 otherwise). Repeated layers may be written once as a ``repeat`` block
+(``expand_params``; ``llama3-70b`` and ``qwen3-moe-235b-a22b`` are stored so).
+``scripts/gen_zoo_models.py`` writes the large reference models from formulas; ``scripts/gen_toy_models.py`` writes realrun's toy workloads
 from torch.
 
 What ``fwd_flops_per_sample`` means, for every file in the zoo:
@@ -140,6 +141,36 @@ class ModelParam:
         )
 
 
+def expand_params(entries: list[Any], subs: Mapping[str, int] | None = None) -> list[Mapping[str, Any]]:
+    """A model file's ``params``, with repeated blocks written out.
+
+    Besides parameter entries the list may hold ``{"repeat": {"var": "i", "count": 94},
+    "params": [...]}``: the inner list ``count`` times, ``{i}`` in names replaced by
+    0, 1, ...; blocks nest (layers, then experts within a layer). A model with tens
+    of thousands of tensors (one per expert matrix per layer) is stored this way.
+    """
+    subs = dict(subs or {})
+    out: list[Mapping[str, Any]] = []
+    for e in entries:
+        if isinstance(e, Mapping) and "repeat" in e:
+            rep = e["repeat"]
+            _require(
+                isinstance(rep, Mapping) and isinstance(rep.get("var"), str) and _is_count(rep.get("count")),
+                f"a repeat block needs {{'var': name, 'count': integer}}, got {rep!r}",
+            )
+            _require(isinstance(e.get("params"), list), "a repeat block needs a 'params' list")
+            for k in range(rep["count"]):
+                out.extend(expand_params(e["params"], {**subs, rep["var"]: k}))
+        elif subs and isinstance(e, Mapping) and isinstance(e.get("name"), str) and "{" in e["name"]:
+            name = e["name"]
+            for var, k in subs.items():
+                name = name.replace("{" + var + "}", str(k))
+            out.append({**e, "name": name})
+        else:
+            out.append(e)
+    return out
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """A model as data: parameters in registration order, default batch size, tokens per sample."""
@@ -209,7 +240,7 @@ class ModelSpec:
         _require(isinstance(d.get("params"), list), "model spec lacks a 'params' list")
         return cls(
             name=d.get("name", "unnamed"),
-            params=tuple(ModelParam.from_dict(p) for p in d["params"]),
+            params=tuple(ModelParam.from_dict(p) for p in expand_params(d["params"])),
             source=str(d.get("source", "")),
             defaults=dict(d.get("defaults", {})),
             tokens_per_sample=d.get("tokens_per_sample", 1),

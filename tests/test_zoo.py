@@ -37,6 +37,8 @@ def _gen_module():
         ("gpt2-xl", 1_557_611_200),
         ("bert-base", 109_482_240),  # HF BertModel, pooler included
         ("resnet50", 25_557_032),  # torchvision resnet50 docs: num_params
+        ("llama3-70b", 70_553_706_496),  # Meta-Llama-3-70B: "70.6B" on its model card
+        ("qwen3-moe-235b-a22b", 235_093_634_560),  # Qwen3-235B-A22B: "235B total" on its model card
     ],
 )
 def test_parameter_totals(name, total):
@@ -112,7 +114,15 @@ def test_model_file_validates_and_round_trips(name):
     assert set(raw) == {"schema", "name", "source", "defaults", "tokens_per_sample", "params"}
     assert spec.source, f"{name}: says nowhere where its numbers come from"
     assert zoo.ModelSpec.from_dict(spec.to_dict()) == spec
-    for p in raw["params"]:
+    def entries(ps):
+        for p in ps:
+            if "repeat" in p:
+                assert set(p) == {"repeat", "params"} and set(p["repeat"]) == {"var", "count"}
+                yield from entries(p["params"])
+            else:
+                yield p
+
+    for p in entries(raw["params"]):
         assert set(p) == {"name", "shape", "dtype", "fwd_flops_per_sample"}
     assert spec.fwd_flops_per_sample > 0
 
@@ -371,3 +381,48 @@ def test_gpt2_formulas_match_torch_flop_counter():
     with torch.no_grad(), counter:
         model(torch.zeros(3, cfg.n_ctx, dtype=torch.long))
     assert counter.get_total_flops() == 3 * sum(e["fwd_flops_per_sample"] for e in expected)
+
+
+# ---- today's scale: a 70B dense model and a mixture of experts ----------------------------
+
+
+def test_qwen3_moe_layout_matches_a_published_exact_count():
+    # The same generator on Qwen3-30B-A3B's config (48 layers, hidden 2048, 32 heads, 4 KV heads,
+    # head_dim 128, moe_intermediate 768, 128 experts) gives its published exact total,
+    # 30,532,122,624 parameters (KerasHub qwen3_moe_30b_a3b_en preset metadata).
+    gen = _gen_module()
+    cfg = gen.Qwen3MoeConfig(48, 2048, 32, 4, 128, 768, 128, 8, 151936, 4096)
+    flat = gen.expanded(gen.qwen3_moe_params(cfg))
+    assert sum(math.prod(p["shape"]) for p in flat) == 30_532_122_624
+
+
+def test_large_models_tensor_counts_and_names():
+    llama = zoo.load_model_spec("llama3-70b")
+    assert len(llama.params) == 1 + 80 * 9 + 2 == 723
+    moe = zoo.load_model_spec("qwen3-moe-235b-a22b")
+    assert len(moe.params) == 1 + 94 * (6 + 1 + 128 * 3 + 2) + 2 == 36_945
+    assert len(moe.params) >= 20_000
+    names = [p.name for p in moe.params]
+    assert names[1:4] == ["model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
+                          "model.layers.0.self_attn.v_proj.weight"]
+    assert "model.layers.93.mlp.experts.127.down_proj.weight" in names
+    assert names[-1] == "lm_head.weight"
+    # every expert matrix is its own op (module), so its own gradient-ready point
+    assert len(moe.op_groups()) == len(moe.params)
+
+
+def test_repeat_blocks_expand_in_order_and_bad_blocks_are_refused():
+    entries = [
+        {"name": "emb", "shape": [2]},
+        {"repeat": {"var": "i", "count": 2}, "params": [
+            {"name": "l{i}.a", "shape": [1]},
+            {"repeat": {"var": "e", "count": 2}, "params": [{"name": "l{i}.x{e}", "shape": [3]}]},
+        ]},
+    ]
+    assert [p["name"] for p in zoo.expand_params(entries)] == [
+        "emb", "l0.a", "l0.x0", "l0.x1", "l1.a", "l1.x0", "l1.x1"
+    ]
+    with pytest.raises(ValueError, match="repeat block"):
+        zoo.expand_params([{"repeat": {"var": "i"}, "params": []}])
+    with pytest.raises(ValueError, match="repeat block"):
+        zoo.expand_params([{"repeat": {"var": "i", "count": 2}}])
