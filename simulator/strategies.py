@@ -11,11 +11,13 @@ Launch rules, each as the real implementation behaves:
   blocking until done (``naive``: one all-reduce per parameter in
   ``module.parameters()`` order; ``flat``: one all-reduce of everything).
 * ``on_ready``: a collective starts as soon as its last gradient is ready
-  (``individual``: one per parameter from post-accumulate-grad hooks;
-  ``bucketed``: one per bucket).
+  (kept for what-if studies; no built-in strategy uses it).
 * ``in_order``: torch DDP's reducer launches bucket ``i`` only once it is ready
   *and* buckets ``0..i-1`` have been launched (``Reducer::mark_bucket_ready``
-  walks ``next_bucket_`` forward; reducer.cpp).
+  walks ``next_bucket_`` forward; reducer.cpp). The hand-written hook-driven
+  variants of ``realrun/ddp.py`` do the same over reverse registration order
+  (``individual``: one call per parameter from post-accumulate-grad hooks;
+  ``bucketed``: one per bucket), since every rank must issue the same sequence.
 
 ``sharded`` (ZeRO-1): gradients are averaged as in torch DDP (bucketed,
 in order), each rank steps the optimizer on its ``1/p`` shard, then every
@@ -156,12 +158,15 @@ def comm_plan(profile: GradProfile, spec: StrategySpec, world_size: int) -> Comm
         return CommPlan(
             "after_backward", (Collective("flat", "allreduce", total, tuple(trainable)),), copy_in=False, copy_out_bytes=2 * total
         )
+    # The hand-written hook-driven variants launch in a fixed index order, reverse registration
+    # (realrun/ddp.py: every rank must issue the same sequence, as torch's reducer walks
+    # ``next_bucket_``): a call that is ready early waits for every lower-index one to be ready.
     if spec.name == "individual":
-        colls = tuple(Collective(ps[i].name, "allreduce", ps[i].nbytes, (i,)) for i in profile.ready_order)
-        return CommPlan("on_ready", colls, copy_in=False, copy_out_bytes=0, python_hooks=True)
+        colls = tuple(Collective(ps[i].name, "allreduce", ps[i].nbytes, (i,)) for i in reversed(trainable))
+        return CommPlan("in_order", colls, copy_in=False, copy_out_bytes=0, python_hooks=True)
     if spec.name == "bucketed":
         colls = _bucket_colls(profile, simple_buckets(profile, spec.bucket_mb))
-        return CommPlan("on_ready", colls, copy_in=True, copy_out_bytes=total, python_hooks=True)
+        return CommPlan("in_order", colls, copy_in=True, copy_out_bytes=total, python_hooks=True)
     # torch-ddp and sharded share DDP's reducer
     b = ddp_buckets(
         profile,
@@ -304,12 +309,12 @@ def comm_plan_arrays(profile: GradProfile, spec: StrategySpec, world_size: int) 
         return replace(plan_arrays(profile, plan), key=("plan", spec.name, tuple(c.params for c in plan.collectives)))
     ps = profile.params
     total = pa.total_grad_bytes
-    if spec.name == "bucketed":  # reverse registration order, on_ready (buckets.reverse_order_buckets)
+    if spec.name == "bucketed":  # reverse registration order, launched in index order (buckets.reverse_order_buckets)
         members = np.flatnonzero(pa.pos >= 0)[::-1]
         starts = bucket_starts(pa.nbytes[members], [mb_to_bytes(spec.bucket_mb)])
         msg, last, n = _runs(pa, members, starts)
         return PlanArrays(
-            "on_ready", msg, last, n, _bucket_name, True, total, python_hooks=True, key=("bucketed", tuple(starts))
+            "in_order", msg, last, n, _bucket_name, True, total, python_hooks=True, key=("bucketed", tuple(starts))
         )
     cap, first, per = ddp_bucket_limits(spec.bucket_mb, spec.bucket_cap_mb_list)
     rebuild = spec.static_graph or not spec.find_unused_parameters

@@ -167,3 +167,23 @@ def test_communication_slowed_while_compute_runs():
         ("a", 7.0, 8.5),
     ]
     assert out.step_time_s == 8.75
+
+
+def test_hand_written_variants_launch_in_index_order_like_realrun():
+    # registered [a, b]; realrun's hook-driven wrappers launch over reverse registration: b (index 0), then a.
+    # Gradients arrive the other way round: a at 1 ms, b at 10 ms. In index order a waits for b to be ready,
+    # so both calls queue behind 10 ms: 10 + 2 + 2 = 14 ms (launched on readiness it would be 10 + 2 = 12 ms).
+    from simulator.network import CostModel
+    from simulator.predict import predict
+    from simulator.profile import GradProfile, ParamSpec
+    from simulator.strategies import StrategySpec
+
+    prof = GradProfile(
+        "reorder", (ParamSpec("a", 4, bwd_s=1e-3), ParamSpec("b", 4, bwd_s=9e-3)), ready_order=(0, 1)
+    )
+    cost = CostModel.linear(2e-3, 1e18, 2, channels=1)
+    for name in ("individual", "bucketed"):
+        spec = StrategySpec(name, bucket_mb=1e-5) if name == "bucketed" else StrategySpec(name)
+        res = predict(prof, cost, spec, 2)
+        assert res.n_collectives == 2
+        assert res.step_time_s == pytest.approx(14e-3, rel=1e-9), name
