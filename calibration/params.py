@@ -202,7 +202,7 @@ class Params:
                 probes=dict(d.get("probes") or {}),
                 broadcast=LinearFit.from_dict(d["broadcast"]) if d.get("broadcast") else None,
             )
-        except (TypeError, KeyError) as e:
+        except (TypeError, KeyError, AttributeError) as e:
             raise ValueError(f"params are malformed: {e}") from None
 
     def save(self, path: str | Path) -> Path:
