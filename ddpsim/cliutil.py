@@ -71,6 +71,46 @@ def number_list(item: Callable[[str], Any]) -> Callable[[str], list[Any]]:
     return parse
 
 
+def max_local_ranks() -> int:
+    """The most ranks one machine may start here: 4 per core (each rank is a process with its own model)."""
+    return 4 * (os.cpu_count() or 1)
+
+
+def world_sizes(lo: int = 1, hi: int | None = None) -> Callable[[str], list[int]]:
+    """``2`` or ``1,2,4``: ranks to start on this machine, ``lo`` to ``min(hi, 4 x cores)``."""
+
+    def parse(text: str) -> list[int]:
+        cap = max_local_ranks() if hi is None else min(hi, max_local_ranks())
+        out = []
+        for n in number_list(number(int, lo, 1 << 20))(text):
+            if n > cap:
+                raise argparse.ArgumentTypeError(
+                    f"{n} ranks is more than this machine can run: at most {cap} "
+                    f"({os.cpu_count()} cores, 4 ranks per core); use torchrun across machines for more"
+                )
+            out.append(n)
+        return list(dict.fromkeys(out))
+
+    parse.__name__ = "world size"
+    return parse
+
+
+def single(list_type: Callable[[str], list[Any]]) -> Callable[[str], Any]:
+    """One value of a list type (``--world-size 2`` where a list makes no sense)."""
+
+    def parse(text: str) -> Any:
+        v = list_type(text)
+        if len(v) != 1:
+            raise argparse.ArgumentTypeError(f"give one value, got {text!r}")
+        return v[0]
+
+    parse.__name__ = getattr(list_type, "__name__", "value")
+    return parse
+
+
+timeout_s = number(float, 0, 7 * 86400, lo_open=True)  # a watchdog that is always on: no nan, no inf, <= a week
+
+
 # ---- rates ----------------------------------------------------------------------
 # <prefix><i?><unit>: B/s is bytes, bit/s (b/s, bps) is bits; k/M/G/T decimal, Ki/Mi/Gi binary (bytes only).
 _RATE_RE = re.compile(r"^\s*([0-9.eE+-]+|nan|inf|infinity)\s*([A-Za-z/]*)\s*$", re.IGNORECASE)
@@ -121,6 +161,9 @@ def rate(unit_bytes_per_s: float, unit_name: str, hi: float) -> Callable[[str], 
 
     parse.__name__ = "rate"
     return parse
+
+
+link_mbit = rate(1e6 / 8, "Mbit/s", 1e5)  # emulated links: a number is Mbit/s; 1Gbit/s accepted
 
 
 def gbps_both(bytes_per_s: float) -> str:
