@@ -8,7 +8,6 @@ the modules that run ranks) only when they run.
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any, Callable
 
