@@ -28,7 +28,7 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # one line, exit 2 (argparse's own convention)
-        self.exit(2, f"{self.prog}: error: {message}\n")  # prog: "ddpsim" or "ddpsim COMMAND"
+        self.exit(2, f"ddpsim: error: {message}\n")
 
 
 def _version() -> str:
@@ -76,7 +76,7 @@ def _main(argv: Sequence[str] | None) -> int:
         check_outputs(a)  # every output path, before anything is measured
         return a.func(a)
 
-    return run_handler(f"ddpsim {args.command}", handler, args)
+    return run_handler("ddpsim", handler, args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -114,14 +114,14 @@ def _report(records: list[dict[str, Any]], args: Any) -> int:
             _plot(records, args.plot)
         except (OSError, ValueError) as e:  # the measurement is taken: keep it, say where
             where = args.out or rescue_records(records, "bench-allreduce")
-            print(f"ddpsim bench-allreduce: error: the plot {args.plot} could not be written ({e}); "
+            print(f"ddpsim: error: the plot {args.plot} could not be written ({e}); "
                   f"the records are in {where}", file=sys.stderr)  # fmt: skip
             return 1
         if not args.quiet:
             print(f"bench-allreduce: plot written to {args.plot}", file=sys.stderr)
     wrong = sum(int(r.get("wrong") or 0) for r in records)
     if wrong:
-        print(f"ddpsim bench-allreduce: error: {wrong} wrong values after the collective (see #wrong)", file=sys.stderr)
+        print(f"ddpsim: error: {wrong} wrong values after the collective (see #wrong)", file=sys.stderr)
         return 1
     return 0
 

@@ -149,7 +149,7 @@ def test_bad_input_exits_2_with_one_line(argv, message, capsys):
 
     assert main(["bench-allreduce", *argv]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and message in err and err.startswith("ddpsim bench-allreduce: error: ")
+    assert err.count("\n") == 1 and message in err and err.startswith("ddpsim: error: ")
 
 
 @pytest.mark.slow
