@@ -12,7 +12,7 @@ from typing import Any
 
 from realrun.netns import netns_skip_reason
 
-from .cliutil import emit_json, link_mbit, number, number_list, single, world_sizes
+from .cliutil import emit_json, link_mbit, number, number_list, local_world
 from .sim_commands import float_list, positive_float
 from simulator.strategies import STRATEGIES
 
@@ -73,6 +73,9 @@ def _out_path(base: str, link: float | None, multi: bool) -> str:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from calibration.calibrate import CalibrateSpec, calibrate
 
+    from realrun.workloads import load_workload
+
+    load_workload(args.model)  # a bad --model (or a user module that fails) stops here, before ranks start
     links = args.link_mbit or [None]
     results = []
     runnable, skipped = _runnable_links(links, "calibrate")
@@ -123,7 +126,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         steps=args.steps, warmup=args.warmup, out=args.records, rounds=args.rounds, group_size=args.group_size,
         rescale_compute=not args.no_rescale,
     )
+    from realrun.workloads import load_workload
+
     given = Params.load(args.params) if args.params else None
+    load_workload(args.model)  # before ranks start
     if given is not None and (len(links) == 1 or given.link_mbit in links):
         check_profile_matches(given, args.model, args.batch_size)  # before starting ranks, not after
     results = []
@@ -231,7 +237,7 @@ def add_commands(sub: Any) -> None:
     c = sub.add_parser("calibrate", help="measure this machine and fit o, w, contention and the compute profile")
     c.add_argument("--model", default="gpt", help="workload to profile (built-in or path/to/file.py:build_fn; default gpt)")
     c.add_argument("--backend", default="gloo", choices=("gloo", "nccl"), help="collective backend")
-    c.add_argument("--world-size", type=single(world_sizes(2)), default=2, help="ranks started here")
+    c.add_argument("--world-size", type=local_world(1), default=2, help="ranks started here")
     c.add_argument("--batch-size", type=number(int, 1, 1 << 20), default=None, help="samples per rank (default: the workload's)")
     c.add_argument("--link-mbit", type=link_list, default=None, metavar="RATE,...",
                    help="emulate links of these rates (Mbit/s, or with units: 1Gbit/s; needs root), e.g. 100,400")
@@ -255,7 +261,7 @@ def add_commands(sub: Any) -> None:
     v.add_argument("--strategy", type=_strategies, default=STRATEGIES, help="comma list or 'all' (default all)")
     v.add_argument("--bucket-mb", type=float_list, default=[0.25, 1, 4, 16, 64, 256], help="bucket sizes in MiB for bucketed strategies")
     v.add_argument("--backend", default="gloo", choices=("gloo", "nccl"), help="collective backend")
-    v.add_argument("--world-size", type=single(world_sizes(2)), default=None, help="ranks (default: the params' world size)")
+    v.add_argument("--world-size", type=local_world(1), default=None, help="ranks (default: the params' world size)")
     v.add_argument("--batch-size", type=number(int, 1, 1 << 20), default=None, help="samples per rank (default: the workload's)")
     v.add_argument("--steps", type=steps, default=20, help="timed steps per configuration and round")
     v.add_argument("--warmup", type=number(int, 0, 100_000), default=3, help="untimed steps first")

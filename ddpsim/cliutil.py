@@ -76,35 +76,32 @@ def max_local_ranks() -> int:
     return 4 * (os.cpu_count() or 1)
 
 
-def world_sizes(lo: int = 1, hi: int | None = None) -> Callable[[str], list[int]]:
-    """``2`` or ``1,2,4``: ranks to start on this machine, ``lo`` to ``min(hi, 4 x cores)``."""
+def local_world(lo: int = 1, hi: int | None = None) -> Callable[[str], int]:
+    """Ranks to start on this machine: ``lo`` to ``min(hi, 4 x cores)``."""
+    as_int = number(int, lo, 1 << 20)
 
-    def parse(text: str) -> list[int]:
+    def parse(text: str) -> int:
+        n = as_int(text)
         cap = max_local_ranks() if hi is None else min(hi, max_local_ranks())
-        out = []
-        for n in number_list(number(int, lo, 1 << 20))(text):
-            if n > cap:
-                raise argparse.ArgumentTypeError(
-                    f"{n} ranks is more than this machine can run: at most {cap} "
-                    f"({os.cpu_count()} cores, 4 ranks per core); use torchrun across machines for more"
-                )
-            out.append(n)
-        return list(dict.fromkeys(out))
+        if n > cap:
+            raise argparse.ArgumentTypeError(
+                f"{n} ranks is more than this machine can run: at most {cap} "
+                f"({os.cpu_count()} cores, 4 ranks per core); use torchrun across machines for more"
+            )
+        return n
 
     parse.__name__ = "world size"
     return parse
 
 
-def single(list_type: Callable[[str], list[Any]]) -> Callable[[str], Any]:
-    """One value of a list type (``--world-size 2`` where a list makes no sense)."""
+def world_sizes(lo: int = 1, hi: int | None = None) -> Callable[[str], list[int]]:
+    """``2`` or ``1,2,4``: ranks to start on this machine (each as ``local_world``)."""
+    items = number_list(local_world(lo, hi))
 
-    def parse(text: str) -> Any:
-        v = list_type(text)
-        if len(v) != 1:
-            raise argparse.ArgumentTypeError(f"give one value, got {text!r}")
-        return v[0]
+    def parse(text: str) -> list[int]:
+        return list(dict.fromkeys(items(text)))
 
-    parse.__name__ = getattr(list_type, "__name__", "value")
+    parse.__name__ = "world size"
     return parse
 
 

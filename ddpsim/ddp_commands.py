@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Any, Sequence
 
-from .cliutil import emit_json, link_mbit, number, number_list, single, timeout_s, world_sizes
+from .cliutil import emit_json, link_mbit, number, number_list, local_world, timeout_s, world_sizes
 
 _QUIET = [False]  # --quiet of the running command (progress lines on stderr)
 STRATEGY_CHOICES = ("naive", "flat", "individual", "bucketed", "torch-ddp", "sharded")
@@ -153,7 +153,7 @@ def _workload(spec: str) -> Any:
 def add_check_arguments(p: Any) -> None:
     p.add_argument("--model", required=True, help="workload: mlp, cnn, micro-dlrm, gpt[:opts] or path/to/file.py:build_fn")
     p.add_argument("--strategy", default="all", help=f"comma list of {', '.join(STRATEGY_CHOICES)}, or all (default)")
-    p.add_argument("--world-size", type=single(world_sizes(2)), default=2, help="ranks")
+    p.add_argument("--world-size", type=local_world(2), default=2, help="ranks")
     p.add_argument("--bucket-mb", type=bucket_mib, default=None, help="bucket size in MiB for bucketed (default 1), torch-ddp, sharded")
     p.add_argument("--batch-size", type=batch, default=4, help="samples per rank per step")
     p.add_argument("--steps", type=steps, default=3, help="float64 steps compared with single-process training")
@@ -196,7 +196,7 @@ def check_main(args: Any) -> int:
 def add_profile_arguments(p: Any) -> None:
     p.add_argument("--model", required=True, help="workload: mlp, cnn, micro-dlrm, gpt[:opts] or path/to/file.py:build_fn")
     p.add_argument("--batch-size", type=batch, default=None, help="samples per rank (default: the workload's)")
-    p.add_argument("--world-size", type=single(world_sizes(1)), default=None,
+    p.add_argument("--world-size", type=local_world(1), default=None,
                    help="ranks computing at once, as in the DDP runs to predict (default 2; under torchrun: "
                         "its world); no communication")  # fmt: skip
     p.add_argument("--steps", type=steps, default=30, help="timed steps with hooks, and as many without")

@@ -26,7 +26,7 @@ from typing import Any
 
 from simulator.jsonio import dumps_finite, write_whole
 
-from .cliutil import emit_json, link_mbit, number, single, world_sizes
+from .cliutil import emit_json, link_mbit, number, local_world
 from .sim_commands import add_o_w_args, float_list, load_params, sim_world
 from simulator.network import CostModel, load_network
 from simulator.profile import GradProfile
@@ -260,7 +260,7 @@ def add_tune_command(sub: Any, positive_float: Any = None) -> None:
                    help="built-in workload or path/to/file.py:build_fn (default: the --profile's model, else gpt)")
     t.add_argument("--batch-size", type=number(int, 1, 1 << 20), default=None, help="per-rank batch, samples (default: the workload's)")
     t.add_argument("--world-size", type=sim_world, default=2, help="ranks to predict for (default 2: this machine's run)")
-    t.add_argument("--run-world-size", type=single(world_sizes(2)), default=2,
+    t.add_argument("--run-world-size", type=local_world(2), default=2,
                    help="local ranks for profiling, calibration and --verify (default 2)")
     t.add_argument("--profile", default=None, help="a profile JSON measured elsewhere (`ddpsim profile`) instead of profiling here")
     t.add_argument("--params", default=None, help="fitted params (`ddpsim calibrate`) instead of calibrating here")
