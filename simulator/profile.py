@@ -254,5 +254,7 @@ class GradProfile:
         d = read_json(path, "profile")
         try:
             return cls.from_dict(d)
-        except (TypeError, KeyError) as e:
+        except (TypeError, KeyError, AttributeError) as e:
             raise ValueError(f"profile {path} is malformed: {e}") from None
+        except ValueError as e:
+            raise ValueError(f"profile {path}: {e}") from None

@@ -78,6 +78,9 @@ ROWS: list[tuple[str, str]] = [
     ("predict --params {tmp}/list.json", "JSON object"),
     ("predict --params {tmp}/missing.json", "cannot read"),
     ("predict --model {tmp}/notjson.json", "not valid JSON"),
+    ("predict --model {tmp}/prof_numel.json", "prof_numel.json"),
+    ("predict --model {tmp}/prof_params5.json", "prof_params5.json"),
+    ("predict --network {tmp}/net_intra5.json", "net_intra5.json"),
     ("predict --strategy bucketed", "needs a bucket size"),
     ("predict --strategy nope", "invalid choice"),
     ("predict --no-such-flag", "unrecognized arguments"),
@@ -225,6 +228,9 @@ def tmp(tmp_path_factory) -> Path:
     (d / "notjson.json").write_text('{"schema": ')
     (d / "list.json").write_text("[1, 2, 3]\n")
     (d / "rows_other.json").write_text(json.dumps({"rows": [{"name": "x", "value": 3}]}))
+    (d / "prof_numel.json").write_text(json.dumps({"schema": "ddpsim.profile/1", "model": "x",
+                                                   "params": [{"name": "w", "numel": "abc"}]}))  # fmt: skip
+    (d / "prof_params5.json").write_text(json.dumps({"schema": "ddpsim.profile/1", "model": "x", "params": 5}))
     (d / "exits.py").write_text("import sys\nsys.exit(0)\n")
     (d / "raises.py").write_text("raise RuntimeError('broken user module')\n")
     net = {"schema": "ddpsim.network/1", "name": "n", "backend": "nccl", "gpus_per_node": 8,
