@@ -10,9 +10,7 @@ so a reader sees the headline numbers without digging.
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -217,17 +215,14 @@ class Params:
                 probes=dict(d.get("probes") or {}),
                 broadcast=LinearFit.from_dict(d["broadcast"]) if d.get("broadcast") else None,
             )
-        except (TypeError, KeyError) as e:
+        except (TypeError, KeyError, AttributeError) as e:
             raise ValueError(f"params are malformed: {e}") from None
 
     def save(self, path: str | Path) -> Path:
         """Write atomically (temporary file, then rename): an interrupted save leaves the old file whole."""
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(p.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, p)
-        return p
+        from simulator.jsonio import dumps_finite, write_whole
+
+        return write_whole(path, dumps_finite(self.to_dict()) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> "Params":

@@ -24,6 +24,8 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from simulator.jsonio import whole_file
+
 from .fit import LinearFit, allreduce_points, select_allreduce
 from .params import Params
 from .points import LOOPBACK
@@ -33,9 +35,9 @@ DPI = 120
 
 def _save(fig: Figure, out_png: str | Path) -> Path:
     out = Path(out_png)
-    out.parent.mkdir(parents=True, exist_ok=True)
     FigureCanvasAgg(fig)  # attach the Agg canvas explicitly: no backend lookup, no pyplot
-    fig.savefig(out, format="png", dpi=DPI)
+    with whole_file(out) as tmp:
+        fig.savefig(tmp, format="png", dpi=DPI)
     return out
 
 
@@ -103,14 +105,21 @@ def _measured(ax, xs, rows, key, lo_key, hi_key, scale, color, label) -> None:
 
 # ---------------------------------------------------------------------------
 def plot_allreduce(
-    records: Sequence[Mapping[str, Any]] | str | Path, fit: LinearFit | Params, out_png: str | Path
+    records: Sequence[Mapping[str, Any]] | str | Path, fit: LinearFit | Params | None, out_png: str | Path
 ) -> Path:
     """All-reduce time vs size (log-log): measured medians with p10-p90 bars, the fit and its 95 % band,
-    and below it the relative residual per size. Records are those of the fit's configuration."""
+    and below it the relative residual per size. Records are those of the fit's configuration.
+
+    The one all-reduce plot of ddpsim (``bench-allreduce --plot`` and ``plot --allreduce``): it reads
+    both record shapes (``bench-allreduce`` summaries and the raw ``times_s`` of ``calibrate``).
+    Without a fit: one line per configuration (kind, implementation, backend, world size, link).
+    """
     if isinstance(records, (str, Path)):
         from realrun.records import read_records
 
         records = read_records(records, "allreduce")
+    if fit is None:
+        return _plot_allreduce_lines(records, out_png)
     lf = fit.linear if isinstance(fit, Params) else fit
     if not isinstance(lf, LinearFit):
         raise ValueError("plot_allreduce needs a LinearFit or Params")
@@ -153,6 +162,36 @@ def plot_allreduce(
     rax.set_ylabel("fit/median - 1 (%)")
     rax.set_xlabel("message size per rank (bytes)")
     rax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    return _save(fig, out_png)
+
+
+def _plot_allreduce_lines(records: Sequence[Mapping[str, Any]], out_png: str | Path) -> Path:
+    lines: dict[tuple, list[Mapping[str, Any]]] = {}
+    for r in records:
+        if not isinstance(r, Mapping) or r.get("kind", "allreduce") not in ("allreduce", "broadcast"):
+            continue
+        key = (str(r.get("kind", "allreduce")), str(r.get("impl", "native")), str(r.get("backend") or ""),
+               r.get("world_size"), r.get("link_mbit"))  # fmt: skip
+        lines.setdefault(key, []).append(r)
+    if not lines:
+        raise ValueError("no all-reduce or broadcast records to plot")
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.subplots()
+    for (kind, impl, backend, p, link), rs in sorted(lines.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+        pts = allreduce_points(rs)
+        n = np.array([pt.msg_bytes for pt in pts], dtype=float)
+        med = np.array([pt.median_s for pt in pts])
+        lo, hi = np.array([pt.p10_s for pt in pts]), np.array([pt.p90_s for pt in pts])
+        label = f"{impl if kind == 'allreduce' else 'broadcast'} {backend} p={p}" + (f" {link:g} Mbit/s" if link else "")
+        ax.errorbar(n, med * 1e3, yerr=[(med - lo) * 1e3, (hi - med) * 1e3], marker="o", ms=3, capsize=2, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("message size per rank (bytes)")
+    ax.set_ylabel("time per call (ms), median, p10-p90")
+    ax.set_title("collective time vs message size")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
     fig.tight_layout()
     return _save(fig, out_png)
 

@@ -15,7 +15,6 @@ is within the measured noise (p10-p90 overlap) or within 3% of the best.
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -311,9 +310,8 @@ def format_validation(res: dict[str, Any]) -> str:
 
 
 def save_validation(res: dict[str, Any], path: str | Path) -> Path:
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(res, indent=1) + "\n")
-    return p
+    from simulator.jsonio import dumps_finite, write_whole
+
+    return write_whole(path, dumps_finite(res) + "\n")
 
 

@@ -12,17 +12,37 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from simulator.network import CostModel
-from simulator.predict import StepResult
-from simulator.profile import GradProfile
-from simulator.strategies import StrategySpec
+if TYPE_CHECKING:
+    from simulator.network import CostModel
+    from simulator.predict import StepResult
+    from simulator.profile import GradProfile
+    from simulator.strategies import StrategySpec
 
 __all__ = ["predict", "tune", "GradProfile", "CostModel", "StrategySpec", "StepResult"]
 
+# Imported on first use, not with the package: the ``ddpsim`` console script imports this package
+# before ``ddpsim.cli.main`` runs, and a Ctrl-C during a heavy import there could not be caught.
+_LAZY = {
+    "CostModel": "simulator.network",
+    "StepResult": "simulator.predict",
+    "GradProfile": "simulator.profile",
+    "StrategySpec": "simulator.strategies",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'ddpsim' has no attribute {name!r}")
+
 
 def _profile(model: str | GradProfile, batch_size: int | None, device: str | None) -> GradProfile:
+    from simulator.profile import GradProfile
+
     if isinstance(model, GradProfile):
         return model
     if model.endswith(".json"):
@@ -55,6 +75,7 @@ def predict(
     and algorithm bandwidth in GB/s at this world size) replace those terms of it.
     """
     from simulator.predict import predict as _predict
+    from simulator.strategies import StrategySpec
 
     from .resolve import resolve_cost
 

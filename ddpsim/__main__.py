@@ -12,7 +12,11 @@ own ranks.
 
 import sys
 
-from .cli import main
+try:
+    from .cli import main
+except KeyboardInterrupt:  # Ctrl-C in the first fraction of a second: no traceback
+    sys.stderr.write("ddpsim: interrupted\n")
+    sys.exit(130)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -6,14 +6,14 @@ torch is imported only inside the handlers (through realrun), never at import.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from realrun.netns import netns_skip_reason
 
-from .sim_commands import float_list, positive_float, positive_int
+from .cliutil import emit_json, link_mbit, number, number_list, local_world
+from .sim_commands import float_list, positive_float
 from simulator.strategies import STRATEGIES
 
 
@@ -45,9 +45,8 @@ def _strategies(text: str) -> tuple[str, ...]:
     return out
 
 
-def _print_json(obj: Any) -> None:
-    json.dump(obj, sys.stdout, indent=1)
-    sys.stdout.write("\n")
+steps = number(int, 1, 100_000)
+link_list = number_list(link_mbit)
 
 
 def _runnable_links(links: list[float | None], command: str) -> tuple[list[float | None], list[dict[str, Any]]]:
@@ -74,6 +73,9 @@ def _out_path(base: str, link: float | None, multi: bool) -> str:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from calibration.calibrate import CalibrateSpec, calibrate
 
+    from realrun.workloads import load_workload
+
+    load_workload(args.model)  # a bad --model (or a user module that fails) stops here, before ranks start
     links = args.link_mbit or [None]
     results = []
     runnable, skipped = _runnable_links(links, "calibrate")
@@ -92,7 +94,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             print(f"wrote {out}")
             print(f"  o = {lin.o_us:.1f} us  (95% CI {lin.o_ci_us[0]:.1f} .. {lin.o_ci_us[1]:.1f})")
             print(
-                f"  w = {lin.w_gbps:.4g} GB/s = {lin.w_gbps * 8e3:.1f} Mbit/s  "
+                f"  w = {lin.w_gbps:.4g} GB/s = {lin.w_gbps * 8:.4g} Gbit/s = {lin.w_gbps * 8e3:.1f} Mbit/s  "
                 f"(95% CI {lin.w_ci_gbps[0]:.4g} .. {lin.w_ci_gbps[1]:.4g} GB/s)"
                 + (f"; configured link {link:g} Mbit/s" if link else "")
             )
@@ -102,14 +104,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             prof = params.profile()
             print(f"  profile {prof.model}: forward {prof.forward_s * 1e3:.2f} ms, backward {prof.backward_s * 1e3:.2f} ms, optimizer {prof.optimizer_s * 1e3:.2f} ms")
     if args.json and not results:
-        _print_json({"skipped": skipped})  # stdout stays JSON when every link was skipped
+        emit_json(args, {"skipped": skipped})  # stdout stays JSON when every link was skipped
     elif args.json:
         payload = [dict(p.to_dict(), params_file=str(o)) for o, p in results]
         for d in payload:
             d.pop("profile", None)
             d.pop("compute_profile", None)
-        json.dump(payload[0] if len(payload) == 1 else payload, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        emit_json(args, payload[0] if len(payload) == 1 else payload)
     return 0
 
 
@@ -125,7 +126,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         steps=args.steps, warmup=args.warmup, out=args.records, rounds=args.rounds, group_size=args.group_size,
         rescale_compute=not args.no_rescale,
     )
+    from realrun.workloads import load_workload
+
     given = Params.load(args.params) if args.params else None
+    load_workload(args.model)  # before ranks start
     if given is not None and (len(links) == 1 or given.link_mbit in links):
         check_profile_matches(given, args.model, args.batch_size)  # before starting ranks, not after
     results = []
@@ -138,10 +142,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
             params = given
             if params is None or (multi and link != params.link_mbit):
                 say("no params for this link: calibrating first")
+                # next to --out, never over ./params.json or into ./calibration.jsonl
                 cal = CalibrateSpec(model=args.model, backend=args.backend, world_size=world, batch_size=args.batch_size,
-                                    link_mbit=link, records=_out_path("calibration.jsonl", link, True))
+                                    link_mbit=link, records=_out_path(_beside(args.out, "calibration.jsonl"), link, True))
                 params = calibrate_on_pool(pool, cal, say)
-                params.save(_out_path("params.json", link, True))
+                saved = params.save(_out_path(_beside(args.out, "params.json"), link, True))
+                say(f"calibration written to {saved} (records {cal.records})")
             run_spec = spec if not multi else ValidateSpec(**{**spec.__dict__, "out": _out_path(spec.out, link, True)})
             res = validate_on_pool(pool, params, run_spec, say, link_mbit=link)
         res_path = save_validation(res, _out_path(args.out, link, multi))
@@ -154,12 +160,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print(f"results: {res_path}" + (f"; plots: {', '.join(res['plots'])}" if args.plot_dir else ""))
     if not results:
         if args.json:
-            _print_json({"skipped": skipped})  # stdout stays JSON when every link was skipped
+            emit_json(args, {"skipped": skipped})  # stdout stays JSON when every link was skipped
         return 0
     if args.json:
-        json.dump(results[0] if len(results) == 1 else {"runs": results}, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        emit_json(args, results[0] if len(results) == 1 else {"runs": results})
     return 0
+
+
+def _beside(out: str, name: str) -> str:
+    """``validation.json`` + ``params.json`` -> ``validation.params.json``, in the folder of ``out``."""
+    p = Path(out)
+    return str(p.with_name(f"{p.stem}.{name}"))
 
 
 def _validation_plots(res: dict[str, Any], out_dir: Path, link: float | None) -> list[str]:
@@ -179,7 +190,14 @@ def cmd_plot(args: argparse.Namespace) -> int:
     """Plots from result files only (never re-runs anything)."""
     from calibration.plots import plot_allreduce, plot_bucket_sweep, plot_pred_vs_measured, plot_scaling
 
-    out = Path(args.out_dir)
+    from calibration.plots import read_rows
+
+    out = Path(args.plot_dir)
+    if not (args.allreduce or args.validation or args.scaling):
+        raise ValueError("nothing to plot: give --allreduce RECORDS.jsonl, --validation RESULT.json or --scaling RESULT.json")
+    for flag, path in (("--allreduce", args.allreduce), ("--validation", args.validation), ("--scaling", args.scaling)):
+        if path is not None and not Path(path).is_file():
+            raise ValueError(f"{flag} {path}: no such file")
     out.mkdir(parents=True, exist_ok=True)
     written = []
     if args.allreduce:
@@ -193,16 +211,23 @@ def cmd_plot(args: argparse.Namespace) -> int:
             raise ValueError(f"{args.allreduce}: {e}") from None
         written.append(plot_allreduce(recs, fit, out / "allreduce_fit.png"))
     if args.validation:
-        res = json.loads(Path(args.validation).read_text())
-        written.append(plot_pred_vs_measured(res["rows"], out / "pred_vs_measured.png", quantity="both"))
-        rows = [r for r in res["rows"] if r["bucket_mb"] is not None]
-        if rows:
-            written.append(plot_bucket_sweep(rows, out / "bucket_sweep.png"))
+        rows = read_rows(args.validation)  # a ValueError naming the file when it is not a result file
+        try:
+            written.append(plot_pred_vs_measured(rows, out / "pred_vs_measured.png", quantity="both"))
+            sized = [r for r in rows if r.get("bucket_mb") is not None]
+            if sized:
+                written.append(plot_bucket_sweep(sized, out / "bucket_sweep.png"))
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"--validation {args.validation}: not a `ddpsim validate` result ({e})") from None
     if args.scaling:
-        res = json.loads(Path(args.scaling).read_text())
-        written.append(plot_scaling(res["rows"] if isinstance(res, dict) else res, out / "scaling.png"))
-    if not written:
-        raise ValueError("nothing to plot: give --allreduce RECORDS.jsonl, --validation RESULT.json or --scaling RESULT.json")
+        rows = read_rows(args.scaling)
+        try:
+            written.append(plot_scaling(rows, out / "scaling.png"))
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"--scaling {args.scaling}: not a scaling result ({e})") from None
+    if args.json:
+        emit_json(args, {"plots": [str(w) for w in written]})
+        return 0
     for w in written:
         print(w)
     return 0
@@ -211,50 +236,55 @@ def cmd_plot(args: argparse.Namespace) -> int:
 def add_commands(sub: Any) -> None:
     c = sub.add_parser("calibrate", help="measure this machine and fit o, w, contention and the compute profile")
     c.add_argument("--model", default="gpt", help="workload to profile (built-in or path/to/file.py:build_fn; default gpt)")
-    c.add_argument("--backend", default="gloo", choices=("gloo", "nccl"))
-    c.add_argument("--world-size", type=positive_int, default=2)
-    c.add_argument("--batch-size", type=positive_int, default=None)
-    c.add_argument("--link-mbit", type=float_list, default=None, help="emulate links of these rates (Mbit/s, needs root), e.g. 100,400")
-    c.add_argument("--profile-steps", type=positive_int, default=20, help="timed steps of the gradient-ready profile (default 20)")
-    c.add_argument("--contention-steps", type=positive_int, default=10,
-                   help="timed steps of the contention probe, alone and overlapped (default 10)")
+    c.add_argument("--backend", default="gloo", choices=("gloo", "nccl"), help="collective backend")
+    c.add_argument("--world-size", type=local_world(1), default=2, help="ranks started here")
+    c.add_argument("--batch-size", type=number(int, 1, 1 << 20), default=None, help="samples per rank (default: the workload's)")
+    c.add_argument("--link-mbit", type=link_list, default=None, metavar="RATE,...",
+                   help="emulate links of these rates (Mbit/s, or with units: 1Gbit/s; needs root), e.g. 100,400")
+    c.add_argument("--profile-steps", type=steps, default=20, help="timed steps of the gradient-ready profile")
+    c.add_argument("--contention-steps", type=steps, default=10,
+                   help="timed steps of the contention probe, alone and overlapped")
     c.add_argument("--sizes", type=_sizes, default=None,
                    help="all-reduce message sizes to fit o and w on, as in bench-allreduce --sizes (e.g. 4K,64K,1M "
                         "or 4K:64M:4); default 4 KiB up by factors of 4 to 64 MiB on loopback, to about half a "
                         "second per call over an emulated link")
-    c.add_argument("--out", default="params.json", help="fitted parameters (default params.json)")
-    c.add_argument("--records", default="calibration.jsonl", help="measurement records, appended (default calibration.jsonl)")
+    c.add_argument("--out", default="params.json", help="fitted parameters (JSON, written whole)")
+    c.add_argument("--records", default="calibration.jsonl",
+                   help="measurement records, appended (a new file, or one holding ddpsim records)")
     c.add_argument("--json", action="store_true", help="print the fitted parameters as JSON")
     c.add_argument("--quiet", action="store_true", help="no progress lines")
-    c.set_defaults(func=cmd_calibrate)
+    c.set_defaults(func=cmd_calibrate, _outputs={"out": "file", "records": "jsonl"})
 
     v = sub.add_parser("validate", help="run configurations for real and in the simulator; report the error")
     v.add_argument("--params", default=None, help="params from `ddpsim calibrate` (default: calibrate first)")
-    v.add_argument("--model", default="gpt")
+    v.add_argument("--model", default="gpt", help="workload (built-in or path/to/file.py:build_fn)")
     v.add_argument("--strategy", type=_strategies, default=STRATEGIES, help="comma list or 'all' (default all)")
     v.add_argument("--bucket-mb", type=float_list, default=[0.25, 1, 4, 16, 64, 256], help="bucket sizes in MiB for bucketed strategies")
-    v.add_argument("--backend", default="gloo", choices=("gloo", "nccl"))
-    v.add_argument("--world-size", type=positive_int, default=None, help="default: the params' world size")
-    v.add_argument("--batch-size", type=positive_int, default=None)
-    v.add_argument("--steps", type=positive_int, default=20)
-    v.add_argument("--warmup", type=int, default=3)
-    v.add_argument("--rounds", type=positive_int, default=2, help="rounds of interleaved steps, records written after each (default 2)")
-    v.add_argument("--group-size", type=positive_int, default=12, help="configurations built side by side and stepped in turn (default 12)")
+    v.add_argument("--backend", default="gloo", choices=("gloo", "nccl"), help="collective backend")
+    v.add_argument("--world-size", type=local_world(1), default=None, help="ranks (default: the params' world size)")
+    v.add_argument("--batch-size", type=number(int, 1, 1 << 20), default=None, help="samples per rank (default: the workload's)")
+    v.add_argument("--steps", type=steps, default=20, help="timed steps per configuration and round")
+    v.add_argument("--warmup", type=number(int, 0, 100_000), default=3, help="untimed steps first")
+    v.add_argument("--rounds", type=number(int, 1, 1000), default=2, help="rounds of interleaved steps, records written after each (default 2)")
+    v.add_argument("--group-size", type=number(int, 1, 1000), default=12, help="configurations built side by side and stepped in turn (default 12)")
     v.add_argument("--no-rescale", action="store_true", help="keep the calibrated compute profile as is (default: scale it to the compute-only baseline measured beside the configurations)")
-    v.add_argument("--link-mbit", type=float_list, default=None, help="validate over emulated links of these rates (calibrates each)")
-    v.add_argument("--out", default="validation.json", help="summary and rows (JSON)")
-    v.add_argument("--records", default="validation.jsonl", help="raw step records (JSONL, appended)")
+    v.add_argument("--link-mbit", type=link_list, default=None, metavar="RATE,...",
+                   help="validate over emulated links of these rates, Mbit/s or with units (calibrates each)")
+    v.add_argument("--out", default="validation.json",
+                   help="summary and rows (JSON); without --params the calibration goes beside it (OUT.params.json)")
+    v.add_argument("--records", default="validation.jsonl", help="raw step records (JSONL, appended; a new file or one holding ddpsim records)")
     v.add_argument("--plot-dir", default=None, help="write predicted-vs-measured and bucket-sweep PNGs here")
-    v.add_argument("--json", action="store_true")
-    v.add_argument("--quiet", action="store_true")
-    v.set_defaults(func=cmd_validate)
+    v.add_argument("--json", action="store_true", help="print the results as JSON")
+    v.add_argument("--quiet", action="store_true", help="no progress lines")
+    v.set_defaults(func=cmd_validate, _outputs={"out": "file", "records": "jsonl", "plot_dir": "dir"})
 
     p = sub.add_parser("plot", help="plots from result files (never re-runs)")
-    p.add_argument("--allreduce", default=None, metavar="RECORDS.jsonl")
-    p.add_argument("--validation", default=None, metavar="RESULT.json")
-    p.add_argument("--scaling", default=None, metavar="RESULT.json")
-    p.add_argument("--out-dir", default="plots")
-    p.set_defaults(func=cmd_plot)
+    p.add_argument("--allreduce", default=None, metavar="RECORDS.jsonl", help="all-reduce records (bench-allreduce or calibrate)")
+    p.add_argument("--validation", default=None, metavar="RESULT.json", help="a `ddpsim validate` result")
+    p.add_argument("--scaling", default=None, metavar="RESULT.json", help="a scaling result (rows with world_size)")
+    p.add_argument("--plot-dir", default="plots", help="folder for the PNGs")
+    p.add_argument("--out-dir", dest="plot_dir", help=argparse.SUPPRESS)  # old spelling
+    p.set_defaults(func=cmd_plot, _outputs={"plot_dir": "dir"})
 
     try:
         from .tune_command import add_tune_command

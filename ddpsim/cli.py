@@ -20,8 +20,24 @@ from typing import Sequence
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):  # noqa: ANN002, ANN003 - argparse's own signature
+        from .cliutil import HelpFormatter
+
+        if kwargs.get("formatter_class") in (None, argparse.HelpFormatter, argparse.RawDescriptionHelpFormatter):
+            kwargs["formatter_class"] = HelpFormatter  # every flag shows its default
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # one line, exit 2 (argparse's own convention)
         self.exit(2, f"ddpsim: error: {message}\n")
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("ddpsim")
+    except Exception:  # noqa: BLE001 - running from a checkout that was never installed
+        return "unknown (not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ddpsim",
         description="Predict, measure and tune data-parallel step time and gradient bucket size.",
     )
+    parser.add_argument("--version", action="version", version=f"ddpsim {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     from . import calib_commands, run_commands, sim_commands
@@ -37,15 +54,51 @@ def build_parser() -> argparse.ArgumentParser:
     sim_commands.add_commands(sub)
     run_commands.add_commands(sub)
     calib_commands.add_commands(sub)
+    for p in sub.choices.values():  # the same two switches on every command
+        if "--json" not in p._option_string_actions:
+            p.add_argument("--json", action="store_true", help="print the results as one JSON object (schema ddpsim.cli/1)")
+        if "--quiet" not in p._option_string_actions:
+            p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help, --version, or a bad argument (argparse already said why)
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
     from realrun.errors import run_handler  # no torch: errors.py imports nothing heavy
 
-    return run_handler("ddpsim", args.func, args)
+    from .cliutil import check_outputs
+
+    def handler(a: argparse.Namespace) -> int:
+        check_outputs(a)  # every output path, before anything is measured
+        return a.func(a)
+
+    return run_handler("ddpsim", handler, args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``ddpsim`` entry: an exit code, never a traceback (``DDPSIM_DEBUG=1`` shows them)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C while importing or parsing, before a handler runs
+        print("ddpsim: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `ddpsim ... | head -1`: the reader left; say nothing more
+        _silence_stdout()
+        return 141
+
+
+def _silence_stdout() -> None:
+    import os
+
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())  # so the interpreter's final flush does not fail again
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 if __name__ == "__main__":

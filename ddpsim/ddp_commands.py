@@ -6,14 +6,25 @@ modules that run ranks.
 
 from __future__ import annotations
 
-import json
+import argparse
 import sys
 from typing import Any, Sequence
 
+from .cliutil import emit_json, link_mbit, number, number_list, local_world, timeout_s, world_sizes
+
+_QUIET = [False]  # --quiet of the running command (progress lines on stderr)
 STRATEGY_CHOICES = ("naive", "flat", "individual", "bucketed", "torch-ddp", "sharded")
+MAX_MIB = 1 << 20
+bucket_mib = number(float, 0, MAX_MIB, lo_open=True)
+steps = number(int, 1, 100_000)
+warmup = number(int, 0, 100_000)
+batch = number(int, 1, 1 << 20)
+lr = number(float, 0, 100, lo_open=True)
 
 
 def _progress(msg: str) -> None:
+    if _QUIET[0]:
+        return
     print(msg, file=sys.stderr, flush=True)
 
 
@@ -49,20 +60,32 @@ def parse_strategies(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def parse_bucket_mbs(text: str | None) -> list[float | None]:
+def parse_bucket_mbs(text: str | list | None) -> list[float | None]:
     """``1,10,100`` (MiB); ``default`` stands for torch's own default (``bucket_cap_mb=None``)."""
     if text is None:
         return []
+    if isinstance(text, list):
+        return text
 
     def conv(s: str) -> float | None:
         if s.lower() in ("default", "none"):
             return None
-        v = float(s)
-        if not v > 0:
-            raise ValueError(s)
-        return v
+        try:
+            return bucket_mib(s)
+        except Exception:  # noqa: BLE001 - argparse.ArgumentTypeError: one message below
+            raise ValueError(s) from None
 
     return parse_list(text, "bucket size (MiB > 0, or 'default')", conv)
+
+
+def bucket_mb_list_arg(text: str) -> list[float | None]:
+    """argparse type of bench-ddp's ``--bucket-mb``: sizes in MiB or ``default``."""
+    import argparse
+
+    try:
+        return parse_bucket_mbs(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _check_positive(name: str, v: int | None, minimum: int = 1) -> None:
@@ -105,6 +128,8 @@ def _under_torchrun(args: Any, body: Any) -> int | None:
         return None
     world = int(os.environ["WORLD_SIZE"])
     asked = getattr(args, "world_size", None)
+    if isinstance(asked, list):
+        asked = asked[0] if len(asked) == 1 else ",".join(map(str, asked))
     if asked is not None and str(asked) not in (str(world), ""):
         raise ValueError(f"--world-size {asked} disagrees with torchrun's WORLD_SIZE={world}")
     if getattr(args, "link_mbit", None) is not None:
@@ -128,20 +153,22 @@ def _workload(spec: str) -> Any:
 def add_check_arguments(p: Any) -> None:
     p.add_argument("--model", required=True, help="workload: mlp, cnn, micro-dlrm, gpt[:opts] or path/to/file.py:build_fn")
     p.add_argument("--strategy", default="all", help=f"comma list of {', '.join(STRATEGY_CHOICES)}, or all (default)")
-    p.add_argument("--world-size", type=int, default=2, help="ranks (default 2)")
-    p.add_argument("--bucket-mb", type=float, default=None, help="bucket size in MiB for bucketed (default 1), torch-ddp, sharded")
-    p.add_argument("--batch-size", type=int, default=4, help="samples per rank per step (default 4)")
-    p.add_argument("--steps", type=int, default=3, help="float64 steps compared with single-process training (default 3)")
-    p.add_argument("--accum-steps", type=int, default=50, help="float32 steps of the loss-vs-accumulation check (default 50)")
-    p.add_argument("--optimizer", default="sgd", choices=("sgd", "adam"), help="default sgd")
-    p.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01)")
-    p.add_argument("--find-unused", action="store_true",
+    p.add_argument("--world-size", type=local_world(2), default=2, help="ranks")
+    p.add_argument("--bucket-mb", type=bucket_mib, default=None, help="bucket size in MiB for bucketed (default 1), torch-ddp, sharded")
+    p.add_argument("--batch-size", type=batch, default=4, help="samples per rank per step")
+    p.add_argument("--steps", type=steps, default=3, help="float64 steps compared with single-process training")
+    p.add_argument("--accum-steps", type=steps, default=50, help="float32 steps of the loss-vs-accumulation check")
+    p.add_argument("--optimizer", default="sgd", choices=("sgd", "adam"), help="optimizer")
+    p.add_argument("--lr", type=lr, default=0.01, help="learning rate")
+    p.add_argument("--find-unused-parameters", dest="find_unused", action="store_true",
                    help="find_unused_parameters=True (needed by torch-ddp when some parameters get no gradient)")  # fmt: skip
+    p.add_argument("--find-unused", dest="find_unused", action="store_true", help=argparse.SUPPRESS)  # old spelling
     p.add_argument("--json", action="store_true", help="print the results as JSON")
-    p.add_argument("--timeout-s", type=float, default=600.0, help="a check that takes longer fails (default 600)")
+    p.add_argument("--timeout-s", type=timeout_s, default=600.0, help="a check that takes longer fails, seconds")
 
 
 def check_main(args: Any) -> int:
+    _QUIET[0] = bool(getattr(args, "quiet", False))
     from realrun.check import format_results, run_checks
     from realrun.launch import RankPool
 
@@ -157,7 +184,7 @@ def check_main(args: Any) -> int:
             batch_size=args.batch_size, optimizer=args.optimizer, lr=args.lr, find_unused=args.find_unused,
         )  # fmt: skip
     if args.json:
-        print(json.dumps([r.to_dict() for r in results]))
+        emit_json(args, [r.to_dict() for r in results])
     else:
         print(format_results(results))
     return 0 if all(r.passed for r in results) else 1
@@ -168,20 +195,22 @@ def check_main(args: Any) -> int:
 
 def add_profile_arguments(p: Any) -> None:
     p.add_argument("--model", required=True, help="workload: mlp, cnn, micro-dlrm, gpt[:opts] or path/to/file.py:build_fn")
-    p.add_argument("--batch-size", type=int, default=None, help="samples per rank (default: the workload's)")
-    p.add_argument("--world-size", type=int, default=None,
+    p.add_argument("--batch-size", type=batch, default=None, help="samples per rank (default: the workload's)")
+    p.add_argument("--world-size", type=local_world(1), default=None,
                    help="ranks computing at once, as in the DDP runs to predict (default 2; under torchrun: "
                         "its world); no communication")  # fmt: skip
-    p.add_argument("--steps", type=int, default=30, help="timed steps with hooks, and as many without (default 30)")
-    p.add_argument("--warmup", type=int, default=5, help="untimed steps first (default 5)")
-    p.add_argument("--optimizer", default="sgd", choices=("sgd", "adam"), help="optimizer timed (default sgd)")
-    p.add_argument("--out", default=None, help="write the profile (simulator format, JSON) here")
-    p.add_argument("--records", default=None, help="also append a 'grad_profile' record to this JSONL file")
+    p.add_argument("--steps", type=steps, default=30, help="timed steps with hooks, and as many without")
+    p.add_argument("--warmup", type=warmup, default=5, help="untimed steps first")
+    p.add_argument("--optimizer", default="sgd", choices=("sgd", "adam"), help="optimizer timed")
+    p.add_argument("--out", default=None, metavar="PROFILE.json", help="write the profile (simulator format, JSON) here")
+    p.add_argument("--records", default=None, metavar="RECORDS.jsonl", help="also append a 'grad_profile' record to this JSONL file")
     p.add_argument("--json", action="store_true", help="print the profile as JSON")
-    p.add_argument("--timeout-s", type=float, default=600.0)
+    p.add_argument("--timeout-s", type=timeout_s, default=600.0, help="a run that takes longer fails, seconds")
+    p.set_defaults(_outputs={"out": "file", "records": "jsonl"})
 
 
 def profile_main(args: Any) -> int:
+    _QUIET[0] = bool(getattr(args, "quiet", False))
     from realrun.launch import RankPool
     from realrun.profile_grads import profile_grads
 
@@ -215,7 +244,7 @@ def _report_profile(prof: Any, args: Any) -> int:
         with RecordWriter(args.records) as w:
             w.write(make_record("grad_profile", prof.env, model=args.model, profile=prof.to_dict()))
     if args.json:
-        print(json.dumps(prof.to_dict()))
+        emit_json(args, prof.to_dict())
         return 0
     info = prof.env["profile"]
     print(f"profile of {args.model}: {len(prof.params)} parameter tensors, {prof.total_grad_bytes / 2**20:.2f} MiB of gradients")
@@ -239,26 +268,28 @@ def _report_profile(prof: Any, args: Any) -> int:
 def add_bench_arguments(p: Any) -> None:
     p.add_argument("--model", required=True, help="workload: mlp, cnn, micro-dlrm, gpt[:opts] or path/to/file.py:build_fn")
     p.add_argument("--strategy", default="torch-ddp", help=f"comma list of {', '.join(STRATEGY_CHOICES)}, or all (default torch-ddp)")
-    p.add_argument("--bucket-mb", default=None,
+    p.add_argument("--bucket-mb", type=bucket_mb_list_arg, default=None,
                    help="bucket sizes in MiB, e.g. 1,10,100,1000; 'default' = torch's (25 MiB, 1 MiB first bucket). "
                         "Applies to bucketed (required), torch-ddp and sharded; others have no buckets")  # fmt: skip
-    p.add_argument("--bucket-cap-mb-list", default=None,
-                   help="one more torch-ddp/sharded configuration with per-bucket caps, e.g. 1,4,25 (torch 2.13)")  # fmt: skip
-    p.add_argument("--world-size", default=None,
+    p.add_argument("--bucket-cap-mb-list", type=number_list(bucket_mib), default=None, metavar="MIB,...",
+                   help="one more torch-ddp/sharded configuration with per-bucket caps in MiB, e.g. 1,4,25 (torch 2.13)")  # fmt: skip
+    p.add_argument("--world-size", type=world_sizes(1), default=None,
                    help="ranks, or a list for a scaling table: 1,2,4 (default 2; under torchrun: its world)")  # fmt: skip
-    p.add_argument("--steps", type=int, default=20, help="timed steps per configuration (default 20)")
-    p.add_argument("--warmup", type=int, default=5, help="untimed steps first (default 5; torch DDP rebuilds buckets in step 2)")
-    p.add_argument("--rounds", type=int, default=1,
+    p.add_argument("--steps", type=steps, default=20, help="timed steps per configuration")
+    p.add_argument("--warmup", type=warmup, default=5, help="untimed steps first (torch DDP rebuilds buckets in step 2)")
+    p.add_argument("--rounds", type=number(int, 1, 1000), default=1,
                    help="repeat all configurations this many times, interleaved, so drift on a busy machine "
-                        "hits them alike; one record per configuration and round (default 1)")  # fmt: skip
-    p.add_argument("--batch-size", type=int, default=None, help="samples per rank (default: the workload's)")
-    p.add_argument("--optimizer", default="sgd", choices=("sgd", "adam"), help="default sgd")
-    p.add_argument("--out", default=None, help="append one 'ddp_step' JSONL record per configuration, as taken")
+                        "hits them alike; one record per configuration and round")  # fmt: skip
+    p.add_argument("--batch-size", type=batch, default=None, help="samples per rank (default: the workload's)")
+    p.add_argument("--optimizer", default="sgd", choices=("sgd", "adam"), help="optimizer")
+    p.add_argument("--out", default=None, metavar="RECORDS.jsonl",
+                   help="append one 'ddp_step' JSONL record per configuration, as taken (a new file, or one holding ddpsim records)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the records (rounds combined) as JSON")
     p.add_argument("--trace-dir", default=None, help="save a torch profiler trace (Chrome JSON) of one step per configuration and rank")
-    p.add_argument("--link-mbit", type=float, default=None,
-                   help="run the ranks over an emulated link of this many Mbit/s (network namespaces + tbf; root only)")  # fmt: skip
-    p.add_argument("--timeout-s", type=float, default=900.0, help="a configuration that takes longer fails (default 900)")
+    p.add_argument("--link-mbit", type=link_mbit, default=None, metavar="RATE",
+                   help="run the ranks over an emulated link of this rate, Mbit/s or with units (1Gbit/s); network namespaces + tbf, root only")  # fmt: skip
+    p.add_argument("--timeout-s", type=timeout_s, default=900.0, help="a configuration that takes longer fails, seconds")
+    p.set_defaults(_outputs={"out": "jsonl", "trace_dir": "dir"})
 
 
 def bench_configs(
@@ -284,6 +315,7 @@ def bench_configs(
 
 
 def bench_main(args: Any) -> int:
+    _QUIET[0] = bool(getattr(args, "quiet", False))
     from contextlib import nullcontext
 
     from realrun.bench_ddp import measure_compute, measure_ddp
@@ -291,8 +323,8 @@ def bench_main(args: Any) -> int:
     from realrun.records import RecordWriter
 
     strategies = parse_strategies(args.strategy)
-    world_sizes = parse_world_sizes(args.world_size) if args.world_size is not None else [2]
-    caps = parse_list(args.bucket_cap_mb_list, "bucket cap", float) if args.bucket_cap_mb_list else None
+    world_sizes = list(args.world_size) if args.world_size is not None else [2]
+    caps = list(args.bucket_cap_mb_list) if args.bucket_cap_mb_list else None
     configs = bench_configs(strategies, parse_bucket_mbs(args.bucket_mb), caps)
     for name, v, lo in (("--steps", args.steps, 1), ("--warmup", args.warmup, 0), ("--rounds", args.rounds, 1),
                         ("--batch-size", args.batch_size, 1)):  # fmt: skip
@@ -355,7 +387,7 @@ def _report_bench(records: list[dict[str, Any]], args: Any, world_sizes: Sequenc
 
     combined = combine_records(records)
     if args.json:
-        print(json.dumps(combined))
+        emit_json(args, combined)
         return 0
     print(format_table(combined))
     if len(world_sizes) > 1:

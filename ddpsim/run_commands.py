@@ -8,7 +8,6 @@ the modules that run ranks) only when they run.
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any, Callable
 
@@ -20,13 +19,15 @@ from realrun.bench_allreduce import (
     AllreduceBenchSpec,
     estimate_total_s,
     format_table,
+    MAX_WORLD_SIZE,
     parse_impls,
     parse_sizes,
-    parse_world_sizes,
     run_spawned,
     run_torchrun_rank,
 )
 from realrun.records import read_records
+
+from .cliutil import emit_json, link_mbit, number, rescue_records, timeout_s, world_sizes
 
 
 def _bench_allreduce(sub: Any) -> None:
@@ -45,32 +46,49 @@ def _bench_allreduce(sub: Any) -> None:
 
 
 # ---- bench-allreduce -----------------------------------------------------------------
+def _arg_type(fn: Any, name: str) -> Any:
+    """An argparse type from a parser of realrun that raises ``ValueError``."""
+    import argparse
+
+    def parse(text: str) -> Any:
+        try:
+            return fn(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    parse.__name__ = name
+    return parse
+
+
 def add_arguments(p: Any) -> None:
-    p.add_argument("--backend", default="gloo", choices=("gloo", "nccl"), help="gloo (CPU) or nccl (GPU); default gloo")
-    p.add_argument("--world-size", default=None, help="ranks: 2, 4, 6 or a list like 2,4,6 (default 2; under torchrun: its world)")
-    p.add_argument("--sizes", default=DEFAULT_SIZES, help=SIZES_HELP)
-    p.add_argument("--impl", default="native", help=f"comma list of {', '.join(IMPLS)} (default native)")
-    p.add_argument("--dtype", default="float32", choices=tuple(DTYPES), help="element type (default float32)")
-    p.add_argument("--iters", type=int, default=None, help="timed iterations per point (default: by size)")
-    p.add_argument("--warmup", type=int, default=None, help="untimed iterations per point (default: by size)")
-    p.add_argument("--out", default=None, help="append one JSONL record per point to this file, as taken")
+    p.add_argument("--backend", default="gloo", choices=("gloo", "nccl"), help="gloo (CPU) or nccl (GPU)")
+    p.add_argument("--world-size", type=world_sizes(2, MAX_WORLD_SIZE), default=None,
+                   help="ranks: 2, 4, 6 or a list like 2,4,6 (default 2; under torchrun: its world)")  # fmt: skip
+    p.add_argument("--sizes", type=_arg_type(parse_sizes, "sizes"), default=DEFAULT_SIZES, help=SIZES_HELP)
+    p.add_argument("--impl", type=_arg_type(parse_impls, "impl"), default="native", help=f"comma list of {', '.join(IMPLS)}")
+    p.add_argument("--dtype", default="float32", choices=tuple(DTYPES), help="element type")
+    p.add_argument("--iters", type=number(int, 1, 1_000_000), default=None, help="timed iterations per point (default: by size)")
+    p.add_argument("--warmup", type=number(int, 0, 100_000), default=None, help="untimed iterations per point (default: by size)")
+    p.add_argument("--out", default=None, metavar="RECORDS.jsonl",
+                   help="append one JSONL record per point to this file, as taken (a new file, or one holding ddpsim records)")  # fmt: skip
     p.add_argument("--plot", default=None, metavar="PNG", help="draw time vs size (log-log) from the records")
     p.add_argument("--from", dest="from_records", default=None, metavar="JSONL",
-                   help="with --plot: plot this records file and run nothing")  # fmt: skip
+                   help="with --plot: plot this records file (bench-allreduce or calibrate records) and run nothing")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the records as JSON instead of the table")
-    p.add_argument("--link-mbit", type=float, default=None,
-                   help="emulate a link of this many Mbit/s per rank (network namespaces + tbf; root only)")  # fmt: skip
+    p.add_argument("--link-mbit", type=link_mbit, default=None, metavar="RATE",
+                   help="emulate a link of this rate per rank, Mbit/s (or with units: 1Gbit/s); network namespaces + tbf, root only")  # fmt: skip
     p.add_argument("--interleave", action="store_true",
                    help="alternate the implementations call by call (fairer comparison on a busy machine)")  # fmt: skip
-    p.add_argument("--timeout-s", type=float, default=600.0, help="a point that takes longer fails the run (default 600)")
+    p.add_argument("--timeout-s", type=timeout_s, default=600.0, help="a point that takes longer fails the run, seconds")
+    p.set_defaults(_outputs={"out": "jsonl", "plot": "file"})
 
 
 def spec_from_args(args: Any, world_sizes: tuple[int, ...]) -> AllreduceBenchSpec:
     return AllreduceBenchSpec(
         backend=args.backend,
         world_sizes=world_sizes,
-        sizes_bytes=parse_sizes(args.sizes),
-        impls=parse_impls(args.impl),
+        sizes_bytes=tuple(args.sizes) if not isinstance(args.sizes, str) else parse_sizes(args.sizes),
+        impls=tuple(args.impl) if not isinstance(args.impl, str) else parse_impls(args.impl),
         dtype=args.dtype,
         iters=args.iters,
         warmup=args.warmup,
@@ -80,16 +98,32 @@ def spec_from_args(args: Any, world_sizes: tuple[int, ...]) -> AllreduceBenchSpe
     )
 
 
-def _report(records: list[dict[str, Any]], args: Any) -> None:
+def _plot(records: list[dict[str, Any]], png: str) -> None:
+    from calibration.plots import plot_allreduce  # the one all-reduce plot; reads both record shapes
+
+    plot_allreduce(records, None, png)
+
+
+def _report(records: list[dict[str, Any]], args: Any) -> int:
     if args.json:
-        print(json.dumps(records))
+        emit_json(args, records)
     else:
         print(format_table(records))
     if args.plot:
-        from realrun.plot_allreduce import plot_allreduce
-
-        plot_allreduce(records, args.plot)
-        print(f"bench-allreduce: plot written to {args.plot}", file=sys.stderr)
+        try:
+            _plot(records, args.plot)
+        except (OSError, ValueError) as e:  # the measurement is taken: keep it, say where
+            where = args.out or rescue_records(records, "bench-allreduce")
+            print(f"ddpsim: error: the plot {args.plot} could not be written ({e}); "
+                  f"the records are in {where}", file=sys.stderr)  # fmt: skip
+            return 1
+        if not args.quiet:
+            print(f"bench-allreduce: plot written to {args.plot}", file=sys.stderr)
+    wrong = sum(int(r.get("wrong") or 0) for r in records)
+    if wrong:
+        print(f"ddpsim: error: {wrong} wrong values after the collective (see #wrong)", file=sys.stderr)
+        return 1
+    return 0
 
 
 def main(args: Any) -> int:
@@ -102,25 +136,27 @@ def main(args: Any) -> int:
         records = [r for r in read_records(args.from_records) if r.get("kind") in ("allreduce", "broadcast")]
         if not records:
             raise ValueError(f"{args.from_records} holds no allreduce or broadcast records")
-        from realrun.plot_allreduce import plot_allreduce
-
-        plot_allreduce(records, args.plot)
-        print(f"bench-allreduce: plot of {len(records)} records written to {args.plot}", file=sys.stderr)
+        try:
+            _plot(records, args.plot)
+        except ValueError as e:
+            raise ValueError(f"{args.from_records}: {e}") from None
+        if not args.quiet:
+            print(f"bench-allreduce: plot of {len(records)} records written to {args.plot}", file=sys.stderr)
         return 0
     if torchrun_env_present():
         import os
 
         world = int(os.environ["WORLD_SIZE"])
-        if args.world_size is not None and parse_world_sizes(args.world_size) != (world,):
+        if args.world_size is not None and list(args.world_size) != [world]:
             raise ValueError(f"--world-size {args.world_size} disagrees with torchrun's WORLD_SIZE={world}")
         if args.link_mbit is not None:
             raise ValueError("--link-mbit emulates links between spawned ranks; it cannot be used under torchrun")
         spec = spec_from_args(args, (world,))
         records = run_under_torchrun(run_torchrun_rank, spec, args.out, backend=args.backend)
         if int(os.environ["RANK"]) == 0:
-            _report(records, args)
+            return _report(records, args)
         return 0
-    spec = spec_from_args(args, parse_world_sizes(args.world_size or "2"))
+    spec = spec_from_args(args, tuple(args.world_size or (2,)))
     if spec.link_mbit is not None:
         from realrun.netns import NetnsUnavailable, require_netns
 
@@ -130,12 +166,11 @@ def main(args: Any) -> int:
             print(f"bench-allreduce: skipped: needs root ({e})", file=sys.stderr)
             return 0
     est = estimate_total_s(spec)
-    if est > 60:
+    if est > 60 and not args.quiet:
         print(f"bench-allreduce: note: this sweep will take roughly {est / 60:.0f} min or more "
               "(large messages; choose --sizes/--iters to shorten)", file=sys.stderr)  # fmt: skip
-    records = run_spawned(spec, args.out)
-    _report(records, args)
-    return 0
+    records = run_spawned(spec, args.out, progress=not args.quiet)
+    return _report(records, args)
 
 
 def _ddp_commands(sub: Any) -> None:

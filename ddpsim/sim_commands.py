@@ -3,47 +3,36 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from simulator.jsonio import read_json
 from simulator.network import CostModel, NetworkSpec, list_networks, load_network
 from simulator.profile import GradProfile
 from simulator.strategies import STRATEGIES, StrategySpec
 
+from .cliutil import emit_json, gbps_both, number, number_list, rate
+
 MIB = 1024 * 1024
-DEFAULT_NETWORK = "nccl-h100-ib"
+from .resolve import DEFAULT_NETWORK
 
 
-# ---- argument types (argparse turns their ValueError/ArgumentTypeError into exit 2) ----
-def _bounded(cast: Any, what: str, ok: Any, rule: str) -> Any:
-    """An argparse type: ``cast`` the text, then require ``ok(value)`` ("must be {rule}")."""
+# ---- argument types (argparse turns their ArgumentTypeError into one line, exit 2) ----
+# One number type for every flag of every command (ddpsim.cliutil.number): finite, bounded.
 
-    def parse(text: str) -> Any:
-        try:
-            v = cast(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
-        if not ok(v):
-            raise argparse.ArgumentTypeError(f"must be {rule}, got {text}")
-        return v
-
-    return parse
-
-
-positive_float = _bounded(float, "a number", lambda v: v > 0, "> 0")
-nonneg_float = _bounded(float, "a number", lambda v: v >= 0, ">= 0")
-positive_int = _bounded(int, "an integer", lambda v: v >= 1, ">= 1")
-
-
-def float_list(text: str) -> list[float]:
-    out = []
-    for part in text.split(","):
-        out.append(positive_float(part.strip()))
-    return out
+MAX_MIB = 1 << 20  # 1 TiB: no bucket or gradient set is larger
+positive_float = number(float, 0, 1e12, lo_open=True)
+nonneg_float = number(float, 0, 1e12)
+positive_int = number(int, 1, 1 << 31)
+bucket_mib = number(float, 0, MAX_MIB, lo_open=True)
+float_list = number_list(bucket_mib)
+o_us = number(float, 0, 1e7)  # up to 10 s per call
+w_rate = rate(1e9, "GB/s", 1e6)  # a plain number is GB/s; 100GB/s, 400Gbit/s accepted
+contention = number(float, 0, 100)
+jitter = number(float, 0, 3)  # lognormal sigma: 3 already means x20 at one sigma
+sim_world = number(int, 1, 1 << 24)
+seed = number(int, 0, 2**32 - 1)
 
 
 # ---- shared options ---------------------------------------------------------------
@@ -55,10 +44,10 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
         help="built-in model name (see `ddpsim models`) or a profile JSON written by `ddpsim profile` "
         "(default: the profile in --params, else gpt2-small)",
     )
-    g.add_argument("--batch-size", type=positive_int, default=None, help="per-rank batch size (built-in models; default: the model's)")
+    g.add_argument("--batch-size", type=number(int, 1, 1 << 20), default=None, help="per-rank batch size, samples (built-in models; default: the model's)")
     g.add_argument("--device", default=None, help="device spec for FLOP-based compute (default: h100-sxm); see `ddpsim models`")
     g.add_argument(
-        "--compute-scale", type=positive_float, default=1.0, help="multiply every compute time by this factor (default 1)"
+        "--compute-scale", type=number(float, 0, 1e6, lo_open=True), default=1.0, help="multiply every compute time by this factor"
     )
 
 
@@ -66,10 +55,20 @@ def add_network_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("network (a preset, a calibration, or o and w given directly)")
     g.add_argument("--network", default=None, help=f"preset name or JSON file (default {DEFAULT_NETWORK}); built-in: {', '.join(list_networks())}")
     g.add_argument("--params", default=None, help="fitted parameters from `ddpsim calibrate` (cost model and, unless --model is given, the profile)")
-    g.add_argument("--o-us", type=nonneg_float, default=None, help="per-call all-reduce overhead o, microseconds (overrides the preset)")
-    g.add_argument("--w-gbps", type=positive_float, default=None, help="all-reduce algorithm bandwidth w, GB/s = 1e9 B/s (overrides the preset)")
-    g.add_argument("--channels", type=positive_int, default=None, help="collectives in flight at once (NCCL 1, gloo 2; default from the preset)")
-    g.add_argument("--contention", type=nonneg_float, default=None, help="compute slowdown while communicating: compute runs 1+c times slower (default 0 or fitted)")
+    add_o_w_args(g)
+    g.add_argument("--channels", type=number(int, 1, 64), default=None, help="collectives in flight at once (NCCL 1, gloo 2; default from the preset)")
+    g.add_argument("--contention", type=contention, default=None, help="compute slowdown while communicating: compute runs 1+c times slower, c <= 100 (default 0 or fitted)")
+
+
+def add_o_w_args(g: Any) -> None:
+    """``--o-us`` and ``--w`` (bandwidth with units; ``--w-gbps`` is the old spelling)."""
+    g.add_argument("--o-us", type=o_us, default=None, help="per-call all-reduce overhead o, microseconds (overrides the preset)")
+    g.add_argument(
+        "--w", dest="w_gbps", type=w_rate, default=None, metavar="RATE",
+        help="all-reduce algorithm bandwidth w (nccl-tests algbw): a number is GB/s = 1e9 bytes/s; "
+        "or with units: 100GB/s, 400Gbit/s, 800Mbit/s (overrides the preset)",
+    )
+    g.add_argument("--w-gbps", dest="w_gbps", type=w_rate, default=None, help=argparse.SUPPRESS)  # the old spelling
 
 
 def add_strategy_args(p: argparse.ArgumentParser, sweep: bool = False) -> None:
@@ -80,32 +79,35 @@ def add_strategy_args(p: argparse.ArgumentParser, sweep: bool = False) -> None:
     else:
         g.add_argument(
             "--bucket-mb",
-            type=positive_float,
+            type=bucket_mib,
             default=None,
             help="bucket size in MiB as torch's bucket_cap_mb (torch-ddp: unset = 25 MiB with a 1 MiB first bucket)",
         )
-        g.add_argument("--bucket-mb-list", type=float_list, default=None, help="per-bucket caps in MiB (torch 2.13 bucket_cap_mb_list), e.g. 1,4,25")
+        g.add_argument("--bucket-cap-mb-list", dest="bucket_mb_list", type=float_list, default=None, metavar="MIB,...",
+                       help="per-bucket caps in MiB (torch 2.13 bucket_cap_mb_list), e.g. 1,4,25")  # fmt: skip
+        g.add_argument("--bucket-mb-list", dest="bucket_mb_list", type=float_list, help=argparse.SUPPRESS)  # old spelling
     g.add_argument("--find-unused-parameters", action="store_true", help="torch DDP find_unused_parameters=True (no bucket rebuild)")
     g.add_argument("--static-graph", action="store_true", help="torch DDP static_graph=True")
     g.add_argument("--gradient-as-bucket-view", action="store_true", help="torch DDP gradient_as_bucket_view=True (no copy-out)")
-    g.add_argument("--accum-steps", type=positive_int, default=1, help="micro-batches per step with no_sync() on all but the last (default 1)")
+    g.add_argument("--accum-steps", type=number(int, 1, 10000), default=1, help="micro-batches per step with no_sync() on all but the last")
 
 
 def add_sim_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("simulation")
-    g.add_argument("--world-size", type=int, default=8, help="number of ranks p (default 8)")
-    g.add_argument("--ranks", type=positive_int, default=1, help="ranks simulated explicitly (default 1 stands for all)")
-    g.add_argument("--jitter", type=nonneg_float, default=0.0, help="per-rank compute jitter, lognormal sigma (default 0)")
-    g.add_argument("--repeats", type=positive_int, default=9, help="seeded repetitions when jitter > 0 (default 9)")
-    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--world-size", type=sim_world, default=8, help="number of ranks p")
+    g.add_argument("--ranks", type=number(int, 1, 256), default=1, help="ranks simulated explicitly (1 stands for all)")
+    g.add_argument("--jitter", type=jitter, default=0.0, help="per-rank compute jitter, lognormal sigma, <= 3")
+    g.add_argument("--repeats", type=number(int, 1, 1000), default=9, help="seeded repetitions when jitter > 0")
+    g.add_argument("--seed", type=seed, default=0, help="random seed of the jitter")
 
 
 # ---- resolution -------------------------------------------------------------------
-def resolve_profile(args: argparse.Namespace, params: dict[str, Any] | None = None) -> GradProfile:
+def resolve_profile(args: argparse.Namespace, params: Any = None) -> GradProfile:
     """The profile: --model (built-in name or profile JSON), else the one in --params, else gpt2-small."""
     model = args.model
-    if model is None and params is not None and params.get("profile"):
-        prof = GradProfile.from_dict(params["profile"])
+    params_prof = params.profile(Path(args.params).parent) if params is not None else None
+    if model is None and params_prof is not None:
+        prof = params_prof
         measured = True
     elif model is not None and (model.endswith(".json") or Path(model).is_file()):
         prof = GradProfile.load(model)
@@ -124,31 +126,25 @@ def resolve_profile(args: argparse.Namespace, params: dict[str, Any] | None = No
     return prof
 
 
-def resolve_cost(args: argparse.Namespace, world_size: int, params: dict[str, Any] | None = None) -> CostModel:
-    overrides: dict[str, Any] = {}
-    if args.channels is not None:
-        overrides["channels"] = args.channels
-    if args.contention is not None:
-        overrides["contention"] = args.contention
-    if params is not None and args.network is None:
-        if "cost_model" not in params:
-            raise ValueError("params file lacks a 'cost_model' block")
-        cost = CostModel.from_dict(params["cost_model"])
-    else:
-        cost = CostModel.from_network(load_network(args.network or DEFAULT_NETWORK))
-    if args.o_us is not None or args.w_gbps is not None:
-        o_s, w = cost.linear_at(world_size)
-        o_s = args.o_us * 1e-6 if args.o_us is not None else o_s
-        w = args.w_gbps * 1e9 if args.w_gbps is not None else w
-        # o and w given for this world size: no extrapolation
-        cost = replace(cost, o_s=o_s, w_bytes_per_s=w, ref_world_size=world_size, network=None)
-    return replace(cost, **overrides) if overrides else cost
+def resolve_cost(args: argparse.Namespace, world_size: int, params: Any = None) -> CostModel:
+    """The CLI's flags through the one resolver (``ddpsim.resolve``): fitted params unless --network is given."""
+    from .resolve import resolve_cost as _resolve
+
+    return _resolve(
+        args.network,
+        params=params if args.network is None else None,
+        world_size=world_size,
+        o_us=args.o_us,
+        w_gbps=args.w_gbps,
+        channels=args.channels,
+        contention=args.contention,
+    )
 
 
 def resolve_strategy(args: argparse.Namespace) -> StrategySpec:
     return StrategySpec(
         name=args.strategy,
-        bucket_mb=getattr(args, "bucket_mb", None),
+        bucket_mb=args.bucket_mb if isinstance(getattr(args, "bucket_mb", None), float) else None,  # sweep: a grid
         bucket_cap_mb_list=tuple(args.bucket_mb_list) if getattr(args, "bucket_mb_list", None) else None,
         find_unused_parameters=args.find_unused_parameters,
         static_graph=args.static_graph,
@@ -158,12 +154,18 @@ def resolve_strategy(args: argparse.Namespace) -> StrategySpec:
     )
 
 
+def load_params(path: str) -> Any:
+    """Fitted parameters of ``ddpsim calibrate`` (``calibration.params.Params``): the one reader of
+    ``--params`` for predict, sweep and tune; a ``ValueError`` names the file and the field."""
+    from calibration.params import Params
+
+    return Params.load(path)
+
+
 def _resolve_all(args: argparse.Namespace) -> tuple[GradProfile, CostModel, int]:
     if not isinstance(args.world_size, int) or args.world_size < 1:
         raise ValueError(f"--world-size must be >= 1, got {args.world_size}")
-    params = read_json(args.params, "params file") if args.params else None
-    if params is not None and not isinstance(params, dict):
-        raise ValueError(f"params file {args.params} must hold a JSON object")
+    params = load_params(args.params) if args.params else None
     return resolve_profile(args, params), resolve_cost(args, args.world_size, params), args.world_size
 
 
@@ -230,8 +232,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         d = res.to_dict()
         d["first_step_time_s"] = first.step_time_s if first else None
         d["trace"] = args.trace
-        json.dump(d, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        emit_json(args, d)
     else:
         print_prediction(res, prof)
         if first is not None:
@@ -245,16 +246,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from simulator.sweep import default_grid_mb, log_grid_mb, sweep
 
     prof, cost, p = _resolve_all(args)
-    spec = resolve_strategy(args)
+    spec = replace(resolve_strategy(args), bucket_mb=None)  # --bucket-mb here is the grid, not one size
     if spec.name not in ("bucketed", "torch-ddp", "sharded"):
         raise ValueError(f"--strategy {spec.name} has no bucket size to sweep; use bucketed, torch-ddp or sharded")
     if args.bucket_mb:
-        grid = sorted(args.bucket_mb)
+        grid = sorted(set(args.bucket_mb))
     elif args.grid:
         try:
             lo, hi, n = args.grid.split(":")
-            grid = log_grid_mb(float(lo), float(hi), int(n))
-        except ValueError as e:
+            lo_mb, hi_mb, points = bucket_mib(lo), bucket_mib(hi), number(int, 2, 10000)(n)
+            if not lo_mb < hi_mb:
+                raise ValueError(f"LO {lo} must be below HI {hi}")
+            grid = log_grid_mb(lo_mb, hi_mb, points)
+        except (ValueError, argparse.ArgumentTypeError) as e:
             raise ValueError(f"--grid must be LO:HI:N in MiB (e.g. 0.1:1000:64): {e}") from None
     else:
         grid = default_grid_mb(prof, args.points)
@@ -266,8 +270,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.json:
         d = res.to_dict()
         d["plot"] = args.plot
-        json.dump(d, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        emit_json(args, d)
         return 0
     out = sys.stdout.write
     out(f"{prof.model}: {res.total_grad_bytes / MIB:.1f} MiB of gradients, {p} ranks, {spec.name}, network {res.cost_label}\n")
@@ -279,7 +282,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     cf = res.closed
     out(f"\nbest bucket: {res.best_bucket_mb:.4g} MiB -> step {res.best.step_time_s * 1e3:.3f} ms, exposed {res.best.overhead_s * 1e3:.3f} ms\n")
     out(
-        f"closed form (o={cf.o_s * 1e6:.1f} us, w={cf.w_bytes_per_s / 1e9:.3g} GB/s, s={cf.total_grad_bytes / MIB:.1f} MiB): "
+        f"closed form (o={cf.o_s * 1e6:.1f} us, w={gbps_both(cf.w_bytes_per_s)}, s={cf.total_grad_bytes / MIB:.1f} MiB): "
         f"b* = sqrt(s w o) = {cf.best_bucket_mb:.4g} MiB, T_min = 2 sqrt(s o / w) = {cf.t_min_s * 1e3:.3f} ms\n"
     )
     if args.plot:
@@ -290,6 +293,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_models(args: argparse.Namespace) -> int:
     from simulator import zoo
 
+    if args.json:
+        nets = {name: load_network(name) for name in list_networks()}
+        emit_json(args, {
+            "models": zoo.list_models(),
+            "devices": zoo.list_devices(),
+            "networks": [{"name": n, "description": net.description} for n, net in nets.items()],
+        })  # fmt: skip
+        return 0
     print("models:")
     for name in zoo.list_models():
         print(f"  {name}")
@@ -312,18 +323,19 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--first-step", action="store_true", help="model DDP's first iteration (one bucket) instead of the steady state")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--trace", default=None, metavar="OUT.json", help="write the predicted step as a Chrome trace")
-    p.set_defaults(func=cmd_predict)
+    p.set_defaults(func=cmd_predict, _outputs={"trace": "file"})
 
     s = sub.add_parser("sweep", help="predict step time over bucket sizes and find the best one")
     add_model_args(s)
     add_network_args(s)
     add_strategy_args(s, sweep=True)
     add_sim_args(s)
-    s.add_argument("--points", type=positive_int, default=64, help="grid points (default 64, log-spaced)")
+    s.add_argument("--points", type=number(int, 2, 10000), default=64, help="grid points, log-spaced")
     s.add_argument("--grid", default=None, metavar="LO:HI:N", help="explicit log grid in MiB")
     s.add_argument("--json", action="store_true", help="print JSON instead of a table")
     s.add_argument("--plot", default=None, metavar="OUT.png", help="write step time and exposed overhead vs bucket size")
-    s.set_defaults(func=cmd_sweep)
+    s.set_defaults(func=cmd_sweep, _outputs={"plot": "file"})
 
     m = sub.add_parser("models", help="list built-in models, devices and networks")
+    m.add_argument("--json", action="store_true", help="print the lists as JSON")
     m.set_defaults(func=cmd_models)

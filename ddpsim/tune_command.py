@@ -19,19 +19,20 @@ stops cleanly: ranks and namespaces are removed, records taken so far stay in
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .sim_commands import float_list, nonneg_float, positive_int
-from simulator.network import CostModel, load_network
+from simulator.jsonio import dumps_finite, write_whole
+
+from .cliutil import emit_json, link_mbit, number, local_world
+from .sim_commands import add_o_w_args, float_list, load_params, sim_world
+from simulator.network import CostModel
 from simulator.profile import GradProfile
 from simulator.strategies import StrategySpec
 
-from .tuner import TuneResult, format_tune, recommend, with_files
+from .tuner import TuneResult, format_tune, recommend, resolve_network, with_files
 
 # calibration.calibrate (scipy) and realrun (torch) are imported inside the handlers:
 # `ddpsim predict` builds this parser and must stay fast.
@@ -166,6 +167,15 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     say = Progress(not args.quiet, prefix="tune")
     notes: list[str] = []
+    given_prof: GradProfile | None = GradProfile.load(args.profile) if args.profile else None  # bad file: exit 2 now
+    if args.model is None:
+        args.model = given_prof.model if given_prof is not None else "gpt"
+    elif given_prof is not None and given_prof.model != args.model and (args.verify or args.target_device):
+        raise ValueError(
+            f"--profile {args.profile} was measured for model {given_prof.model!r}, not --model {args.model!r}: "
+            "--verify and --target-device would run another model than the profile describes"
+        )
+    given_params = load_params(args.params) if args.params else None  # the reader of predict --params too
     if args.link_mbit is not None:
         from realrun.netns import netns_skip_reason
 
@@ -184,7 +194,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
 
     def plan(pool: Any | None) -> int:
-        prof: GradProfile | None = GradProfile.load(args.profile) if args.profile else None
+        prof: GradProfile | None = given_prof
         cost: CostModel | None = None
         fitted = None  # the calibration the cost model came from, if any: its fit's intervals feed the prediction's
         if need_cal:
@@ -195,13 +205,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
             cost, fitted = params.cost_model(), params
             if prof is None:
                 prof = params.profile()
-        elif args.params:
-            from calibration.params import Params
-
-            fitted = Params.load(args.params)
-            cost = fitted.cost_model()
+        elif given_params is not None:
+            fitted = given_params
+            cost = given_params.cost_model()
         else:
-            cost = CostModel.from_network(load_network(args.network or "gloo-loopback"))
+            cost = resolve_network(args.network)
         if args.o_us is not None or args.w_gbps is not None:
             o, w = cost.linear_at(args.world_size)
             cost = replace(cost, network=None, ref_world_size=args.world_size,
@@ -231,11 +239,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
             verify = _verify(pool, args, res, prof, cost, say, str(out_dir / "verify.jsonl"))
         files = _write_outputs(res, prof, cost, out_dir)
         res = with_files(res, files, verify)
-        Path(files["result"]).write_text(json.dumps(res.to_dict(), indent=1) + "\n")
-        Path(files["report"]).write_text(_report_md(res))
+        write_whole(files["result"], dumps_finite(res.to_dict()) + "\n")
+        write_whole(files["report"], _report_md(res))
         if args.json:
-            json.dump(res.to_dict(), sys.stdout, indent=1)
-            sys.stdout.write("\n")
+            emit_json(args, res.to_dict())
         else:
             print(format_tune(res))
             if verify:
@@ -255,25 +262,27 @@ def cmd_tune(args: argparse.Namespace) -> int:
         return plan(pool)
 
 
-def add_tune_command(sub: Any, positive_float: Any) -> None:
+def add_tune_command(sub: Any, positive_float: Any = None) -> None:
     t = sub.add_parser("tune", help="recommend bucket_cap_mb (and a cap list) for a model: profile, calibrate, sweep, verify",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    t.add_argument("--model", default="gpt", help="built-in workload or path/to/file.py:build_fn (default gpt)")
-    t.add_argument("--batch-size", type=positive_int, default=None, help="per-rank batch (default: the workload's)")
-    t.add_argument("--world-size", type=positive_int, default=2, help="ranks to predict for (default 2: this machine's run)")
-    t.add_argument("--run-world-size", type=positive_int, default=2, help="local ranks for profiling, calibration and --verify (default 2)")
+    t.add_argument("--model", default=None,
+                   help="built-in workload or path/to/file.py:build_fn (default: the --profile's model, else gpt)")
+    t.add_argument("--batch-size", type=number(int, 1, 1 << 20), default=None, help="per-rank batch, samples (default: the workload's)")
+    t.add_argument("--world-size", type=sim_world, default=2, help="ranks to predict for (default 2: this machine's run)")
+    t.add_argument("--run-world-size", type=local_world(2), default=2,
+                   help="local ranks for profiling, calibration and --verify (default 2)")
     t.add_argument("--profile", default=None, help="a profile JSON measured elsewhere (`ddpsim profile`) instead of profiling here")
     t.add_argument("--params", default=None, help="fitted params (`ddpsim calibrate`) instead of calibrating here")
     t.add_argument("--network", default=None, help="a network preset instead of calibrating here (e.g. nccl-h100-ib)")
-    t.add_argument("--o-us", type=nonneg_float, default=None, help="all-reduce per-call overhead, microseconds")
-    t.add_argument("--w-gbps", type=positive_float, default=None, help="all-reduce bandwidth, GB/s")
+    add_o_w_args(t)
     t.add_argument("--target-device", default=None, help="predict for this device spec (compute from the model's FLOPs), e.g. h100-sxm")
-    t.add_argument("--link-mbit", type=positive_float, default=None, help="calibrate and verify over an emulated link (root)")
+    t.add_argument("--link-mbit", type=link_mbit, default=None, metavar="RATE",
+                   help="calibrate and verify over an emulated link, Mbit/s or with units (root)")
     t.add_argument("--verify", action="store_true", help="run the recommended and default settings for real here")
     t.add_argument("--verify-grid", type=float_list, default=None, help="also run these bucket sizes (MiB) for real")
-    t.add_argument("--steps", type=positive_int, default=20, help="timed steps per real setting (default 20)")
-    t.add_argument("--warmup", type=int, default=3)
-    t.add_argument("--out-dir", default="ddpsim-tune", help="where plots, trace, report and results go (default ddpsim-tune)")
-    t.add_argument("--json", action="store_true")
-    t.add_argument("--quiet", action="store_true")
-    t.set_defaults(func=cmd_tune)
+    t.add_argument("--steps", type=number(int, 1, 100_000), default=20, help="timed steps per real setting (default 20)")
+    t.add_argument("--warmup", type=number(int, 0, 100_000), default=3, help="untimed steps first")
+    t.add_argument("--out-dir", default="ddpsim-tune", help="the run folder: plots, trace, report and results (default ddpsim-tune)")
+    t.add_argument("--json", action="store_true", help="print the result as JSON")
+    t.add_argument("--quiet", action="store_true", help="no progress lines")
+    t.set_defaults(func=cmd_tune, _outputs={"out_dir": "dir"})

@@ -6,6 +6,14 @@ calls, then ``iters`` timed calls, each after a barrier, timed per rank with
 with ``all_gather_object`` and the time of an iteration is its slowest rank's.
 One JSONL record per point is appended as soon as it is taken.
 
+Time: the **median of separated calls** (a barrier before each), not the mean
+of back-to-back iterations that nccl-tests reports (``mean_s`` is recorded
+too). Correctness, as nccl-tests' ``#wrong`` column: after the timed calls each
+rank fills its buffer with ``rank + 1``, runs the collective once more and
+counts the elements that differ from the expected result (all-reduce: the sum
+``p(p+1)/2``; broadcast: rank 0's ``1``); ``wrong`` is that count over all
+ranks, and any wrong value fails the command.
+
 Definitions follow nccl-tests (``doc/PERFORMANCE.md``): ``algbw = msg_bytes /
 time``; all-reduce ``busbw = algbw * 2(p-1)/p``; broadcast ``busbw = algbw``;
 GB/s means 1e9 bytes/s (fields ``*_gbps``). Sizes follow nccl-tests too:
@@ -187,16 +195,31 @@ def measure(ctx: Any, impls: tuple[str, ...], count: int, dtype: str, iters: int
             ops[impl](x)
             sync()
             times[impl].append(time.perf_counter() - t0)
+    wrong: dict[str, int] = {}
+    p = ctx.world_size
+    tol = 0.0 if dtype in ("float32", "float64") else 1e-2  # half types round partial sums
+    for impl in impls:  # nccl-tests' #wrong: known inputs, the expected result, every element checked
+        x.fill_(ctx.rank + 1)
+        ops[impl](x)
+        sync()
+        expected = 1.0 if impl == "broadcast" else p * (p + 1) / 2
+        bad = (x.double() - expected).abs() > tol * expected
+        wrong[impl] = int(bad.sum().item())
     del x
     gathered: list[Any] = [None] * ctx.world_size
-    dist.all_gather_object(gathered, times)
+    dist.all_gather_object(gathered, {"times": times, "wrong": wrong})
     env = environment(ctx.backend, ctx.world_size, threads_per_rank=torch.get_num_threads(), device=ctx.device)
-    return {"per_impl": {impl: [g[impl] for g in gathered] for impl in impls}, "env": env}
+    return {
+        "per_impl": {impl: [g["times"][impl] for g in gathered] for impl in impls},
+        "wrong": {impl: sum(g["wrong"][impl] for g in gathered) for impl in impls},
+        "env": env,
+    }
 
 
 # ------------------------------------------------------------------ records and table
 def point_record(spec: AllreduceBenchSpec, impl: str, world_size: int, msg_bytes: int, iters: int, warmup: int,
-                 per_rank_times_s: list[list[float]], env: dict[str, Any], run_id: str) -> dict[str, Any]:  # fmt: skip
+                 per_rank_times_s: list[list[float]], env: dict[str, Any], run_id: str,
+                 wrong: int | None = None) -> dict[str, Any]:  # fmt: skip
     times_s = max_over_ranks(per_rank_times_s)
     summ = summarize(times_s)
     algbw = msg_bytes / summ.median_s / 1e9
@@ -224,6 +247,8 @@ def point_record(spec: AllreduceBenchSpec, impl: str, world_size: int, msg_bytes
         busbw_gbps=algbw * factor,
         link_mbit=spec.link_mbit,
         interleaved=spec.interleave and len(spec.impls) > 1,
+        time_stat="median of separated calls (barrier before each)",
+        wrong=wrong,
     )
 
 
@@ -242,14 +267,26 @@ def format_table(records: list[dict[str, Any]]) -> str:
             link = f"tbf {link_mbit:g} Mbit/s" if link_mbit else "local"
             lines.append(f"# backend {r['backend']}, world size {r['world_size']}, link {link}; "
                          "GB/s = 1e9 B/s, busbw = algbw*2(p-1)/p (broadcast: algbw)")  # fmt: skip
+            lines.append("# time: median of separated calls, a barrier before each (nccl-tests: mean of "
+                         "back-to-back calls); #wrong: elements that differ from the expected result")  # fmt: skip
             lines.append(f"#{'impl':>9} {'size':>12} {'count':>11} {'type':>8} {'time(us)':>11} "
-                         f"{'algbw(GB/s)':>11} {'busbw(GB/s)':>11} {'p10(us)':>10} {'p90(us)':>10} {'iters':>6}"
+                         f"{'algbw(GB/s)':>11} {'busbw(GB/s)':>11} {'#wrong':>6} {'p10(us)':>10} {'p90(us)':>10} {'iters':>6}"
                          + (f" {'algbw(Mbit/s)':>13}" if link_mbit else ""))  # fmt: skip
+        w = r.get("wrong")
         lines.append(
             f"{r['impl']:>10} {r['msg_bytes']:>12} {r['count']:>11} {r['dtype']:>8} {r['median_s'] * 1e6:>11.1f} "
-            f"{r['algbw_gbps']:>11.3f} {r['busbw_gbps']:>11.3f} {r['p10_s'] * 1e6:>10.1f} {r['p90_s'] * 1e6:>10.1f} "
+            f"{r['algbw_gbps']:>11.3f} {r['busbw_gbps']:>11.3f} {'n/a' if w is None else w:>6} "
+            f"{r['p10_s'] * 1e6:>10.1f} {r['p90_s'] * 1e6:>10.1f} "
             f"{r['iters']:>6}" + (f" {r['algbw_gbps'] * 8e3:>13.1f}" if link_mbit else "")
         )
+    if records:
+        wrong = [r.get("wrong") for r in records]
+        checked = [w for w in wrong if w is not None]
+        bad = sum(checked)
+        status = "not checked" if not checked else ("OK" if bad == 0 else "FAILED")
+        lines.append(f"# Out of bounds values : {bad} {status}")
+        avg = sum(r["busbw_gbps"] for r in records) / len(records)
+        lines.append(f"# Avg bus bandwidth    : {avg:.4g} GB/s ({avg * 8:.4g} Gbit/s)")
     return "\n".join(lines)
 
 
@@ -274,7 +311,8 @@ def sweep(spec: AllreduceBenchSpec, world_size: int, call: Callable[..., dict[st
             measured = call(impls, msg_bytes // DTYPES[spec.dtype], spec.dtype, iters, warmup)
             for impl in impls:
                 per_rank = measured["per_impl"][impl]
-                rec = point_record(spec, impl, world_size, msg_bytes, iters, warmup, per_rank, measured["env"], run_id)
+                rec = point_record(spec, impl, world_size, msg_bytes, iters, warmup, per_rank, measured["env"], run_id,
+                                   wrong=measured.get("wrong", {}).get(impl))  # fmt: skip
                 writer.write(rec)
                 records.append(rec)
                 if progress:

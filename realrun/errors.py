@@ -9,25 +9,46 @@ class RunFailure(RuntimeError):
         self.rank = rank
 
 
+TORCH_HINT = 'this command runs real ranks and needs torch: pip install "ddpsim[torch]"'
+
+
 def run_handler(prog: str, func, args) -> int:  # noqa: ANN001 - argparse handler and namespace
     """Run a command handler with ddpsim's exit codes: bad input (``ValueError``) 2, a failed run 1,
-    Ctrl-C 130; one line on stderr, no traceback unless ``DDPSIM_DEBUG=1``."""
+    a file that cannot be written 1, Ctrl-C 130; one line on stderr, no traceback unless ``DDPSIM_DEBUG=1``."""
     import os
     import sys
 
     debug = os.environ.get("DDPSIM_DEBUG") == "1"
     try:
         return int(func(args) or 0)
+    except ModuleNotFoundError as e:
+        if debug or (e.name or "").split(".")[0] != "torch":
+            raise
+        print(f"{prog}: error: {TORCH_HINT}", file=sys.stderr)
+        return 2
     except ValueError as e:
         if debug:
             raise
-        print(f"{prog}: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {_one_line(str(e))}", file=sys.stderr)
         return 2
     except RunFailure as e:
         if debug:
             raise
         print(f"{prog}: run failed: {e}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        raise  # the front door (ddpsim.cli.main) silences a closed stdout
+    except OSError as e:  # a write that failed after the checks (disk full, a folder removed meanwhile)
+        if debug:
+            raise
+        where = f" {e.filename}" if getattr(e, "filename", None) else ""
+        print(f"{prog}: error: cannot write{where}: {e.strerror or e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
+        print(f"{prog}: interrupted (ranks stopped; records taken so far stay in the files named)", file=sys.stderr)
         return 130
+
+
+def _one_line(text: str) -> str:
+    """A bad-input message on one line (a message from user code can span several)."""
+    return " ".join(part.strip() for part in text.strip().splitlines() if part.strip()) or "bad input"

@@ -491,22 +491,25 @@ class RankPool:
         hung = sorted(e.rank for e in ordered if e.kind == "hung")
         reported = [e for e in ordered if e.kind != "hung"]
         lines: list[str] = []
-        if reported:
-            lines.append(reported[0].summary + (f" (in {what})" if reported[0].kind == "raised" else ""))
+        ranks = f"rank{'s' if len(hung) > 1 else ''} {', '.join(map(str, hung))}"
+        # A rank that stopped answering while the others only failed in collectives (a gloo timeout
+        # waiting for it) is the cause: lead with it, the others' errors are consequences.
+        hung_first = bool(hung) and all(e.collective for e in reported)
+        if hung_first and reported:
+            lines.append(f"{ranks} stopped answering during {what} (the other ranks' collectives failed waiting for it); killed")
+        elif hung_first:
+            lines.append(f"{ranks} did not answer within {timeout_s:g} s during {what}; killed")
         else:
-            lines.append(
-                f"rank{'s' if len(hung) > 1 else ''} {', '.join(map(str, hung))} did not answer within "
-                f"{timeout_s:g} s during {what}; killed"
-            )
-        for e in reported[1:]:
+            lines.append(reported[0].summary + (f" (in {what})" if reported[0].kind == "raised" else ""))
+        for e in reported if hung_first else reported[1:]:
             summary = e.summary if len(e.summary) <= 200 else e.summary[:197] + "..."
             lines.append(f"  also: {summary}" + (" (probably a consequence)" if e.collective else ""))
-        if reported and hung:
+        if not hung_first and hung:
             lines.append(f"  ranks that did not answer (killed): {', '.join(map(str, hung))}")
-        if reported and reported[0].detail:
+        if not hung_first and reported[0].detail:
             lines.append(reported[0].detail)
         self._broken = lines[0]
-        if not reported:  # ask hung ranks for their Python stacks (faulthandler) before killing them
+        if hung_first:  # ask hung ranks for their Python stacks (faulthandler) before killing them
             for rank in hung:
                 try:
                     os.kill(self._workers[rank].proc.pid, signal.SIGUSR1)
@@ -514,12 +517,12 @@ class RankPool:
                     pass
             time.sleep(0.3)
         self._kill_all()  # before reading logs, so they are complete
-        shown = [e.rank for e in reported[:1]] or hung[:2]
+        shown = hung[:2] if hung_first else [e.rank for e in reported[:1]]
         for rank in shown:
             tail = self._workers[rank].stderr_tail()
             if tail:
                 lines.append(f"  rank {rank} stderr (last lines, {self._workers[rank].log_path}):\n{_indent(tail)}")
-        failed_rank = reported[0].rank if reported else (hung[0] if hung else None)
+        failed_rank = hung[0] if hung_first else (reported[0].rank if reported else None)
         raise RunFailure("\n".join(lines), rank=failed_rank)
 
 

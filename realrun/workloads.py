@@ -274,6 +274,8 @@ def _import_file(path: Path) -> Any:
     module = importlib.util.module_from_spec(mod_spec)
     try:
         mod_spec.loader.exec_module(module)
+    except SystemExit as e:  # sys.exit() at import: not ddpsim's exit
+        raise ValueError(f"{path} does not import: it called sys.exit({e.code!r}) at import") from None
     except Exception as e:  # noqa: BLE001 - any failure of user code becomes one clear message
         raise ValueError(f"{path} does not import: {type(e).__name__}: {e}") from None
     return module

@@ -32,6 +32,32 @@ def _require(cond: bool, msg: str) -> None:
         raise ValueError(msg)
 
 
+def _num(d: Mapping[str, Any], key: str, default: Any = None, cast: Any = float, where: str = "") -> Any:
+    """Field ``key`` of ``d`` as a finite number (``cast``), or ``default`` when absent; a ``ValueError`` naming the field."""
+    v = d.get(key, default)
+    if v is None:
+        if default is None and key not in d:
+            return None
+        return default
+    name = f"{where}{key}"
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError(f"field {name!r} must be a number, got {v!r}")
+    if not math.isfinite(v):
+        raise ValueError(f"field {name!r} must be finite, got {v!r}")
+    if cast is int and v != int(v):
+        raise ValueError(f"field {name!r} must be an integer, got {v!r}")
+    return cast(v)
+
+
+def _block(d: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
+    v = d.get(key)
+    if v is None:
+        return None
+    if not isinstance(v, Mapping):
+        raise ValueError(f"field {key!r} must be a JSON object, got {v!r}")
+    return v
+
+
 @dataclass(frozen=True)
 class LinkLevel:
     """One level of a topology: per-message latency, link bandwidth, reduction cost, algorithms."""
@@ -42,9 +68,10 @@ class LinkLevel:
     algorithms: tuple[str, ...] = ("ring",)
 
     def __post_init__(self) -> None:
-        _require(self.alpha_s >= 0, f"alpha_s must be >= 0, got {self.alpha_s}")
-        _require(self.bw_bytes_per_s > 0, f"bw_bytes_per_s must be > 0, got {self.bw_bytes_per_s}")
-        _require(self.gamma_s_per_byte >= 0, f"gamma_s_per_byte must be >= 0, got {self.gamma_s_per_byte}")
+        _require(math.isfinite(self.alpha_s) and self.alpha_s >= 0, f"alpha_s must be >= 0, got {self.alpha_s}")
+        _require(math.isfinite(self.bw_bytes_per_s) and self.bw_bytes_per_s > 0, f"bw_bytes_per_s must be > 0, got {self.bw_bytes_per_s}")
+        _require(math.isfinite(self.gamma_s_per_byte) and self.gamma_s_per_byte >= 0, f"gamma_s_per_byte must be >= 0, got {self.gamma_s_per_byte}")
+        _require(len(self.algorithms) > 0, "algorithms must name at least one algorithm")
         for a in self.algorithms:
             _require(a in C.ALGORITHMS, f"unknown algorithm {a!r}; allowed: {', '.join(C.ALGORITHMS)}")
 
@@ -69,13 +96,21 @@ class LinkLevel:
         return best
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "LinkLevel":
-        return cls(
-            alpha_s=float(d["alpha_s"]),
-            bw_bytes_per_s=float(d["bw_bytes_per_s"]),
-            gamma_s_per_byte=float(d.get("gamma_s_per_byte", 0.0)),
-            algorithms=tuple(d.get("algorithms", ("ring",))),
-        )
+    def from_dict(cls, d: Mapping[str, Any], where: str = "") -> "LinkLevel":
+        for key in ("alpha_s", "bw_bytes_per_s"):
+            _require(key in d, f"field {where}{key!r} is missing")
+        algs = d.get("algorithms", ["ring"])
+        _require(isinstance(algs, list) and all(isinstance(a, str) for a in algs),
+                 f"field '{where}algorithms' must be a list of names, got {algs!r}")  # fmt: skip
+        try:
+            return cls(
+                alpha_s=_num(d, "alpha_s", where=where),
+                bw_bytes_per_s=_num(d, "bw_bytes_per_s", where=where),
+                gamma_s_per_byte=_num(d, "gamma_s_per_byte", 0.0, where=where),
+                algorithms=tuple(algs),
+            )
+        except ValueError as e:
+            raise ValueError(str(e) if str(e).startswith("field") else f"{where.rstrip('.')}: {e}") from None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -106,6 +141,10 @@ class NetworkSpec:
     def __post_init__(self) -> None:
         _require(self.channels >= 1, f"network {self.name!r}: channels must be >= 1")
         _require(self.gpus_per_node >= 1, f"network {self.name!r}: gpus_per_node must be >= 1")
+        _require(
+            math.isfinite(self.call_overhead_s) and self.call_overhead_s >= 0,
+            f"network {self.name!r}: call_overhead_s must be >= 0, got {self.call_overhead_s}",
+        )
         has_linear = self.linear_o_s is not None
         _require(
             has_linear or self.intra is not None or self.inter is not None,
@@ -129,7 +168,12 @@ class NetworkSpec:
             d.get("schema") == NETWORK_SCHEMA,
             f"network schema is {d.get('schema')!r}; this ddpsim reads {NETWORK_SCHEMA!r}",
         )
-        lin = d.get("linear")
+        name = d.get("name", "?")
+        try:
+            lin = _block(d, "linear")
+            intra, inter = _block(d, "intra"), _block(d, "inter")
+        except ValueError as e:
+            raise ValueError(f"network spec {name!r}: {e}") from None
         sources = {k: v for k, v in d.items() if k.endswith("source") and isinstance(v, str)}
         for level in ("intra", "inter", "linear"):
             if isinstance(d.get(level), Mapping) and "source" in d[level]:
@@ -138,19 +182,22 @@ class NetworkSpec:
             return cls(
                 name=str(d["name"]),
                 backend=str(d.get("backend", "nccl")),
-                channels=int(d.get("channels", 1)),
-                gpus_per_node=int(d.get("gpus_per_node", 1)),
-                call_overhead_s=float(d.get("call_overhead_s", 0.0)),
-                intra=LinkLevel.from_dict(d["intra"]) if d.get("intra") else None,
-                inter=LinkLevel.from_dict(d["inter"]) if d.get("inter") else None,
-                linear_o_s=float(lin["o_s"]) if lin else None,
-                linear_w_bytes_per_s=float(lin["w_bytes_per_s"]) if lin else None,
-                linear_world_size=int(lin["world_size"]) if lin else None,
+                channels=_num(d, "channels", 1, int),
+                gpus_per_node=_num(d, "gpus_per_node", 1, int),
+                call_overhead_s=_num(d, "call_overhead_s", 0.0),
+                intra=LinkLevel.from_dict(intra, "intra.") if intra else None,
+                inter=LinkLevel.from_dict(inter, "inter.") if inter else None,
+                linear_o_s=_num(lin, "o_s", where="linear.") if lin else None,
+                linear_w_bytes_per_s=_num(lin, "w_bytes_per_s", where="linear.") if lin else None,
+                linear_world_size=_num(lin, "world_size", cast=int, where="linear.") if lin else None,
                 description=str(d.get("description", "")),
                 sources=sources,
             )
         except KeyError as e:
-            raise ValueError(f"network spec {d.get('name', '?')!r} lacks field {e}") from None
+            raise ValueError(f"network spec {name!r} lacks field {e}") from None
+        except (ValueError, TypeError) as e:
+            msg = str(e)
+            raise ValueError(msg if msg.startswith("network") else f"network spec {name!r}: {msg}") from None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -184,7 +231,11 @@ def load_network(name_or_path: str) -> NetworkSpec:
     """A built-in preset by name, or a network JSON file by path."""
     path = Path(name_or_path)
     if name_or_path.endswith(".json") or path.exists():
-        return NetworkSpec.from_dict(read_json(path, "network file"))
+        try:
+            return NetworkSpec.from_dict(read_json(path, "network file"))
+        except ValueError as e:
+            msg = str(e)
+            raise ValueError(msg if str(path) in msg else f"network file {path}: {msg}") from None
     names = list_networks()
     if name_or_path not in names:
         raise ValueError(f"unknown network {name_or_path!r}; built-in: {', '.join(names)} (or a path to a JSON file)")
@@ -265,7 +316,7 @@ class CostModel:
     def label(self) -> str:
         if self.network is not None:
             return self.network.name
-        return f"o={self.o_s * 1e6:.1f}us w={self.w_bytes_per_s / 1e9:.3g}GB/s"
+        return f"o={self.o_s * 1e6:.1f}us w={self.w_bytes_per_s / 1e9:.3g}GB/s ({self.w_bytes_per_s * 8 / 1e9:.3g}Gbit/s)"
 
     # --- per call -----------------------------------------------------------
     def allreduce_parts_s(self, msg_bytes: float, p: int) -> tuple[float, float]:
@@ -338,18 +389,19 @@ class CostModel:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "CostModel":
-        net = d.get("network")
+        _require(isinstance(d, Mapping), f"a cost model must be a JSON object, got {d!r}")
+        net = _block(d, "network")
         return cls(
-            o_s=d.get("o_s"),
-            w_bytes_per_s=d.get("w_bytes_per_s"),
-            ref_world_size=d.get("ref_world_size"),
+            o_s=_num(d, "o_s"),
+            w_bytes_per_s=_num(d, "w_bytes_per_s"),
+            ref_world_size=_num(d, "ref_world_size", cast=int),
             network=NetworkSpec.from_dict(net) if net else None,
-            channels=int(d.get("channels", 1)),
+            channels=_num(d, "channels", 1, int),
             shared_bandwidth=bool(d.get("shared_bandwidth", True)),
-            contention=float(d.get("contention", 0.0)),
-            comm_contention=float(d.get("comm_contention", 0.0)),
-            copy_bytes_per_s=d.get("copy_bytes_per_s"),
-            hook_s_per_param=float(d.get("hook_s_per_param", 0.0)),
-            broadcast_o_s=d.get("broadcast_o_s"),
-            broadcast_w_bytes_per_s=d.get("broadcast_w_bytes_per_s"),
+            contention=_num(d, "contention", 0.0),
+            comm_contention=_num(d, "comm_contention", 0.0),
+            copy_bytes_per_s=_num(d, "copy_bytes_per_s"),
+            hook_s_per_param=_num(d, "hook_s_per_param", 0.0),
+            broadcast_o_s=_num(d, "broadcast_o_s"),
+            broadcast_w_bytes_per_s=_num(d, "broadcast_w_bytes_per_s"),
         )

@@ -21,7 +21,6 @@ this one format, saved as JSON with a schema version.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -244,7 +243,9 @@ class GradProfile:
         )
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        from .jsonio import dumps_finite, write_whole
+
+        write_whole(path, dumps_finite(self.to_dict()) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> "GradProfile":
@@ -253,5 +254,7 @@ class GradProfile:
         d = read_json(path, "profile")
         try:
             return cls.from_dict(d)
-        except (TypeError, KeyError) as e:
+        except (TypeError, KeyError, AttributeError) as e:
             raise ValueError(f"profile {path} is malformed: {e}") from None
+        except ValueError as e:
+            raise ValueError(f"profile {path}: {e}") from None

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
+from .jsonio import whole_file
+
 
 def plot_sweep(sweep: Mapping[str, Any], out_png: str | Path) -> Path:
     import matplotlib
@@ -29,7 +31,9 @@ def plot_sweep(sweep: Mapping[str, Any], out_png: str | Path) -> Path:
     ax.legend(fontsize=8)
     fig.tight_layout()
     out = Path(out_png)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
+    try:
+        with whole_file(out) as tmp:
+            fig.savefig(tmp, dpi=120, format="png")
+    finally:
+        plt.close(fig)
     return out

@@ -6,11 +6,11 @@ communication channel; times in microseconds, as the format requires.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Sequence
 
 from .engine import Event
+from .jsonio import dumps_finite, write_whole
 
 COMM_PID = 10_000
 
@@ -42,7 +42,4 @@ def chrome_trace(events: Sequence[Event], meta: dict[str, Any] | None = None) ->
 
 
 def write_chrome_trace(path: str | Path, events: Sequence[Event], meta: dict[str, Any] | None = None) -> Path:
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(chrome_trace(events, meta)))
-    return p
+    return write_whole(path, dumps_finite(chrome_trace(events, meta), indent=None))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -80,8 +79,10 @@ def test_record_uses_the_slowest_rank_and_nccl_tests_bandwidths():
     bc = ba.point_record(spec, "broadcast", 4, 8_000_000, 3, 0, per_rank, {}, "run")
     assert bc["kind"] == "broadcast" and bc["busbw_gbps"] == bc["algbw_gbps"]
     table = ba.format_table([rec, bc]).splitlines()
-    assert table[1].split()[1:8] == ["impl", "size", "count", "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)"]
-    assert table[2].split()[:7] == ["native", "8000000", "2000000", "float32", "3000.0", "2.667", "4.000"]
+    assert "median of separated calls" in table[1]
+    assert table[2].split()[1:9] == ["impl", "size", "count", "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong"]
+    assert table[3].split()[:8] == ["native", "8000000", "2000000", "float32", "3000.0", "2.667", "4.000", "n/a"]
+    assert table[-1].startswith("# Avg bus bandwidth")
 
 
 class FakeRanks:
@@ -126,17 +127,9 @@ def test_importing_the_cli_does_not_import_torch():
 
 # ---------------------------------------------------------------- the command
 def _main(argv):
-    from ddpsim.run_commands import add_commands
+    from ddpsim.cli import main
 
-    class P(argparse.ArgumentParser):
-        def error(self, message):
-            self.exit(2, f"error: {message}\n")
-
-    parser = P(prog="t")
-    sub = parser.add_subparsers(dest="command", parser_class=P)
-    add_commands(sub)
-    args = parser.parse_args(argv)
-    return args.func(args)
+    return main(argv)
 
 
 @pytest.mark.parametrize(
@@ -144,7 +137,9 @@ def _main(argv):
     [
         (["--sizes", "1KB,12QB"], "bad message size '12QB'"),
         (["--sizes", "6"], "not a positive multiple of float32's 4 bytes"),
-        (["--world-size", "1"], "world size 1 out of range"),
+        (["--world-size", "1"], "item '1': must be >= 2"),
+        (["--world-size", "9999"], "more than this machine can run"),
+        (["--timeout-s", "nan"], "must be a finite number"),
         (["--impl", "tree"], "unknown implementation 'tree'"),
         (["--from", "x.jsonl"], "--from only plots"),
     ],
@@ -174,7 +169,8 @@ def test_bench_end_to_end_writes_records_table_and_plot(tmp_path, capsys):
         assert r["algbw_gbps"] == pytest.approx(r["msg_bytes"] / r["median_s"] / 1e9)
         assert r["env"]["world_size"] == 2 and "torch" in r["env"] and r["interleaved"] is True
     assert len({r["run_id"] for r in recs}) == 1
-    assert captured.out.count("\n") == 2 + 8  # header lines + one row per point
+    assert captured.out.count("\n") == 3 + 8 + 2  # header lines + one row per point + #wrong and avg busbw
+    assert all(r["wrong"] == 0 for r in recs)
     assert captured.err.count("bench-allreduce: p=2") == 8  # a progress line per point
     assert png.stat().st_size > 0
     # plotting reads the records file, never re-runs
@@ -192,6 +188,6 @@ def test_python_m_ddpsim_under_torchrun(tmp_path):
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # gloo on CPU, also on a machine with a GPU
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    printed = json.loads(proc.stdout)  # rank 0 only: one JSON document
+    printed = json.loads(proc.stdout)["results"]  # rank 0 only: one JSON document
     assert [r["msg_bytes"] for r in printed] == [4096]
     assert [r["world_size"] for r in read_records(out)] == [2]  # written once, by rank 0

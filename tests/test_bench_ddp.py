@@ -111,7 +111,7 @@ def test_bench_ddp_command(tmp_path, capsys):
     rc = ddpsim(["bench-ddp", "--model", TINY_GPT, "--strategy", "bucketed,flat", "--bucket-mb", "0.01,1",
                  "--steps", "3", "--warmup", "1", "--rounds", "2", "--batch-size", "2", "--out", str(out), "--json"])  # fmt: skip
     assert rc == 0
-    combined = json.loads(capsys.readouterr().out)
+    combined = json.loads(capsys.readouterr().out)["results"]
     recs = read_records(out, "ddp_step")
     # 3 configurations (bucketed 0.01, bucketed 1, flat) x 2 rounds, appended as taken
     assert [(r["strategy"], r["bucket_mb"], r["round"]) for r in recs] == [
@@ -133,7 +133,7 @@ def test_check_command_fails_on_batchnorm(capsys):
     "argv, words",
     [
         (["bench-ddp", "--model", "gpt", "--strategy", "bucketed"], "needs bucket sizes"),
-        (["bench-ddp", "--model", "gpt", "--world-size", "0"], "world sizes must be >= 1"),
+        (["bench-ddp", "--model", "gpt", "--world-size", "0"], "must be >= 1"),
         (["bench-ddp", "--model", "gpt", "--strategy", "ring"], "unknown strategy"),
         (["bench-ddp", "--model", "gpt", "--bucket-mb", "-1"], "bad bucket size"),
         (["profile", "--model", "gpt"], "say where the profile goes"),
@@ -156,7 +156,7 @@ def test_bench_ddp_under_torchrun(tmp_path):
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # the CPU path (gloo), also on a machine with a GPU
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=180, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    printed = json.loads(proc.stdout)  # rank 0 alone prints one JSON document
+    printed = json.loads(proc.stdout)["results"]  # rank 0 alone prints one JSON document
     assert [(r["strategy"], r["world_size"], len(r["rank_step_times_s"])) for r in printed] == [("bucketed", 2, 2)]
     assert len(read_records(out)) == 1  # written once, by rank 0
 

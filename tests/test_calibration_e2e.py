@@ -281,7 +281,7 @@ def test_empty_measurement_is_a_clear_error(calibrated, tmp_path, capsys):
     empty.write_text("")
     for path, msg in ((no_ar, "none of the 6 records is an all-reduce measurement"),
                       (empty, "no records given: the measurement is empty")):
-        assert ddpsim(["plot", "--allreduce", str(path), "--out-dir", str(tmp_path / "plots")]) == 2
+        assert ddpsim(["plot", "--allreduce", str(path), "--plot-dir", str(tmp_path / "plots")]) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"ddpsim: error: {path}: {msg}") and err.count("\n") == 1, err
     assert not (tmp_path / "plots" / "allreduce_fit.png").exists()
@@ -340,7 +340,7 @@ def test_link_mbit_without_netns_is_skipped(calibrated, tmp_path, capsys, monkey
     cap = capsys.readouterr()
     reason = "emulated links need root (simulated by the test)"
     assert cap.err == f"ddpsim calibrate: skipped 100 Mbit/s: {reason}\n"
-    assert json.loads(cap.out) == {"skipped": [{"link_mbit": 100.0, "reason": reason}]}  # stdout stays JSON
+    assert json.loads(cap.out)["results"] == {"skipped": [{"link_mbit": 100.0, "reason": reason}]}  # stdout stays JSON
     assert not out.exists()
     _, path, _, _ = calibrated
     assert ddpsim(["validate", "--params", str(path), "--model", TINY, "--link-mbit", "100,400"]) == 0
@@ -379,7 +379,9 @@ def _ddpsim_json(args: list[str], cwd: Path) -> dict:
     proc = subprocess.run([sys.executable, "-m", "ddpsim", *args, "--json", "--quiet"], cwd=cwd,
                           capture_output=True, text=True, timeout=240)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout)
+    env = json.loads(proc.stdout)
+    assert env["schema"] == "ddpsim.cli/1" and env["command"] == args[0]
+    return env["results"]
 
 
 def test_cli_calibrate_json_contract(tmp_path):

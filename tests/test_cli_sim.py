@@ -31,7 +31,9 @@ def test_predict_json_contract(capsys, tmp_path):
         "--strategy", "torch-ddp", "--bucket-mb", "25", "--json", "--trace", str(trace),
     )
     assert code == 0
-    d = json.loads(out)
+    env = json.loads(out)
+    assert env["schema"] == "ddpsim.cli/1" and env["command"] == "predict" and env["inputs"]["world_size"] == 8
+    d = env["results"]
     for key in ("step_time_s", "compute_s", "overhead_s", "buckets"):
         assert key in d
     assert d["overhead_s"] == pytest.approx(d["step_time_s"] - d["compute_s"])
@@ -53,7 +55,7 @@ def test_sweep_json_contract_and_closed_form(capsys, tmp_path):
         "--strategy", "torch-ddp", "--json", "--plot", str(png),
     )
     assert code == 0
-    d = json.loads(out)
+    d = json.loads(out)["results"]
     assert len(d["rows"]) >= 60
     best = min(d["rows"], key=lambda r: r["step_time_s"])
     assert d["best_bucket_mb"] == best["bucket_mb"]
@@ -67,7 +69,9 @@ def test_sweep_json_contract_and_closed_form(capsys, tmp_path):
 def test_o_w_override_a_preset(capsys):
     _, out1, _ = run_cli(capsys, "predict", "--model", "gpt2-small", "--network", "nccl-h100-ib", "--json")
     _, out2, _ = run_cli(capsys, "predict", "--model", "gpt2-small", "--network", "nccl-h100-ib", "--w-gbps", "1", "--json")
-    assert json.loads(out2)["step_time_s"] > json.loads(out1)["step_time_s"]
+    _, out3, _ = run_cli(capsys, "predict", "--model", "gpt2-small", "--network", "nccl-h100-ib", "--w", "8Gbit/s", "--json")
+    assert json.loads(out2)["results"]["step_time_s"] > json.loads(out1)["results"]["step_time_s"]
+    assert json.loads(out3)["results"]["step_time_s"] == json.loads(out2)["results"]["step_time_s"]  # 8 Gbit/s = 1 GB/s
 
 
 @pytest.mark.parametrize(
@@ -75,7 +79,7 @@ def test_o_w_override_a_preset(capsys):
     [
         (["predict", "--bucket-mb", "-5"], "must be > 0"),
         (["predict", "--bucket-mb", "0"], "must be > 0"),
-        (["predict", "--world-size", "0"], "--world-size must be >= 1"),
+        (["predict", "--world-size", "0"], "--world-size: must be >= 1"),
         (["predict", "--model", "no-such-model"], "unknown model"),
         (["predict", "--network", "no-such-net"], "unknown network"),
         (["sweep", "--strategy", "naive"], "no bucket size to sweep"),
@@ -110,7 +114,7 @@ def test_predict_subprocess_never_imports_torch():
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["step_time_s"] > 0
+    assert json.loads(r.stdout)["results"]["step_time_s"] > 0
 
 
 def test_python_api_and_cli_resolve_the_network_alike():

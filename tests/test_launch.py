@@ -254,3 +254,35 @@ def test_ctrl_c_in_the_parent_kills_the_workers_at_once(tmp_path):
     word, elapsed_s, usable = lines[1].split()
     assert word == "interrupted" and float(elapsed_s) < 3 and usable == "False"
     assert _gone(pids)
+
+
+def test_a_rank_that_stopped_answering_leads_the_message(monkeypatch, tmp_path):
+    """Rank 1 hangs; rank 0 fails only in a collective waiting for it (gloo timeout): rank 1 is the cause."""
+    import time as _time
+
+    from realrun import launch
+    from realrun.errors import RunFailure
+
+    class FakeWorker:
+        def __init__(self, rank):
+            self.rank, self.log_path, self.proc = rank, tmp_path / f"rank{rank}.log", type("P", (), {"pid": -1})()
+            self.log_path.write_text(f"stack of rank {rank}\n")
+
+        def stderr_tail(self, n=20):
+            return self.log_path.read_text()
+
+    pool = object.__new__(launch.RankPool)
+    pool._workers = [FakeWorker(0), FakeWorker(1)]
+    monkeypatch.setattr(pool, "_kill_all", lambda: None, raising=False)
+    monkeypatch.setattr(launch.os, "kill", lambda *a: None)
+    monkeypatch.setattr(launch.time, "sleep", lambda s: None)
+    now = _time.monotonic()
+    events = {
+        0: launch._Event(0, "raised", now, "rank 0 raised DistBackendError: Timed out waiting 30000ms for recv", collective=True),
+        1: launch._Event(1, "hung", now, ""),
+    }
+    with pytest.raises(RunFailure) as exc:
+        pool._fail(events, "task", 31.0, 600.0)
+    first, *rest = str(exc.value).splitlines()
+    assert first.startswith("rank 1 stopped answering during task") and exc.value.rank == 1
+    assert any("also: rank 0 raised DistBackendError" in line and "consequence" in line for line in rest)

@@ -304,7 +304,7 @@ def test_tune_verify_on_a_model_from_a_test_file(tmp_path):
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
-    d = json.loads(proc.stdout)
+    d = json.loads(proc.stdout)["results"]
     for k in REQUIRED_KEYS:
         assert k in d, k
     assert d["model"] == "tests/data/tune_model.py:build" and d["default_bucket_mb"] == 25

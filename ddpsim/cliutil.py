@@ -1,0 +1,293 @@
+"""Shared pieces of the ``ddpsim`` command line (no torch, nothing heavy).
+
+- ``number``: the one argparse number type: finite (no ``nan``/``inf``), within bounds;
+- ``rate``: a bandwidth with optional units (``100GB/s``, ``400Gbit/s``; a plain number is the flag's unit);
+- ``check_writable``: an output path that can be written, checked before anything is measured;
+- ``emit_json``: the one ``--json`` envelope (``{"schema", "command", "inputs", "results"}``), never NaN/Infinity;
+- ``HelpFormatter``: help text that shows each flag's default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+CLI_SCHEMA = "ddpsim.cli/1"
+
+
+# ---- numbers --------------------------------------------------------------------
+def _fmt(v: float) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def number(cast: Callable[[str], Any] = float, lo: float | None = None, hi: float | None = None,
+           lo_open: bool = False) -> Callable[[str], Any]:  # fmt: skip
+    """An argparse type: ``cast`` the text to a finite number ``lo <= v <= hi`` (``lo < v`` with ``lo_open``).
+
+    ``nan`` and ``inf`` are refused everywhere: no flag of ddpsim means "unbounded".
+    """
+    what = "an integer" if cast is int else "a number"
+
+    def parse(text: str) -> Any:
+        try:
+            v = cast(text.strip())
+        except (ValueError, TypeError):
+            raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+        if isinstance(v, float) and not math.isfinite(v):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
+        if lo is not None and (v <= lo if lo_open else v < lo):
+            raise argparse.ArgumentTypeError(f"must be {'>' if lo_open else '>='} {_fmt(lo)}, got {text}")
+        if hi is not None and v > hi:
+            raise argparse.ArgumentTypeError(f"must be <= {_fmt(hi)}, got {text}")
+        return v
+
+    parse.__name__ = "integer" if cast is int else "number"  # argparse names the type in some messages
+    return parse
+
+
+def number_list(item: Callable[[str], Any]) -> Callable[[str], list[Any]]:
+    """A comma list of ``item`` values (``1,4,25``)."""
+
+    def parse(text: str) -> list[Any]:
+        parts = [s.strip() for s in text.split(",")]
+        if not parts or any(not s for s in parts):
+            raise argparse.ArgumentTypeError(f"expected a comma list like 1,4,25, got {text!r}")
+        out = []
+        for s in parts:
+            try:
+                out.append(item(s))
+            except argparse.ArgumentTypeError as e:
+                raise argparse.ArgumentTypeError(f"item {s!r}: {e}") from None
+        return out
+
+    parse.__name__ = "list"
+    return parse
+
+
+def max_local_ranks() -> int:
+    """The most ranks one machine may start here: 4 per core (each rank is a process with its own model)."""
+    return 4 * (os.cpu_count() or 1)
+
+
+def local_world(lo: int = 1, hi: int | None = None) -> Callable[[str], int]:
+    """Ranks to start on this machine: ``lo`` to ``min(hi, 4 x cores)``."""
+    as_int = number(int, lo, 1 << 20)
+
+    def parse(text: str) -> int:
+        n = as_int(text)
+        cap = max_local_ranks() if hi is None else min(hi, max_local_ranks())
+        if n > cap:
+            raise argparse.ArgumentTypeError(
+                f"{n} ranks is more than this machine can run: at most {cap} "
+                f"({os.cpu_count()} cores, 4 ranks per core); use torchrun across machines for more"
+            )
+        return n
+
+    parse.__name__ = "world size"
+    return parse
+
+
+def world_sizes(lo: int = 1, hi: int | None = None) -> Callable[[str], list[int]]:
+    """``2`` or ``1,2,4``: ranks to start on this machine (each as ``local_world``)."""
+    items = number_list(local_world(lo, hi))
+
+    def parse(text: str) -> list[int]:
+        return list(dict.fromkeys(items(text)))
+
+    parse.__name__ = "world size"
+    return parse
+
+
+timeout_s = number(float, 0, 7 * 86400, lo_open=True)  # a watchdog that is always on: no nan, no inf, <= a week
+
+
+# ---- rates ----------------------------------------------------------------------
+# <prefix><i?><unit>: B/s is bytes, bit/s (b/s, bps) is bits; k/M/G/T decimal, Ki/Mi/Gi binary (bytes only).
+_RATE_RE = re.compile(r"^\s*([0-9.eE+-]+|nan|inf|infinity)\s*([A-Za-z/]*)\s*$", re.IGNORECASE)
+_UNIT_RE = re.compile(r"^([kKmMgGtT]?)(i?)(B/s|bit/s|b/s|bps)$")
+_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+
+
+def _unit_scale(u: str) -> float | None:
+    """Bytes per second of one ``u`` (``GB/s`` 1e9, ``Gbit/s`` 1.25e8, ``GiB/s`` 2**30), None if unknown."""
+    m = _UNIT_RE.match(u)
+    if not m:
+        return None
+    prefix, binary, unit = m.groups()
+    if binary:
+        if unit != "B/s" or not prefix:
+            return None
+        return 1024.0 ** ("kmgt".index(prefix.lower()) + 1)
+    return _PREFIX[prefix.lower()] * (1.0 if unit == "B/s" else 1 / 8)
+
+
+def rate(unit_bytes_per_s: float, unit_name: str, hi: float) -> Callable[[str], float]:
+    """An argparse type for a bandwidth: ``100GB/s``, ``400Gbit/s``, ``800Mbit/s``, or a plain number in
+    ``unit_name``; returns the value in ``unit_name`` (so ``--w 400Gbit/s`` gives 50.0 GB/s)."""
+
+    def parse(text: str) -> float:
+        m = _RATE_RE.match(text.replace(" ", ""))
+        if not m:
+            raise argparse.ArgumentTypeError(f"not a rate: {text!r} (e.g. 100GB/s, 400Gbit/s or a number of {unit_name})")
+        try:
+            v = float(m.group(1))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a rate: {text!r}") from None
+        u = m.group(2)
+        if u:
+            scale = _unit_scale(u)
+            if scale is None:
+                raise argparse.ArgumentTypeError(
+                    f"unknown rate unit {u!r} in {text!r}: use GB/s, MB/s (bytes, 1e9/1e6) or Gbit/s, Mbit/s (bits)"
+                )
+            v = v * scale / unit_bytes_per_s
+        if not math.isfinite(v):
+            raise argparse.ArgumentTypeError(f"must be a finite rate, got {text}")
+        if not v > 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        if v > hi:
+            raise argparse.ArgumentTypeError(f"must be <= {hi:g} {unit_name}, got {text}")
+        return v
+
+    parse.__name__ = "rate"
+    return parse
+
+
+link_mbit = rate(1e6 / 8, "Mbit/s", 1e5)  # emulated links: a number is Mbit/s; 1Gbit/s accepted
+
+
+def gbps_both(bytes_per_s: float) -> str:
+    """``12.5 GB/s (100 Gbit/s)``: a bandwidth in both units, so nobody mistakes bytes for bits."""
+    return f"{bytes_per_s / 1e9:.4g} GB/s ({bytes_per_s * 8 / 1e9:.4g} Gbit/s)"
+
+
+# ---- outputs --------------------------------------------------------------------
+def check_writable(path: str | os.PathLike[str], kind: str = "file") -> None:
+    """Raise ``ValueError`` (naming the path) unless ``path`` can be written.
+
+    ``kind``: ``"file"`` (written whole), ``"jsonl"`` (records appended: an existing file must
+    already hold ddpsim records) or ``"dir"`` (created if missing). Nothing is left behind.
+    """
+    text = os.fspath(path)
+    if not text.strip():
+        raise ValueError("an output path is empty")
+    p = Path(text)
+    if kind == "dir":
+        if p.exists() and not p.is_dir():
+            raise ValueError(f"output folder {p} exists and is not a folder")
+        probe_dir = p
+    else:
+        if p.is_dir() or text.endswith(os.sep):
+            raise ValueError(f"output file {p} is a folder")
+        if p.exists() and not p.is_file():
+            raise ValueError(f"output file {p} is not a regular file")
+        if kind == "jsonl" and p.is_file() and p.stat().st_size > 0:
+            _check_records_file(p)
+        probe_dir = p.parent
+    # the nearest folder that exists must be a folder we can create files in
+    d = probe_dir
+    while not d.exists():
+        if d.is_symlink():
+            raise ValueError(f"cannot write {p}: {d} is a dangling link")
+        d = d.parent
+    if not d.is_dir():
+        raise ValueError(f"cannot write {p}: {d} is not a folder")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=d, prefix=".ddpsim-probe-")
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as e:
+        raise ValueError(f"cannot write {p}: {d}: {e.strerror}") from None
+    if p.exists() and kind != "dir" and not os.access(p, os.W_OK):
+        raise ValueError(f"cannot write {p}: permission denied")
+
+
+def _check_records_file(p: Path) -> None:
+    try:
+        with open(p, encoding="utf-8") as fh:
+            first = fh.readline()
+        rec = json.loads(first)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        rec = None
+    if not (isinstance(rec, dict) and "kind" in rec):
+        raise ValueError(f"{p} exists and does not hold ddpsim records; records are appended, so choose a new file")
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Check every output flag a command declared (``set_defaults(_outputs={dest: kind})``)."""
+    for dest, kind in (getattr(args, "_outputs", None) or {}).items():
+        value = getattr(args, dest, None)
+        if value is None:
+            continue
+        try:
+            check_writable(value, kind)
+        except ValueError as e:
+            flag = "--" + dest.replace("_", "-")
+            raise ValueError(f"{flag}: {e}") from None
+
+
+def rescue_records(records: list[dict[str, Any]], command: str) -> str | None:
+    """Write measurements that could not go where asked into a new file in the temp folder; its path."""
+    try:
+        fd, path = tempfile.mkstemp(prefix=f"ddpsim-{command}-", suffix=".jsonl")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            for r in records:
+                fh.write(json.dumps(finite(r)) + "\n")
+        return path
+    except OSError:
+        return None
+
+
+# ---- JSON -----------------------------------------------------------------------
+def finite(obj: Any) -> Any:
+    """``obj`` with every non-finite float replaced by ``None`` (JSON has no NaN or Infinity)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+def inputs_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The parsed arguments of a command, as JSON-able values (no handler, no private keys)."""
+    out = {}
+    for k, v in vars(args).items():
+        if k in ("func", "command") or k.startswith("_"):
+            continue
+        out[k] = v if isinstance(v, (str, int, float, bool, type(None), list, tuple, dict)) else str(v)
+    return out
+
+
+def dumps_json(obj: Any, indent: int | None = 1) -> str:
+    return json.dumps(finite(obj), indent=indent, allow_nan=False)
+
+
+def emit_json(args: argparse.Namespace, results: Any) -> None:
+    """Print the one ``--json`` envelope of every command on stdout."""
+    env = {"schema": CLI_SCHEMA, "command": getattr(args, "command", None), "inputs": inputs_of(args), "results": results}
+    sys.stdout.write(dumps_json(env) + "\n")
+
+
+# ---- help -----------------------------------------------------------------------
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions kept as written; each flag's default appended when it has one worth saying."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if text is argparse.SUPPRESS:
+            return text
+        d = action.default
+        if action.option_strings and d not in (None, False, argparse.SUPPRESS) and "default" not in text:
+            text += " (default: %(default)s)"
+        return text

@@ -1,0 +1,333 @@
+"""Bad input, as a new user types it: one line on stderr naming the problem, exit 2, no traceback,
+and no rank started (every row fails before a spawn).
+
+Each row runs in-process through ``ddpsim.cli.main(argv)``; ``{tmp}`` is a folder of fixtures (a file
+that is not a folder, malformed JSON of several kinds, a user module that calls ``sys.exit()``).
+A few rows at the end run the real entry point in a subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from ddpsim.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# (argv, words the one stderr line must contain)
+ROWS: list[tuple[str, str]] = [
+    # ---- predict
+    ("predict --o-us inf", "finite"),
+    ("predict --o-us nan", "finite"),
+    ("predict --o-us -1", "must be >= 0"),
+    ("predict --o-us 1e12", "must be <="),
+    ("predict --w 0", "must be > 0"),
+    ("predict --w inf", "finite"),
+    ("predict --w 5XB/s", "unknown rate unit"),
+    ("predict --w fast", "not a rate"),
+    ("predict --w-gbps nan", "finite"),
+    ("predict --bucket-mb inf", "finite"),
+    ("predict --bucket-mb nan", "finite"),
+    ("predict --bucket-mb 0", "must be > 0"),
+    ("predict --bucket-mb 1e9", "must be <="),
+    ("predict --bucket-mb x", "not a number"),
+    ("predict --contention inf", "finite"),
+    ("predict --contention -1", "must be >= 0"),
+    ("predict --contention 1e6", "must be <="),
+    ("predict --jitter 1000", "must be <="),
+    ("predict --jitter nan", "finite"),
+    ("predict --world-size 0", "must be >= 1"),
+    ("predict --world-size 2.5", "not an integer"),
+    ("predict --world-size 1e30", "not an integer"),
+    ("predict --world-size 99999999999", "must be <="),
+    ("predict --ranks 0", "must be >= 1"),
+    ("predict --ranks 100000", "must be <="),
+    ("predict --repeats 0", "must be >= 1"),
+    ("predict --seed -1", "must be >= 0"),
+    ("predict --channels 0", "must be >= 1"),
+    ("predict --channels inf", "not an integer"),
+    ("predict --compute-scale 0", "must be > 0"),
+    ("predict --compute-scale inf", "finite"),
+    ("predict --batch-size 0", "must be >= 1"),
+    ("predict --accum-steps 0", "must be >= 1"),
+    ("predict --bucket-cap-mb-list 1,,4", "comma list"),
+    ("predict --bucket-cap-mb-list 1,inf", "finite"),
+    ("predict --bucket-mb-list 1,-4", "must be > 0"),
+    ("predict --trace /proc/t.json", "cannot write /proc/t.json"),
+    ("predict --trace {tmp}/afile/x.json", "not a folder"),
+    ("predict --trace /dev/full", "not a regular file"),
+    ("predict --trace {tmp}", "is a folder"),
+    ("predict --model no-such-model", "unknown model"),
+    ("predict --network no-such-net", "unknown network"),
+    ("predict --network {tmp}/net_intra5.json", "'intra'"),
+    ("predict --network {tmp}/net_algs_empty.json", "algorithms"),
+    ("predict --network {tmp}/net_os_abc.json", "o_s"),
+    ("predict --network {tmp}/net_neg_overhead.json", "call_overhead_s"),
+    ("predict --network {tmp}/net_inf_bw.json", "bw_bytes_per_s"),
+    ("predict --network {tmp}/missing.json", "missing.json"),
+    ("predict --params {tmp}/params_o_abc.json", "params_o_abc.json"),
+    ("predict --params {tmp}/params_neg_o.json", "o_s"),
+    ("predict --params {tmp}/notjson.json", "not valid JSON"),
+    ("predict --params {tmp}/list.json", "JSON object"),
+    ("predict --params {tmp}/missing.json", "cannot read"),
+    ("predict --model {tmp}/notjson.json", "not valid JSON"),
+    ("predict --model {tmp}/prof_numel.json", "prof_numel.json"),
+    ("predict --model {tmp}/prof_params5.json", "prof_params5.json"),
+    ("predict --network {tmp}/net_intra5.json", "net_intra5.json"),
+    ("predict --strategy bucketed", "needs a bucket size"),
+    ("predict --strategy nope", "invalid choice"),
+    ("predict --no-such-flag", "unrecognized arguments"),
+    # ---- sweep
+    ("sweep --bucket-mb 1,-4", "must be > 0"),
+    ("sweep --bucket-mb inf", "finite"),
+    ("sweep --bucket-mb 1,nan,4", "finite"),
+    ("sweep --grid 1:0.1:8", "LO"),
+    ("sweep --grid a:b:c", "--grid"),
+    ("sweep --grid 0.1:100:1", "--grid"),
+    ("sweep --grid 0.1:inf:8", "finite"),
+    ("sweep --points 1", "must be >= 2"),
+    ("sweep --points inf", "not an integer"),
+    ("sweep --plot /proc/x.png", "cannot write"),
+    ("sweep --plot {tmp}/afile/x.png", "not a folder"),
+    ("sweep --strategy naive", "no bucket size to sweep"),
+    ("sweep --jitter inf", "finite"),
+    ("sweep --w nan", "finite"),
+    ("sweep --o-us inf", "finite"),
+    # ---- models
+    ("models --bogus", "unrecognized arguments"),
+    ("models extra", "unrecognized arguments"),
+    # ---- bench-allreduce
+    ("bench-allreduce --world-size 1", "must be >= 2"),
+    ("bench-allreduce --world-size 1000", "more than this machine can run"),
+    ("bench-allreduce --world-size 2,x", "not an integer"),
+    ("bench-allreduce --sizes 12QB", "bad message size"),
+    ("bench-allreduce --sizes 6", "multiple of float32"),
+    ("bench-allreduce --sizes 1K:512", "bad size range"),
+    ("bench-allreduce --sizes 1K,,4K", "empty item"),
+    ("bench-allreduce --impl tree", "unknown implementation"),
+    ("bench-allreduce --iters 0", "must be >= 1"),
+    ("bench-allreduce --iters inf", "not an integer"),
+    ("bench-allreduce --warmup -1", "must be >= 0"),
+    ("bench-allreduce --timeout-s nan", "finite"),
+    ("bench-allreduce --timeout-s inf", "finite"),
+    ("bench-allreduce --timeout-s 0", "must be > 0"),
+    ("bench-allreduce --link-mbit inf", "finite"),
+    ("bench-allreduce --link-mbit 0", "must be > 0"),
+    ("bench-allreduce --out {tmp}/notrecords.txt", "does not hold ddpsim records"),
+    ("bench-allreduce --out /dev/full", "not a regular file"),
+    ("bench-allreduce --plot /proc/p.png", "cannot write"),
+    ("bench-allreduce --from x.jsonl", "--from only plots"),
+    ("bench-allreduce --from {tmp}/missing.jsonl --plot {tmp}/p.png", "missing.jsonl"),
+    ("bench-allreduce --from {tmp}/params_ok.json --plot {tmp}/p.png", "params_ok.json"),
+    ("bench-allreduce --dtype int8", "invalid choice"),
+    # ---- check
+    ("check --model mlp --bucket-mb -1", "must be > 0"),
+    ("check --model mlp --bucket-mb inf", "finite"),
+    ("check --model mlp --world-size 1", "must be >= 2"),
+    ("check --model mlp --world-size 1000", "more than this machine can run"),
+    ("check --model mlp --timeout-s nan", "finite"),
+    ("check --model mlp --lr inf", "finite"),
+    ("check --model mlp --steps 0", "must be >= 1"),
+    ("check --model mlp --batch-size 0", "must be >= 1"),
+    ("check --model mlp --strategy ring", "unknown strategy"),
+    ("check --model resnet", "unknown workload"),
+    ("check --model {tmp}/exits.py:build", "sys.exit"),
+    ("check --model {tmp}/raises.py:build", "does not import"),
+    ("check", "required"),
+    # ---- profile
+    ("profile --model mlp", "say where the profile goes"),
+    ("profile --model mlp --out /proc/p.json", "cannot write"),
+    ("profile --model mlp --out {tmp}/afile/p.json", "not a folder"),
+    ("profile --model mlp --records {tmp}/notrecords.txt", "does not hold ddpsim records"),
+    ("profile --model mlp --world-size 0 --json", "must be >= 1"),
+    ("profile --model mlp --steps inf --json", "not an integer"),
+    ("profile --model mlp --warmup -1 --json", "must be >= 0"),
+    ("profile --model mlp --timeout-s nan --json", "finite"),
+    ("profile --model {tmp}/exits.py:build --json", "sys.exit"),
+    # ---- bench-ddp
+    ("bench-ddp --model mlp --world-size 1000", "more than this machine can run"),
+    ("bench-ddp --model mlp --world-size 0", "must be >= 1"),
+    ("bench-ddp --model mlp --world-size 2,1000", "more than this machine can run"),
+    ("bench-ddp --model mlp --bucket-mb inf", "bad bucket size"),
+    ("bench-ddp --model mlp --bucket-mb -1", "bad bucket size"),
+    ("bench-ddp --model mlp --bucket-cap-mb-list 1,nan", "finite"),
+    ("bench-ddp --model mlp --strategy bucketed", "needs bucket sizes"),
+    ("bench-ddp --model mlp --steps 0", "must be >= 1"),
+    ("bench-ddp --model mlp --rounds 0", "must be >= 1"),
+    ("bench-ddp --model mlp --timeout-s nan", "finite"),
+    ("bench-ddp --model mlp --link-mbit inf", "finite"),
+    ("bench-ddp --model mlp --out /dev/full", "not a regular file"),
+    ("bench-ddp --model mlp --out {tmp}/notrecords.txt", "does not hold ddpsim records"),
+    ("bench-ddp --model mlp --trace-dir {tmp}/afile", "not a folder"),
+    ("bench-ddp --model {tmp}/exits.py:build", "sys.exit"),
+    # ---- calibrate
+    ("calibrate --link-mbit inf", "finite"),
+    ("calibrate --link-mbit 100,nan", "finite"),
+    ("calibrate --world-size 0", "must be >= 1"),
+    ("calibrate --world-size 1000", "more than this machine can run"),
+    ("calibrate --sizes 4K", "at least two message sizes"),
+    ("calibrate --profile-steps 0", "must be >= 1"),
+    ("calibrate --batch-size inf", "not an integer"),
+    ("calibrate --out /proc/p.json", "cannot write"),
+    ("calibrate --out {tmp}/p.json --records {tmp}/notrecords.txt", "does not hold ddpsim records"),
+    ("calibrate --out {tmp}/p.json --records {tmp}/r.jsonl --model {tmp}/exits.py:build", "sys.exit"),
+    # ---- validate
+    ("validate --link-mbit inf", "finite"),
+    ("validate --bucket-mb 1,inf", "finite"),
+    ("validate --params {tmp}/notjson.json --out {tmp}/v.json --records {tmp}/v.jsonl", "not valid JSON"),
+    ("validate --params {tmp}/missing.json --out {tmp}/v.json --records {tmp}/v.jsonl", "cannot read"),
+    ("validate --strategy bogus", "unknown strategy"),
+    ("validate --world-size 1000", "more than this machine can run"),
+    ("validate --out /proc/v.json", "cannot write"),
+    ("validate --out {tmp}/v.json --records {tmp}/v.jsonl --plot-dir {tmp}/afile", "not a folder"),
+    ("validate --out {tmp}/v.json --records {tmp}/notrecords.txt", "does not hold ddpsim records"),
+    ("validate --warmup -1", "must be >= 0"),
+    ("validate --rounds 0", "must be >= 1"),
+    ("validate --out {tmp}/v.json --records {tmp}/v.jsonl --model {tmp}/exits.py:build", "sys.exit"),
+    # ---- plot
+    ("plot --plot-dir {tmp}/plots", "nothing to plot"),
+    ("plot --validation {tmp}/missing.json --plot-dir {tmp}/plots", "missing.json"),
+    ("plot --validation {tmp}/notrecords.txt --plot-dir {tmp}/plots", "notrecords.txt"),
+    ("plot --validation {tmp}/params_ok.json --plot-dir {tmp}/plots", "params_ok.json"),
+    ("plot --validation {tmp}/rows_other.json --plot-dir {tmp}/plots", "rows_other.json"),
+    ("plot --scaling {tmp}/notjson.json --plot-dir {tmp}/plots", "notjson.json"),
+    ("plot --allreduce {tmp}/notrecords.txt --plot-dir {tmp}/plots", "notrecords.txt"),
+    ("plot --allreduce {tmp}/params_ok.json --plot-dir {tmp}/plots", "params_ok.json"),
+    ("plot --validation {tmp}/rows_other.json --plot-dir {tmp}/afile", "not a folder"),
+    ("plot --validation {tmp}/rows_other.json --out-dir /proc/x", "cannot write"),
+    # ---- tune
+    ("tune --link-mbit inf", "finite"),
+    ("tune --o-us inf", "finite"),
+    ("tune --w 0", "must be > 0"),
+    ("tune --w 100Gbit", "unknown rate unit"),
+    ("tune --world-size 0", "must be >= 1"),
+    ("tune --run-world-size 1000", "more than this machine can run"),
+    ("tune --verify-grid 1,inf", "finite"),
+    ("tune --steps 0", "must be >= 1"),
+    ("tune --out-dir {tmp}/afile/x", "not a folder"),
+    ("tune --out-dir {tmp}/o --profile {tmp}/missing.json", "missing.json"),
+    ("tune --out-dir {tmp}/o --profile {tmp}/mlp_profile.json --verify --model gpt", "measured for model 'mlp'"),
+    ("tune --out-dir {tmp}/o --params {tmp}/notjson.json", "not valid JSON"),
+    ("tune --out-dir {tmp}/o --params {tmp}/params_neg_o.json", "o_s"),
+    ("tune --out-dir {tmp}/o --model {tmp}/exits.py:build", "sys.exit"),
+]
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("fuzz")
+    (d / "afile").write_text("a file, not a folder\n")
+    (d / "notrecords.txt").write_text("some notes of the user\nnot JSON at all\n")
+    (d / "notjson.json").write_text('{"schema": ')
+    (d / "list.json").write_text("[1, 2, 3]\n")
+    (d / "rows_other.json").write_text(json.dumps({"rows": [{"name": "x", "value": 3}]}))
+    (d / "prof_numel.json").write_text(json.dumps({"schema": "ddpsim.profile/1", "model": "x",
+                                                   "params": [{"name": "w", "numel": "abc"}]}))  # fmt: skip
+    (d / "prof_params5.json").write_text(json.dumps({"schema": "ddpsim.profile/1", "model": "x", "params": 5}))
+    (d / "exits.py").write_text("import sys\nsys.exit(0)\n")
+    (d / "raises.py").write_text("raise RuntimeError('broken user module')\n")
+    net = {"schema": "ddpsim.network/1", "name": "n", "backend": "nccl", "gpus_per_node": 8,
+           "intra": {"alpha_s": 1e-6, "bw_bytes_per_s": 1e11}, "inter": {"alpha_s": 5e-6, "bw_bytes_per_s": 2.5e10}}  # fmt: skip
+    for name, patch in {
+        "net_intra5": {"intra": 5},
+        "net_algs_empty": {"intra": {"alpha_s": 1e-6, "bw_bytes_per_s": 1e11, "algorithms": []}},
+        "net_os_abc": {"linear": {"o_s": "abc", "w_bytes_per_s": 1e9, "world_size": 8}},
+        "net_neg_overhead": {"call_overhead_s": -1e-3},
+        "net_inf_bw": {"intra": {"alpha_s": 1e-6, "bw_bytes_per_s": 1e400}},
+    }.items():
+        (d / f"{name}.json").write_text(json.dumps({**net, **patch}))
+    from calibration.fit import LinearFit
+    from calibration.params import Params
+
+    good = Params(backend="gloo", world_size=2, linear=LinearFit(o_s=4e-4, w_bytes_per_s=1.4e9)).to_dict()
+    (d / "params_ok.json").write_text(json.dumps(good))
+    (d / "params_o_abc.json").write_text(json.dumps({**good, "linear": {**good["linear"], "o_s": "abc"}}))
+    (d / "params_neg_o.json").write_text(json.dumps({**good, "linear": {**good["linear"], "o_s": -1e-3}}))
+    from simulator import zoo
+
+    spec = zoo.load_model_spec("gpt2-small")
+    prof = zoo.profile_from_flops(spec, zoo.load_device(zoo.DEFAULT_DEVICE))
+    replace(prof, model="mlp").save(d / "mlp_profile.json")
+    return d
+
+
+@pytest.fixture(autouse=True)
+def no_ranks(monkeypatch):
+    """Every bad input must fail before a rank starts: starting one fails the test."""
+    import calibration.calibrate as calibrate_mod
+    import realrun.launch as launch
+
+    def refuse(*a, **k):
+        raise AssertionError("a rank was started")
+
+    monkeypatch.setattr(launch, "RankPool", refuse)
+    monkeypatch.setattr(calibrate_mod, "open_pool", refuse)
+
+
+@pytest.mark.parametrize("argv, words", ROWS, ids=[r[0] for r in ROWS])
+def test_bad_input_one_line_exit_2_before_any_rank(argv, words, tmp, capsys, monkeypatch):
+    monkeypatch.chdir(tmp)  # defaults such as params.json land in the fixture folder, never in the checkout
+    args = [a.replace("{tmp}", str(tmp)) for a in argv.split()]
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    lines = err.strip("\n").splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("ddpsim") and "Traceback" not in err
+    assert words.replace("{tmp}", str(tmp)) in lines[0], lines[0]
+
+
+def test_the_table_is_large():
+    assert len(ROWS) >= 100
+
+
+# ---- the real entry point --------------------------------------------------------------------
+def _run(args, **kw):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120, **kw)
+
+
+def test_user_module_that_calls_sys_exit(tmp_path):
+    mod = tmp_path / "exits.py"
+    mod.write_text("import sys\nsys.exit(0)\n")
+    r = _run(["-m", "ddpsim", "check", "--model", f"{mod}:build"])
+    assert r.returncode == 2 and "sys.exit(0)" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_missing_torch_says_how_to_install():
+    code = "import sys; sys.modules['torch'] = None; from ddpsim.cli import main; sys.exit(main(['check', '--model', 'mlp']))"
+    r = _run(["-c", code])
+    assert r.returncode == 2 and 'pip install "ddpsim[torch]"' in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_broken_pipe_is_silent():
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.Popen([sys.executable, "-m", "ddpsim", "sweep", "--model", "gpt2-small"], cwd=ROOT, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    p.stdout.close()  # the reader leaves at once, like `| head -0`
+    err = p.stderr.read().decode()
+    p.wait(timeout=120)
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def test_version():
+    r = _run(["-m", "ddpsim", "--version"])
+    assert r.returncode == 0 and r.stdout.startswith("ddpsim ")
+
+
+def test_every_flag_help_has_its_default(capsys):
+    for cmd in ("predict", "sweep", "bench-allreduce", "check", "profile", "bench-ddp", "calibrate", "validate", "plot", "tune"):
+        assert main([cmd, "--help"]) == 0
+        out = capsys.readouterr().out
+        assert "--json" in out and "--quiet" in out, cmd
+    assert main(["predict", "--help"]) == 0
+    assert "(default: 8)" in capsys.readouterr().out  # --world-size
