@@ -1,0 +1,219 @@
+"""Per-bucket timelines of real DDP steps: when each bucket's last gradient was ready, when its
+all-reduce was launched and when it completed, beside the step's phases.
+
+``TimelineRecorder(net)`` attaches to a wrapper from ``realrun.ddp.make_ddp``:
+
+* torch DDP (``TorchDDP``, also under ``sharded``): a communication hook
+  (``register_comm_hook``) that does what torch's default ``allreduce_hook``
+  does (``default_hooks._allreduce_fut``: divide the bucket buffer by the
+  world size, ``dist.all_reduce(async_op=True)``, ``get_future().then(...)``)
+  and timestamps the launch (hook entry) and the completion (the ``then``
+  callback; gloo completes the future on one of its worker threads, so the
+  callback waits for the GIL: the completion stamp can be late by as long as
+  the main thread holds it). "Last gradient ready" comes from a
+  post-accumulate-grad hook on every trainable parameter (a tensor hook runs
+  inside ``AccumulateGrad`` before the reducer's post-hook on the same
+  accumulator, so a bucket's ready stamp precedes its launch), mapped to buckets
+  through ``bucket.parameters()``. Compute end ("backward end") is an autograd
+  callback queued from the first gradient hook of the step: callbacks run in
+  queue order once the graph is done, so it runs before the reducer's
+  ``finalize_backward`` (queued when the last bucket is marked ready), and
+  ``backward()`` returning includes that wait.
+* the hand-written wrappers record natively (``_GradSync._tl``): the hook that
+  completes a bucket stamps its readiness, the launch point stamps the launch,
+  a ``then`` callback on the work's future the completion. ``naive`` and
+  ``flat`` launch after backward, so every collective is "ready" when
+  ``finish_gradient_synchronization()`` starts, and their calls are blocking
+  (completion = the call returning). Their compute end is ``backward()``
+  returning.
+
+Times are ``time.perf_counter()`` seconds relative to the step start (right
+after the barrier), per rank. ``end_step()`` returns one plain dict per step
+(JSON-able); ranks return theirs through the pool, so rank 0's caller has all.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+TIMELINE_SCHEMA = "ddpsim.timeline/1"
+
+_perf = time.perf_counter
+
+
+def _timed_allreduce_hook(rec, bucket):  # type: ignore[no-untyped-def]
+    """torch's default ``allreduce_hook`` with timestamps (launch at entry, completion in ``then``).
+
+    No annotations: ``register_comm_hook`` checks them and this module's are strings."""
+    t = _perf()
+    step = rec._cur
+    buf = bucket.buffer()
+    idx = bucket.index()
+    key = (idx, buf.data_ptr(), buf.numel())
+    members = rec._bucket_members.get(key)
+    if members is None:  # first sight of this bucket layout (torch rebuilds its buckets once, early)
+        members = tuple(rec._index_of[id(p)] for p in bucket.parameters())
+        rec._bucket_members[key] = members
+    buf.div_(rec.world_size)
+    fut = dist.all_reduce(buf, group=rec.process_group, async_op=True).get_future()
+    row = [idx, buf.numel() * buf.element_size(), len(members), members, t, None]
+    if step is not None:
+        step["_rows"].append(row)
+
+    def done(f: torch.futures.Future) -> torch.Tensor:
+        row[5] = _perf()
+        return f.value()[0]
+
+    return fut.then(done)
+
+
+class TimelineRecorder:
+    """Per-step, per-bucket timestamps of one rank's DDP steps (see the module doc)."""
+
+    def __init__(self, net: Any, process_group: Any = None):
+        from torch.nn.parallel import DistributedDataParallel
+
+        from .ddp import _GradSync
+
+        self.net = net
+        self.process_group = process_group
+        self.world_size = dist.get_world_size(process_group)
+        self._cur: dict[str, Any] | None = None
+        self._handles: list[Any] = []
+        if isinstance(net, DistributedDataParallel):
+            self.kind = "torch-ddp"
+            self._trainable = [p for p in net.module.parameters() if p.requires_grad]
+            self._index_of = {id(p): k for k, p in enumerate(self._trainable)}
+            self._bucket_members: dict[tuple[int, int, int], tuple[int, ...]] = {}
+            self._handles = [p.register_post_accumulate_grad_hook(self._param_hook(k)) for k, p in enumerate(self._trainable)]
+            net.register_comm_hook(self, _timed_allreduce_hook)
+        elif isinstance(net, _GradSync):
+            self.kind = type(net).__name__
+            net._tl = self
+        else:
+            raise TypeError(f"no timeline recording for {type(net).__name__}")
+
+    # ---- torch DDP: gradient-ready stamps ------------------------------------------
+    def _param_hook(self, k: int) -> Any:
+        def hook(_p: torch.Tensor) -> None:
+            step = self._cur
+            if step is None:
+                return
+            ready = step["_param_ready"]
+            if not step["_graph_cb"]:
+                step["_graph_cb"] = True
+                torch.autograd.Variable._execution_engine.queue_callback(self._graph_done)
+            ready[k] = _perf()
+
+        return hook
+
+    def _graph_done(self) -> None:
+        if self._cur is not None:
+            self._cur["_graph_end"] = _perf()
+
+    # ---- the hand-written wrappers call these ----------------------------------------
+    def ready(self, idx: int) -> None:
+        """Collective ``idx``'s last gradient is ready now."""
+        if self._cur is not None:
+            self._cur["_ready"][idx] = _perf()
+
+    def ready_all(self, n: int) -> None:
+        """Collectives ``0..n-1`` are ready now (launched after backward)."""
+        if self._cur is not None:
+            t = _perf()
+            for i in range(n):
+                self._cur["_ready"][i] = t
+
+    def launch(self, idx: int, nbytes: int, n_params: int, work: Any) -> None:
+        """Collective ``idx`` was just launched as async ``work``; its completion is stamped by a callback."""
+        step = self._cur
+        if step is None:
+            return
+        row = [idx, nbytes, n_params, None, _perf(), None]
+        step["_rows"].append(row)
+
+        def done(_f: Any) -> None:
+            row[5] = _perf()
+
+        step["_futs"].append(work.get_future().then(done))
+
+    def blocking(self, idx: int, nbytes: int, n_params: int, t_launch: float, t_done: float) -> None:
+        """A blocking collective that ran from ``t_launch`` to ``t_done`` (perf_counter seconds)."""
+        if self._cur is not None:
+            self._cur["_rows"].append([idx, nbytes, n_params, None, t_launch, t_done])
+
+    # ---- the step loop calls these ---------------------------------------------------
+    def begin_step(self, t0: float) -> None:
+        self._cur = {"t0": t0, "_rows": [], "_futs": [], "_ready": {}, "_param_ready": {}, "_graph_cb": False,
+                     "_graph_end": None, "marks": {}}  # fmt: skip
+
+    def mark(self, name: str) -> None:
+        if self._cur is not None:
+            self._cur["marks"][name] = _perf()
+
+    def end_step(self, step_s: float | None = None) -> dict[str, Any]:
+        """Close the step (outside the timed region): wait for completion callbacks, return times relative to t0.
+
+        ``step_s``: the step time as the step loop measured it (else the optimizer's end)."""
+        step, self._cur = self._cur, None
+        if step is None:
+            raise RuntimeError("end_step() without begin_step()")
+        for f in step["_futs"]:
+            f.wait()
+        t0 = step["t0"]
+        rel = lambda t: None if t is None else t - t0  # noqa: E731
+        marks = {k: v - t0 for k, v in step["marks"].items()}
+        graph_end = step["_graph_end"]
+        compute_end = graph_end if graph_end is not None else step["marks"].get("backward_return")
+        buckets = []
+        for idx, nbytes, n_params, members, t_launch, t_done in step["_rows"]:
+            if members is not None:  # torch DDP: the bucket's last parameter hook
+                pr = step["_param_ready"]
+                ts = [pr[m] for m in members if m in pr]
+                t_ready = max(ts) if ts else None
+            else:
+                t_ready = step["_ready"].get(idx)
+            buckets.append({"index": idx, "bytes": int(nbytes), "n_params": int(n_params), "ready_s": rel(t_ready),
+                            "launch_s": rel(t_launch), "complete_s": rel(t_done)})  # fmt: skip
+        buckets.sort(key=lambda b: (b["launch_s"], b["index"]))
+        return {
+            "forward_end_s": marks.get("backward_start"),
+            "backward_start_s": marks.get("backward_start"),
+            "backward_end_s": rel(compute_end),
+            "backward_return_s": marks.get("backward_return"),
+            "sync_end_s": marks.get("sync_end", marks.get("backward_return")),
+            "optimizer_start_s": marks.get("optimizer_start"),
+            "optimizer_end_s": marks.get("optimizer_end"),
+            "step_s": step_s if step_s is not None else marks.get("optimizer_end"),
+            "buckets": buckets,
+        }
+
+    def detach(self) -> None:
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+        if hasattr(self.net, "_tl"):
+            self.net._tl = None
+
+
+def recorded_step(rec: TimelineRecorder, t0: float, net: Any, opt: Any, batch: Any, loss_of: Any) -> None:
+    """One training step with the recorder's marks: the same work as ``bench_ddp``'s ``one_step``."""
+    rec.begin_step(t0)
+    start_sync = getattr(net, "on_train_batch_start", None)
+    finish = getattr(net, "finish_gradient_synchronization", None)
+    if start_sync is not None:
+        start_sync()
+    loss = loss_of(net, batch)
+    rec.mark("backward_start")
+    loss.backward()
+    rec.mark("backward_return")
+    if finish is not None:
+        finish()
+    rec.mark("sync_end")
+    rec.mark("optimizer_start")
+    opt.step()
+    rec.mark("optimizer_end")
