@@ -325,9 +325,9 @@ def plot_timeline(
     ax.set_yticklabels(labels, fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("ms from step start")
-    ax.legend(fontsize=7, loc="lower right", ncol=4)
+    ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=7, frameon=False)
     ax.grid(axis="x", alpha=0.3)
     if title:
-        ax.set_title(title, fontsize=9)
+        fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     return _save(fig, out_png)

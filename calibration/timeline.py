@@ -317,3 +317,68 @@ def timeline_name(model: str, strategy: str, bucket_mb: float | None, world_size
 
     b = "default" if bucket_mb is None else f"{bucket_mb:g}MB"
     return re.sub(r"[^A-Za-z0-9_.=-]+", "_", f"{model}_{strategy}_{b}_p{world_size}").strip("_")[:100]
+
+
+# ---- measure, predict, compare: what ``bench-ddp --timeline`` and ``validate --timeline`` run ----
+def timelines_on_pool(
+    pool: Any,
+    model: str,
+    configs: Sequence[tuple[Any, ...]],
+    out_dir: str | Path,
+    params: Any,
+    *,
+    batch_size: int | None,
+    steps: int,
+    warmup: int,
+    optimizer: str = "sgd",
+    compute_s: float | None = None,
+    say: Any = lambda _m: None,
+    write: bool = True,
+    meta: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Per configuration ``(strategy, bucket_mb, ...)``: ``steps`` steps with timelines recorded
+    (``realrun.bench_ddp.measure_timeline``), the predicted timeline from ``params`` (a
+    ``calibration.params.Params``; its profile scaled to ``compute_s``, the compute-only step
+    measured beside, when given, as ``validate`` does), and ``timeline_outputs`` in ``out_dir``
+    (plus the raw record as ``<name>.timeline.json``). Returns the decompositions (with
+    ``table``, the printed form); ``write=False`` (torchrun ranks other than 0) measures only.
+    """
+    from realrun.bench_ddp import _loadavg, measure_timeline
+
+    from .validate import check_profile_matches
+
+    prof = check_profile_matches(params, model, batch_size) if params is not None else None
+    scale = 1.0
+    if prof is not None and compute_s is not None and prof.compute_s > 0:
+        scale = compute_s / prof.compute_s
+        prof = prof.scaled(scale)
+    cost = params.cost_model() if params is not None else None
+    out = []
+    for strategy, bucket, *rest in configs:
+        if rest and rest[0]:
+            say(f"timeline: skipped {strategy} with a bucket_cap_mb_list (not recorded)")
+            continue
+        name = timeline_name(model, strategy, bucket, pool.world_size)
+        load_before = _loadavg()
+        rec = measure_timeline(pool, model, strategy, bucket, batch_size, steps, warmup, optimizer)
+        rec["loadavg_before"], rec["loadavg_after"] = load_before, _loadavg()
+        if not write:
+            continue
+        pred = None
+        if prof is not None:
+            pred = predicted_timeline(prof, cost, StrategySpec(strategy, bucket_mb=bucket), pool.world_size)
+        info = {"compute_scale": scale, "loadavg_before": rec["loadavg_before"], "loadavg_after": rec["loadavg_after"],
+                "steps": steps, "warmup": warmup, "batch_size": rec["batch_size"],
+                "params": {"o_us": params.o_us, "w_gbps": params.w_gbps, "channels": params.channels,
+                           "contention_c": params.contention_c, "comm_contention_c": params.comm_contention_c}
+                if params is not None else None, **(meta or {})}  # fmt: skip
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        (Path(out_dir) / f"{name}.timeline.json").write_text(json.dumps(rec) + "\n")
+        dec = timeline_outputs(rec, pred, out_dir, name, info)
+        b = "" if bucket is None else f" {bucket:g} MiB"
+        title = (f"{model} {strategy}{b}: measured median of {steps} steps (slowest rank each) vs predicted; "
+                 f"load {rec['loadavg_before']}")  # fmt: skip
+        dec["table"] = format_decomposition(dec, title) if pred is not None else title + "\n  (no prediction: no params)"
+        say(f"timeline: {name}: {dec['files']['trace']}")
+        out.append(dec)
+    return out

@@ -144,6 +144,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 params.save(_out_path("params.json", link, True))
             run_spec = spec if not multi else ValidateSpec(**{**spec.__dict__, "out": _out_path(spec.out, link, True)})
             res = validate_on_pool(pool, params, run_spec, say, link_mbit=link)
+            if args.timeline:
+                res["timelines"] = _validate_timelines(pool, params, res, spec, args, link, multi, say)
         res_path = save_validation(res, _out_path(args.out, link, multi))
         res["result_file"] = str(res_path)
         if args.plot_dir:
@@ -160,6 +162,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
         json.dump(results[0] if len(results) == 1 else {"runs": results}, sys.stdout, indent=1)
         sys.stdout.write("\n")
     return 0
+
+
+def _validate_timelines(pool: Any, params: Any, res: dict[str, Any], spec: Any, args: argparse.Namespace,
+                        link: float | None, multi: bool, say: Any) -> list[dict[str, Any]]:  # fmt: skip
+    """``--timeline DIR``: each configuration once more with per-bucket timelines recorded (after the
+    interleaved validation, so the recording cannot disturb it), compared with its prediction."""
+    from calibration.timeline import timelines_on_pool
+
+    out = Path(args.timeline) / (f"{link:g}mbit" if multi and link else "")
+    configs = [(c.name, c.bucket_mb, c.bucket_cap_mb_list) for c in spec.configs()]
+    decs = timelines_on_pool(pool, spec.model, configs, out, params, batch_size=res["batch_size"], steps=spec.steps,
+                             warmup=spec.warmup, optimizer=spec.optimizer, compute_s=res["measured_compute_s"], say=say,
+                             meta={"command": "validate", "link_mbit": link})  # fmt: skip
+    for d in decs:
+        if not args.json:
+            print(d["table"])
+    return [{k: v for k, v in d.items() if k != "table"} for d in decs]
 
 
 def _validation_plots(res: dict[str, Any], out_dir: Path, link: float | None) -> list[str]:
@@ -245,6 +264,9 @@ def add_commands(sub: Any) -> None:
     v.add_argument("--out", default="validation.json", help="summary and rows (JSON)")
     v.add_argument("--records", default="validation.jsonl", help="raw step records (JSONL, appended)")
     v.add_argument("--plot-dir", default=None, help="write predicted-vs-measured and bucket-sweep PNGs here")
+    v.add_argument("--timeline", default=None, metavar="DIR",
+                   help="also run each configuration with per-bucket timelines recorded; write per configuration a "
+                        "Chrome trace (measured beside predicted), an error decomposition (JSON) and a PNG here")
     v.add_argument("--json", action="store_true")
     v.add_argument("--quiet", action="store_true")
     v.set_defaults(func=cmd_validate)
