@@ -217,3 +217,79 @@ def recorded_step(rec: TimelineRecorder, t0: float, net: Any, opt: Any, batch: A
     rec.mark("optimizer_start")
     opt.step()
     rec.mark("optimizer_end")
+
+
+# ---- what the recording costs -----------------------------------------------------------------
+def _overhead_task(ctx: Any, spec: str, strategy: str, bucket_mb: float | None, batch_size: int, steps: int,
+                   warmup: int, optimizer: str) -> dict[str, list[float]]:  # fmt: skip
+    """Two copies of one configuration, one recorded, stepped in turn (A B, B A, ...): per-rank step times."""
+    import gc
+
+    from .bench_ddp import _sync
+    from .ddp import make_ddp, make_optimizer
+    from .workloads import cast_batch, load_workload
+
+    w = load_workload(spec)
+    device = ctx.device
+    setups = []
+    for recorded in (False, True):
+        net = make_ddp(strategy, w.build().to(device), bucket_mb)
+        setups.append((net, make_optimizer(strategy, net, optimizer), TimelineRecorder(net) if recorded else None))
+    batch = cast_batch(w.make_batch(batch_size, 1000 + ctx.rank), device=device)
+    times: dict[str, list[float]] = {"plain": [], "recorded": []}
+    for i in range(warmup + steps):
+        for k in ((0, 1) if i % 2 == 0 else (1, 0)):
+            net, opt, rec = setups[k]
+            opt.zero_grad(set_to_none=True)
+            dist.barrier()
+            _sync(device)
+            t0 = _perf()
+            if rec is None:
+                if hasattr(net, "on_train_batch_start"):
+                    net.on_train_batch_start()
+                w.loss(net, batch).backward()
+                if hasattr(net, "finish_gradient_synchronization"):
+                    net.finish_gradient_synchronization()
+                opt.step()
+            else:
+                recorded_step(rec, t0, net, opt, batch, w.loss)
+            _sync(device)
+            t = _perf() - t0
+            if rec is not None:
+                rec.end_step(t)
+            if i >= warmup:
+                times["recorded" if rec is not None else "plain"].append(t)
+    for _net, _opt, rec in setups:
+        if rec is not None:
+            rec.detach()
+    del setups
+    gc.collect()
+    return times
+
+
+def measure_recording_overhead(pool: Any, spec: str, strategy: str, bucket_mb: float | None = None,
+                               batch_size: int | None = None, steps: int = 100, warmup: int = 5,
+                               optimizer: str = "sgd") -> dict[str, Any]:  # fmt: skip
+    """Step time with and without the timeline recording, interleaved step by step on the same ranks.
+
+    Returns per side the slowest-rank step times with median, p10, p90, and the paired ratio
+    (recorded / plain in the same round; median, p10, p90): drift cancels in it.
+    """
+    from .ddp import BUCKET_STRATEGIES
+    from .stats import max_over_ranks, summarize
+    from .workloads import load_workload
+
+    if strategy not in BUCKET_STRATEGIES:
+        bucket_mb = None
+    bs = batch_size or load_workload(spec).default_batch_size
+    per_rank = pool.run(_overhead_task, spec, strategy, bucket_mb, bs, steps, warmup, optimizer)
+    out: dict[str, Any] = {"model": spec, "strategy": strategy, "bucket_mb": bucket_mb, "batch_size": bs,
+                           "world_size": pool.world_size, "steps": steps, "warmup": warmup}  # fmt: skip
+    for side in ("plain", "recorded"):
+        t = max_over_ranks([r[side] for r in per_rank])
+        s = summarize(t)
+        out[side] = {"step_times_s": t, "median_s": s.median_s, "p10_s": s.p10_s, "p90_s": s.p90_s}
+    ratios = [a / b for a, b in zip(out["recorded"]["step_times_s"], out["plain"]["step_times_s"])]
+    r = summarize(ratios)
+    out["ratio"] = {"median": r.median_s, "p10": r.p10_s, "p90": r.p90_s}
+    return out
