@@ -221,9 +221,16 @@ def recorded_step(rec: TimelineRecorder, t0: float, net: Any, opt: Any, batch: A
 
 # ---- what the recording costs -----------------------------------------------------------------
 def _overhead_task(ctx: Any, spec: str, strategy: str, bucket_mb: float | None, batch_size: int, steps: int,
-                   warmup: int, optimizer: str) -> dict[str, list[float]]:  # fmt: skip
-    """Two copies of one configuration, one recorded, stepped in turn (A B, B A, ...): per-rank step times."""
+                   warmup: int, optimizer: str, sides: tuple[str, ...]) -> dict[str, list[float]]:  # fmt: skip
+    """Copies of one configuration stepped in turn (A B C, C B A, ...): per-rank step times per side.
+
+    Sides: ``plain`` (as ``bench-ddp`` runs it), ``recorded`` (a ``TimelineRecorder`` attached),
+    ``torch_hook`` (torch DDP with torch's own Python ``default_hooks.allreduce_hook``, no stamps:
+    what any Python comm hook costs, stamps apart).
+    """
     import gc
+
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
     from .bench_ddp import _sync
     from .ddp import make_ddp, make_optimizer
@@ -232,14 +239,16 @@ def _overhead_task(ctx: Any, spec: str, strategy: str, bucket_mb: float | None, 
     w = load_workload(spec)
     device = ctx.device
     setups = []
-    for recorded in (False, True):
+    for side in sides:
         net = make_ddp(strategy, w.build().to(device), bucket_mb)
-        setups.append((net, make_optimizer(strategy, net, optimizer), TimelineRecorder(net) if recorded else None))
+        rec = TimelineRecorder(net) if side == "recorded" else None
+        if side == "torch_hook":
+            net.register_comm_hook(None, default_hooks.allreduce_hook)
+        setups.append((side, net, make_optimizer(strategy, net, optimizer), rec))
     batch = cast_batch(w.make_batch(batch_size, 1000 + ctx.rank), device=device)
-    times: dict[str, list[float]] = {"plain": [], "recorded": []}
+    times: dict[str, list[float]] = {side: [] for side in sides}
     for i in range(warmup + steps):
-        for k in ((0, 1) if i % 2 == 0 else (1, 0)):
-            net, opt, rec = setups[k]
+        for side, net, opt, rec in setups if i % 2 == 0 else setups[::-1]:
             opt.zero_grad(set_to_none=True)
             dist.barrier()
             _sync(device)
@@ -258,8 +267,8 @@ def _overhead_task(ctx: Any, spec: str, strategy: str, bucket_mb: float | None, 
             if rec is not None:
                 rec.end_step(t)
             if i >= warmup:
-                times["recorded" if rec is not None else "plain"].append(t)
-    for _net, _opt, rec in setups:
+                times[side].append(t)
+    for _side, _net, _opt, rec in setups:
         if rec is not None:
             rec.detach()
     del setups
@@ -272,8 +281,9 @@ def measure_recording_overhead(pool: Any, spec: str, strategy: str, bucket_mb: f
                                optimizer: str = "sgd") -> dict[str, Any]:  # fmt: skip
     """Step time with and without the timeline recording, interleaved step by step on the same ranks.
 
-    Returns per side the slowest-rank step times with median, p10, p90, and the paired ratio
-    (recorded / plain in the same round; median, p10, p90): drift cancels in it.
+    Returns per side the slowest-rank step times with median, p10, p90, and the paired ratios
+    (side / plain in the same round; median, p10, p90): drift cancels in them. For torch DDP
+    a third side, ``torch_hook``, runs torch's own Python all-reduce hook without stamps.
     """
     from .ddp import BUCKET_STRATEGIES
     from .stats import max_over_ranks, summarize
@@ -282,14 +292,16 @@ def measure_recording_overhead(pool: Any, spec: str, strategy: str, bucket_mb: f
     if strategy not in BUCKET_STRATEGIES:
         bucket_mb = None
     bs = batch_size or load_workload(spec).default_batch_size
-    per_rank = pool.run(_overhead_task, spec, strategy, bucket_mb, bs, steps, warmup, optimizer)
+    sides = ("plain", "torch_hook", "recorded") if strategy in ("torch-ddp", "sharded") else ("plain", "recorded")
+    per_rank = pool.run(_overhead_task, spec, strategy, bucket_mb, bs, steps, warmup, optimizer, sides)
     out: dict[str, Any] = {"model": spec, "strategy": strategy, "bucket_mb": bucket_mb, "batch_size": bs,
-                           "world_size": pool.world_size, "steps": steps, "warmup": warmup}  # fmt: skip
-    for side in ("plain", "recorded"):
+                           "world_size": pool.world_size, "steps": steps, "warmup": warmup, "sides": list(sides)}  # fmt: skip
+    for side in sides:
         t = max_over_ranks([r[side] for r in per_rank])
         s = summarize(t)
         out[side] = {"step_times_s": t, "median_s": s.median_s, "p10_s": s.p10_s, "p90_s": s.p90_s}
-    ratios = [a / b for a, b in zip(out["recorded"]["step_times_s"], out["plain"]["step_times_s"])]
-    r = summarize(ratios)
-    out["ratio"] = {"median": r.median_s, "p10": r.p10_s, "p90": r.p90_s}
+    for side in sides[1:]:
+        r = summarize([a / b for a, b in zip(out[side]["step_times_s"], out["plain"]["step_times_s"])])
+        out[f"ratio_{side}"] = {"median": r.median_s, "p10": r.p10_s, "p90": r.p90_s}
+    out["ratio"] = out["ratio_recorded"]
     return out
