@@ -318,3 +318,55 @@ def plot_scaling(
     ax.set_title(f"scaling: {ylabel} vs world size", fontsize=10)
     fig.tight_layout()
     return _save(fig, out_png)
+
+
+def plot_timeline(
+    measured: Mapping[str, Any], predicted: Mapping[str, Any] | None, out_png: str | Path, title: str | None = None
+) -> Path:
+    """Gantt chart of one step: the measured timeline above the predicted one (``calibration.timeline``
+    shapes), one row per phase lane (compute) and per bucket; per bucket the launch delay (ready ->
+    launch) hatched, the all-reduce (launch -> complete) solid. Times in ms from the step start."""
+    sides = [("measured", measured)] + ([("predicted", predicted)] if predicted is not None else [])
+    n_rows = sum(1 + len(tl["buckets"]) for _, tl in sides)
+    fig = Figure(figsize=(10, 1.0 + 0.32 * n_rows + 0.3 * len(sides)))
+    ax = fig.add_subplot(1, 1, 1)
+    colors = {"forward": "#9ecae1", "backward": "#3182bd", "wait": "#fdae6b", "finalize": "#bcbddc",
+              "optimizer": "#74c476", "allreduce": "#e6550d", "delay": "#fee6ce"}  # fmt: skip
+    labels: list[str] = []
+    y = 0
+    seen: set[str] = set()
+
+    def bar(yy: int, a: float | None, b: float | None, kind: str, **kw: Any) -> None:
+        if a is None or b is None or b <= a:
+            return
+        lab = kind if kind not in seen else None
+        seen.add(kind)
+        ax.broken_barh([(a * 1e3, (b - a) * 1e3)], (yy - 0.4, 0.8), facecolors=colors[kind], label=lab, **kw)
+
+    for side, tl in sides:
+        last = max((bk["complete_s"] for bk in tl["buckets"]), default=tl["backward_end_s"])
+        comm_end = max(last, tl["backward_end_s"])
+        bar(y, 0.0, tl["backward_start_s"], "forward")
+        bar(y, tl["backward_start_s"], tl["backward_end_s"], "backward")
+        bar(y, tl["backward_end_s"], comm_end, "wait")
+        bar(y, comm_end, tl["optimizer_start_s"], "finalize")
+        bar(y, tl["optimizer_start_s"], tl["optimizer_end_s"], "optimizer")
+        labels.append(f"{side}: compute")
+        y += 1
+        for bk in tl["buckets"]:
+            if bk.get("ready_s") is not None:
+                bar(y, bk["ready_s"], bk["launch_s"], "delay", edgecolor="#e6550d", hatch="//")
+            bar(y, bk["launch_s"], bk["complete_s"], "allreduce")
+            labels.append(f"{side}: bucket {bk['index']} ({bk['bytes'] / 2**20:.2f} MiB)")
+            y += 1
+        ax.axhline(y - 0.5, color="#999", lw=0.8)
+    ax.set_yticks(range(len(labels)))
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("ms from step start")
+    ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=7, frameon=False)
+    ax.grid(axis="x", alpha=0.3)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return _save(fig, out_png)

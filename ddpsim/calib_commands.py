@@ -150,6 +150,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 say(f"calibration written to {saved} (records {cal.records})")
             run_spec = spec if not multi else ValidateSpec(**{**spec.__dict__, "out": _out_path(spec.out, link, True)})
             res = validate_on_pool(pool, params, run_spec, say, link_mbit=link)
+            if args.timeline:
+                res["timelines"] = _validate_timelines(pool, params, res, spec, args, link, multi, say)
         res_path = save_validation(res, _out_path(args.out, link, multi))
         res["result_file"] = str(res_path)
         if args.plot_dir:
@@ -171,6 +173,23 @@ def _beside(out: str, name: str) -> str:
     """``validation.json`` + ``params.json`` -> ``validation.params.json``, in the folder of ``out``."""
     p = Path(out)
     return str(p.with_name(f"{p.stem}.{name}"))
+
+
+def _validate_timelines(pool: Any, params: Any, res: dict[str, Any], spec: Any, args: argparse.Namespace,
+                        link: float | None, multi: bool, say: Any) -> list[dict[str, Any]]:  # fmt: skip
+    """``--timeline DIR``: each configuration once more with per-bucket timelines recorded (after the
+    interleaved validation, so the recording cannot disturb it), compared with its prediction."""
+    from calibration.timeline import timelines_on_pool
+
+    out = Path(args.timeline) / (f"{link:g}mbit" if multi and link else "")
+    configs = [(c.name, c.bucket_mb, c.bucket_cap_mb_list) for c in spec.configs()]
+    decs = timelines_on_pool(pool, spec.model, configs, out, params, batch_size=res["batch_size"], steps=spec.steps,
+                             warmup=spec.warmup, optimizer=spec.optimizer, compute_s=res["measured_compute_s"], say=say,
+                             meta={"command": "validate", "link_mbit": link})  # fmt: skip
+    for d in decs:
+        if not args.json:
+            print(d["table"])
+    return [{k: v for k, v in d.items() if k != "table"} for d in decs]
 
 
 def _validation_plots(res: dict[str, Any], out_dir: Path, link: float | None) -> list[str]:
@@ -274,9 +293,12 @@ def add_commands(sub: Any) -> None:
                    help="summary and rows (JSON); without --params the calibration goes beside it (OUT.params.json)")
     v.add_argument("--records", default="validation.jsonl", help="raw step records (JSONL, appended; a new file or one holding ddpsim records)")
     v.add_argument("--plot-dir", default=None, help="write predicted-vs-measured and bucket-sweep PNGs here")
+    v.add_argument("--timeline", default=None, metavar="DIR",
+                   help="also run each configuration with per-bucket timelines recorded; write per configuration a "
+                        "Chrome trace (measured beside predicted), an error decomposition (JSON) and a PNG here")  # fmt: skip
     v.add_argument("--json", action="store_true", help="print the results as JSON")
     v.add_argument("--quiet", action="store_true", help="no progress lines")
-    v.set_defaults(func=cmd_validate, _outputs={"out": "file", "records": "jsonl", "plot_dir": "dir"})
+    v.set_defaults(func=cmd_validate, _outputs={"out": "file", "records": "jsonl", "plot_dir": "dir", "timeline": "dir"})
 
     p = sub.add_parser("plot", help="plots from result files (never re-runs)")
     p.add_argument("--allreduce", default=None, metavar="RECORDS.jsonl", help="all-reduce records (bench-allreduce or calibrate)")

@@ -289,7 +289,13 @@ def add_bench_arguments(p: Any) -> None:
     p.add_argument("--link-mbit", type=link_mbit, default=None, metavar="RATE",
                    help="run the ranks over an emulated link of this rate, Mbit/s or with units (1Gbit/s); network namespaces + tbf, root only")  # fmt: skip
     p.add_argument("--timeout-s", type=timeout_s, default=900.0, help="a configuration that takes longer fails, seconds")
-    p.set_defaults(_outputs={"out": "jsonl", "trace_dir": "dir"})
+    p.add_argument("--timeline", default=None, metavar="DIR",
+                   help="after the timed rounds, run each configuration again with per-bucket timelines recorded and "
+                        "write per configuration a Chrome trace (measured beside predicted), an error decomposition "
+                        "(JSON) and a PNG here")  # fmt: skip
+    p.add_argument("--params", default=None,
+                   help="params from `ddpsim calibrate` for the predicted side of --timeline (default: calibrate first)")
+    p.set_defaults(_outputs={"out": "jsonl", "trace_dir": "dir", "timeline": "dir"})
 
 
 def bench_configs(
@@ -359,6 +365,8 @@ def bench_main(args: Any) -> int:
                 say(f"bench-ddp: P={p} {strategy} {b}: {rec['median_s'] * 1e3:.2f} ms "
                     f"[{rec['p10_s'] * 1e3:.2f}, {rec['p90_s'] * 1e3:.2f}], exposed "
                     f"{rec['exposed_comm_s'] * 1e3:.2f} ms")  # fmt: skip
+            if args.timeline and rnd == args.rounds - 1:
+                _bench_timelines(pool, args, configs, bs, comp["median_s"], say, lead)
 
     def torchrun_body(pool: Any, lead: bool) -> int:
         with RecordWriter(args.out if lead else None) as writer:
@@ -380,6 +388,32 @@ def bench_main(args: Any) -> int:
                 with RankPool(p, timeout_s=args.timeout_s, **kw) as pool:
                     run_rounds(pool, writer, True)
     return _report_bench(records, args, world_sizes)
+
+
+def _bench_timelines(pool: Any, args: Any, configs: Any, bs: int, compute_s: float, say: Any, lead: bool) -> None:
+    """``--timeline DIR``: each configuration again with timelines recorded, compared with the prediction."""
+    from pathlib import Path
+
+    from calibration.params import Params
+    from calibration.timeline import timelines_on_pool
+
+    params = Params.load(args.params) if args.params else None
+    if params is None:
+        from calibration.calibrate import CalibrateSpec, calibrate_on_pool
+
+        say("bench-ddp --timeline: no --params: calibrating first")
+        out = Path(args.timeline)
+        out.mkdir(parents=True, exist_ok=True)
+        cal = CalibrateSpec(model=args.model, world_size=pool.world_size, batch_size=bs, link_mbit=args.link_mbit,
+                            records=str(out / "calibration.jsonl") if lead else None)  # fmt: skip
+        params = calibrate_on_pool(pool, cal, say)
+        if lead:
+            params.save(out / f"params-p{pool.world_size}.json")
+    decs = timelines_on_pool(pool, args.model, configs, args.timeline, params, batch_size=bs, steps=args.steps,
+                             warmup=args.warmup, optimizer=args.optimizer, compute_s=compute_s, say=say, write=lead,
+                             meta={"command": "bench-ddp", "link_mbit": args.link_mbit})  # fmt: skip
+    for d in decs:
+        print(d["table"], file=sys.stderr if args.json else sys.stdout)
 
 
 def _report_bench(records: list[dict[str, Any]], args: Any, world_sizes: Sequence[int]) -> int:

@@ -80,8 +80,12 @@ def _step_task(
     warmup: int,
     optimizer: str,
     trace_path: str | None,
+    timeline: bool = False,
 ) -> dict[str, Any]:
-    """On one rank: warm-up and timed steps of ``strategy`` (``"compute"``: the bare module, no communication)."""
+    """On one rank: warm-up and timed steps of ``strategy`` (``"compute"``: the bare module, no communication).
+
+    ``timeline``: record every step's per-bucket timeline (``realrun.timeline``) and return the timed
+    steps' under ``"timeline"``."""
     import time
 
     import torch
@@ -122,18 +126,34 @@ def _step_task(
         opt.step()
 
     times: list[float] = []
+    rec = None
+    if timeline and strategy != "compute":
+        from .timeline import TimelineRecorder, recorded_step
+
+        rec = TimelineRecorder(net)
+    steps_tl: list[dict[str, Any]] = []
     for i in range(warmup + steps):
         batch = batches[i % N_BATCHES]
         opt.zero_grad(set_to_none=True)
         dist.barrier()
         _sync(device)
         t0 = perf()
-        one_step(batch)
+        if rec is None:
+            one_step(batch)
+        else:
+            recorded_step(rec, t0, net, opt, batch, loss_of)
         _sync(device)
         t = perf() - t0
+        if rec is not None:
+            tl = rec.end_step(t)
+            if i >= warmup:
+                steps_tl.append(tl)
         if i >= warmup:
             times.append(t)
     out: dict[str, Any] = {"step_times_s": times, **_memory(device)}
+    if rec is not None:
+        rec.detach()
+        out["timeline"] = steps_tl
     if trace_path is not None:
         from torch.profiler import ProfilerActivity, profile
 
@@ -372,6 +392,53 @@ def measure_ddp(
         link_mbit=link_mbit,
         trace_files=[r["trace_file"] for r in per_rank if "trace_file" in r] or None,
     )
+
+
+def measure_timeline(
+    pool: Any,
+    workload_spec: str,
+    strategy: str,
+    bucket_mb: float | None = None,
+    batch_size: int | None = None,
+    steps: int = DEFAULT_STEPS,
+    warmup: int = DEFAULT_WARMUP,
+    optimizer: str = "sgd",
+) -> dict[str, Any]:
+    """Steps of one configuration with per-bucket timelines recorded (``realrun.timeline``) on every rank.
+
+    Returns ``{"model", "strategy", "bucket_mb", "world_size", "batch_size", "steps", "warmup",
+    "step_times_s" (slowest rank per step), "rank_step_times_s", "rank_timelines"}`` where
+    ``rank_timelines[r][k]`` is rank ``r``'s timeline of timed step ``k`` (times relative to that
+    rank's step start). The steps are timed as ``measure_ddp`` times them, with the recording on.
+    """
+    from .ddp import BUCKET_STRATEGIES, STRATEGIES
+    from .workloads import load_workload
+
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; allowed: {', '.join(STRATEGIES)}")
+    if strategy not in BUCKET_STRATEGIES:
+        bucket_mb = None
+    if steps < 1 or warmup < 0:
+        raise ValueError(f"need steps >= 1 and warmup >= 0, got steps={steps}, warmup={warmup}")
+    bs = batch_size or load_workload(workload_spec).default_batch_size
+    per_rank = pool.run(_step_task, workload_spec, strategy, bucket_mb, None, bs, steps, warmup, optimizer, None, True)
+    rank_times = [r["step_times_s"] for r in per_rank]
+    return {
+        "schema": "ddpsim.timeline/1",
+        "model": workload_spec,
+        "strategy": strategy,
+        "bucket_mb": bucket_mb,
+        "world_size": pool.world_size,
+        "backend": pool.backend,
+        "batch_size": bs,
+        "optimizer": optimizer,
+        "steps": steps,
+        "warmup": warmup,
+        "step_times_s": max_over_ranks(rank_times),
+        "rank_step_times_s": rank_times,
+        "rank_timelines": [r["timeline"] for r in per_rank],
+        "env": per_rank[0].get("env", {}),
+    }
 
 
 def format_table(records: Sequence[dict[str, Any]]) -> str:

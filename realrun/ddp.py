@@ -66,6 +66,7 @@ summed both uses.
 from __future__ import annotations
 
 import contextlib
+import time
 import weakref
 from typing import Any, Callable, Iterator, Sequence
 
@@ -125,6 +126,7 @@ class _GradSync(nn.Module):
         self.find_unused_parameters = bool(find_unused_parameters)
         self._trainable = [p for p in module.parameters() if p.requires_grad]
         self._sync_enabled = True
+        self._tl: Any = None  # a realrun.timeline.TimelineRecorder while recording, else None
         broadcast_module_state(module, process_group)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
@@ -169,11 +171,17 @@ class NaiveDDP(_GradSync):
         if counted is not None:
             counted[0].wait()
         grads = []
+        tl = self._tl
+        if tl is not None:
+            tl.ready_all(len(self._trainable))
         with torch.no_grad():
             for k, p in enumerate(self._trainable):
                 if p.grad is None:
                     p.grad = torch.zeros_like(p)
+                t0 = tl and time.perf_counter()
                 dist.all_reduce(p.grad, group=self.process_group)
+                if tl is not None:
+                    tl.blocking(k, p.grad.numel() * p.grad.element_size(), 1, t0, time.perf_counter())
                 grads.append(p.grad)
             torch._foreach_div_(grads, float(self.world_size))
             if counted is not None:
@@ -204,8 +212,11 @@ class FlatDDP(_GradSync):
             return
         used = [p.grad is not None for p in self._trainable]
         counted = self._launch_used_count(used)
+        tl = self._tl
+        if tl is not None:
+            tl.ready_all(len(self._flat))
         with torch.no_grad():
-            for buf, ps, views in self._flat:
+            for c, (buf, ps, views) in enumerate(self._flat):
                 have = [(v, p.grad) for p, v in zip(ps, views) if p.grad is not None]
                 if len(have) < len(ps):
                     for p, v in zip(ps, views):
@@ -213,7 +224,10 @@ class FlatDDP(_GradSync):
                             v.zero_()
                 if have:
                     torch._foreach_copy_([v for v, _ in have], [g for _, g in have])
+                t0 = tl and time.perf_counter()
                 dist.all_reduce(buf, group=self.process_group)
+                if tl is not None:
+                    tl.blocking(c, buf.numel() * buf.element_size(), len(ps), t0, time.perf_counter())
                 buf.div_(self.world_size)
             _copy_back(self._flat_pairs(), used, counted, self._trainable)
 
@@ -269,6 +283,8 @@ class IndividualParameterDDP(_GradSync):
                     "accumulate micro-batches inside no_sync()"
                 )
             s._ready[k] = True
+            if s._tl is not None:
+                s._tl.ready(k)
             if k == s._next:
                 s._launch_ready()
 
@@ -282,7 +298,10 @@ class IndividualParameterDDP(_GradSync):
             if g is None:  # not used on this rank: contribute zeros
                 g = p.grad = torch.zeros_like(p)
             buf = g if g.is_contiguous() else g.contiguous()
-            self._works.append((allreduce([buf], opts), buf, g))
+            work = allreduce([buf], opts)
+            self._works.append((work, buf, g))
+            if self._tl is not None:
+                self._tl.launch(self._next, buf.numel() * buf.element_size(), 1, work)
             self._next += 1
 
     def finish_gradient_synchronization(self) -> None:
@@ -391,6 +410,8 @@ class BucketedDDP(_GradSync):
                     "accumulate micro-batches inside no_sync()"
                 )
             flags[pos] = True
+            if s._tl is not None and s._pending[b] == 1:
+                s._tl.ready(b)  # this is the bucket's last gradient
             mul(p.grad, s._scale, out=view)
             pending = s._pending
             pending[b] -= 1
@@ -402,7 +423,11 @@ class BucketedDDP(_GradSync):
     def _launch_ready(self) -> None:
         pending, bufs, allreduce, opts = self._pending, self._buffers, self._allreduce, self._opts
         while self._next < len(bufs) and pending[self._next] == 0:
-            self._works.append(allreduce([bufs[self._next]], opts))
+            work = allreduce([bufs[self._next]], opts)
+            self._works.append(work)
+            if self._tl is not None:
+                buf = bufs[self._next]
+                self._tl.launch(self._next, buf.numel() * buf.element_size(), self._sizes[self._next], work)
             self._next += 1
 
     def finish_gradient_synchronization(self) -> None:
