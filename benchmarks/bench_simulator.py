@@ -35,9 +35,9 @@ import random  # noqa: E402
 from simulator.buckets import mb_to_bytes  # noqa: E402
 from simulator.network import CostModel, load_network  # noqa: E402
 from simulator.predict import predict  # noqa: E402
-from simulator.sweep import default_grid_mb, sweep  # noqa: E402
 from simulator.profile import GradProfile, ParamSpec  # noqa: E402
 from simulator.strategies import StrategySpec  # noqa: E402
+from simulator.sweep import default_grid_mb, sweep  # noqa: E402
 
 SWEEP = ["sweep", "--model", "gpt2-xl", "--world-size", "4096", "--network", "nccl-h100-ib", "--strategy", "torch-ddp", "--json"]
 SWEEP_PLAIN = ["sweep", "--model", "gpt2-xl", "--world-size", "4096", "--network", "nccl-h100-ib"]

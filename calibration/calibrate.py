@@ -21,10 +21,11 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .contention import fit_contention
 from .fit import fit_linear

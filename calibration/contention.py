@@ -8,7 +8,7 @@ from measurements, never assume it.
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from scipy import optimize

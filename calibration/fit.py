@@ -35,8 +35,9 @@ How a fit is made, and why (the same core serves ``fit_linear`` and ``fit_abg``)
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -147,7 +148,7 @@ class LinearFit:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "LinearFit":
+    def from_dict(cls, d: Mapping[str, Any]) -> LinearFit:
         if not isinstance(d, Mapping):
             raise ValueError("a linear fit must be a JSON object")
         missing = [k for k in ("o_s", "w_bytes_per_s") if k not in d]
@@ -344,7 +345,7 @@ class ABGFit:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "ABGFit":
+    def from_dict(cls, d: Mapping[str, Any]) -> ABGFit:
         if not isinstance(d, Mapping):
             raise ValueError("an alpha-beta-gamma fit must be a JSON object")
         need = ("algorithm", "alpha_s", "beta_s_per_byte", "gamma_s_per_byte")

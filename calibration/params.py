@@ -11,9 +11,10 @@ so a reader sees the headline numbers without digging.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from simulator.jsonio import read_json
 from simulator.profile import GradProfile
@@ -186,7 +187,7 @@ class Params:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Params":
+    def from_dict(cls, d: Mapping[str, Any]) -> Params:
         if not isinstance(d, Mapping):
             raise ValueError(f"params must be a JSON object, got {type(d).__name__}")
         schema = d.get("schema")
@@ -225,7 +226,7 @@ class Params:
         return write_whole(path, dumps_finite(self.to_dict()) + "\n")
 
     @classmethod
-    def load(cls, path: str | Path) -> "Params":
+    def load(cls, path: str | Path) -> Params:
         """Read a params file; every error is a ``ValueError`` naming the file."""
         p = Path(path)
         d = read_json(p, "params")

@@ -16,8 +16,9 @@ terms), columns scaled to order one, started from non-negative least squares.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from scipy import optimize, stats

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from simulator.predict import predict
 from simulator.profile import GradProfile

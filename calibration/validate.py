@@ -16,9 +16,10 @@ is within the measured noise (p10-p90 overlap) or within 3% of the best.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from realrun.stats import summarize
 from simulator.predict import predict

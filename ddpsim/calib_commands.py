@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from realrun.netns import netns_skip_reason
-
-from .cliutil import emit_json, link_mbit, number, number_list, local_world
-from .sim_commands import float_list, positive_float
 from simulator.strategies import STRATEGIES
+
+from .cliutil import emit_json, link_mbit, local_world, number, number_list
+from .sim_commands import float_list, positive_float
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -72,7 +72,6 @@ def _out_path(base: str, link: float | None, multi: bool) -> str:
 # ---- calibrate ----------------------------------------------------------------------
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from calibration.calibrate import CalibrateSpec, calibrate
-
     from realrun.workloads import load_workload
 
     load_workload(args.model)  # a bad --model (or a user module that fails) stops here, before ranks start
@@ -118,7 +117,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from calibration.calibrate import CalibrateSpec, Progress, calibrate_on_pool, open_pool
     from calibration.params import Params
-    from calibration.validate import ValidateSpec, check_profile_matches, format_validation, save_validation, validate_on_pool
+    from calibration.validate import (
+        ValidateSpec,
+        check_profile_matches,
+        format_validation,
+        save_validation,
+        validate_on_pool,
+    )
 
     links = args.link_mbit or [None]
     spec = ValidateSpec(
@@ -207,9 +212,7 @@ def _validation_plots(res: dict[str, Any], out_dir: Path, link: float | None) ->
 # ---- plot ---------------------------------------------------------------------------
 def cmd_plot(args: argparse.Namespace) -> int:
     """Plots from result files only (never re-runs anything)."""
-    from calibration.plots import plot_allreduce, plot_bucket_sweep, plot_pred_vs_measured, plot_scaling
-
-    from calibration.plots import read_rows
+    from calibration.plots import plot_allreduce, plot_bucket_sweep, plot_pred_vs_measured, plot_scaling, read_rows
 
     out = Path(args.plot_dir)
     if not (args.allreduce or args.validation or args.scaling):

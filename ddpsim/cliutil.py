@@ -16,8 +16,9 @@ import os
 import re
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 CLI_SCHEMA = "ddpsim.cli/1"
 

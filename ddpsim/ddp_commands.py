@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from .cliutil import emit_json, link_mbit, number, number_list, local_world, timeout_s, world_sizes
+from .cliutil import emit_json, link_mbit, local_world, number, number_list, timeout_s, world_sizes
 
 _QUIET = [False]  # --quiet of the running command (progress lines on stderr)
 STRATEGY_CHOICES = ("naive", "flat", "individual", "bucketed", "torch-ddp", "sharded")

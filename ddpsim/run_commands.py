@@ -9,17 +9,18 @@ the modules that run ranks) only when they run.
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from realrun.bench_allreduce import (
     DEFAULT_SIZES,
     DTYPES,
     IMPLS,
+    MAX_WORLD_SIZE,
     SIZES_HELP,
     AllreduceBenchSpec,
     estimate_total_s,
     format_table,
-    MAX_WORLD_SIZE,
     parse_impls,
     parse_sizes,
     run_spawned,

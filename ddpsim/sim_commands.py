@@ -17,7 +17,6 @@ from .cliutil import emit_json, gbps_both, number, number_list, rate
 MIB = 1024 * 1024
 from .resolve import DEFAULT_NETWORK
 
-
 # ---- argument types (argparse turns their ArgumentTypeError into one line, exit 2) ----
 # One number type for every flag of every command (ddpsim.cliutil.number): finite, bounded.
 

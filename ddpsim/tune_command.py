@@ -25,13 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from simulator.jsonio import dumps_finite, write_whole
-
-from .cliutil import emit_json, link_mbit, number, local_world
-from .sim_commands import add_o_w_args, float_list, load_params, sim_world
 from simulator.network import CostModel
 from simulator.profile import GradProfile
 from simulator.strategies import StrategySpec
 
+from .cliutil import emit_json, link_mbit, local_world, number
+from .sim_commands import add_o_w_args, float_list, load_params, sim_world
 from .tuner import TuneResult, format_tune, recommend, resolve_network, with_files
 
 # calibration.calibrate (scipy) and realrun (torch) are imported inside the handlers:
@@ -70,11 +69,10 @@ def _verify(pool: Any, args: argparse.Namespace, res: TuneResult, prof: GradProf
             say: Any, records: str) -> dict[str, Any]:  # fmt: skip
     """Run the recommended and default settings (and the grid) for real, interleaved step by step
     with a compute-only baseline so this box's drift hits all alike; records written per round."""
+    from calibration.validate import measure_beside_compute
     from realrun.records import RecordWriter, environment
     from realrun.stats import summarize
     from simulator.predict import predict
-
-    from calibration.validate import measure_beside_compute
 
     bs = prof.samples_per_step
     settings: list[tuple[str, StrategySpec]] = [
@@ -161,9 +159,8 @@ def _report_md(res: TuneResult) -> str:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from realrun.workloads import load_workload
-
     from calibration.calibrate import CalibrateSpec, Progress, calibrate_on_pool, open_pool
+    from realrun.workloads import load_workload
 
     say = Progress(not args.quiet, prefix="tune")
     notes: list[str] = []

@@ -14,8 +14,9 @@ in this process (no ranks needed), takes the network from a preset, a
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from simulator.interval import Interval, Uncertainty, draw_inputs, interval_of, step_times_over
 from simulator.network import CostModel

@@ -33,8 +33,9 @@ import re
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from .records import RecordWriter, environment, make_record
 from .stats import max_over_ranks, summarize
@@ -156,7 +157,7 @@ class AllreduceBenchSpec:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "AllreduceBenchSpec":
+    def from_dict(cls, d: dict[str, Any]) -> AllreduceBenchSpec:
         return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items()})
 
 

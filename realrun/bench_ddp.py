@@ -27,8 +27,9 @@ from __future__ import annotations
 import gc
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .records import make_record
 from .stats import max_over_ranks, summarize

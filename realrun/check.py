@@ -28,8 +28,9 @@ The single-process references run inside the ranks (reference ``k`` on rank
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from .errors import RunFailure
 

@@ -68,7 +68,8 @@ from __future__ import annotations
 import contextlib
 import time
 import weakref
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import torch
 import torch.distributed as dist

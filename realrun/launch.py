@@ -39,9 +39,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from .errors import RunFailure
 from .worker import _HEADER, RankContext, frame
@@ -221,7 +222,7 @@ class RankPool:
         self._closed = False
 
     # ---------------------------------------------------------------- lifecycle
-    def __enter__(self) -> "RankPool":
+    def __enter__(self) -> RankPool:
         self.start()
         return self
 

@@ -29,7 +29,8 @@ import shutil
 import signal
 import subprocess
 import threading
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 PREFIX = "ddpsim-"
 SUBNET = "10.231.0"  # a private /24, used only inside this module's namespaces
@@ -134,7 +135,7 @@ class EmulatedNetwork:
         return {"cmd_prefix": self.cmd_prefix, "rank_env": self.rank_env, "master_addr": self.master_addr}
 
     # ---------------------------------------------------------------- lifecycle
-    def __enter__(self) -> "EmulatedNetwork":
+    def __enter__(self) -> EmulatedNetwork:
         require_netns()
         cleanup_stale()
         self._install_signal_handlers()

@@ -22,8 +22,9 @@ import subprocess
 import sys
 import time
 import warnings
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 RECORD_SCHEMA = "ddpsim.record/1"
 
@@ -143,7 +144,7 @@ class RecordWriter:
             self._fh.close()
             self._fh = None
 
-    def __enter__(self) -> "RecordWriter":
+    def __enter__(self) -> RecordWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -8,8 +8,9 @@ quantile sits at position ``q * (n - 1)``.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any
 
 
 def percentile(times_s: Sequence[float], q: float) -> float:
@@ -50,7 +51,7 @@ class TimeSummary:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "TimeSummary":
+    def from_dict(cls, d: dict[str, Any]) -> TimeSummary:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__})
 
 

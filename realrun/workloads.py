@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import torch
 from torch import nn

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import sys
 from bisect import bisect_left
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Hashable, Sequence
 
 import numpy as np
 

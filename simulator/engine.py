@@ -40,8 +40,9 @@ from __future__ import annotations
 import math
 import statistics
 from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 

@@ -21,8 +21,9 @@ from nothing says so instead of looking certain.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -76,7 +77,7 @@ class Uncertainty:
         w_ci_bytes_per_s: tuple[float, float] | None = None,
         w_bytes_per_s: float | None = None,
         compute_samples_s: Sequence[float] = (),
-    ) -> "Uncertainty":
+    ) -> Uncertainty:
         """From a fit's 95 % intervals (NaN or missing ends: no error known) and measured compute times."""
         o_sd = 0.0
         if o_ci_s is not None and all(math.isfinite(x) for x in o_ci_s):

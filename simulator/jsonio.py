@@ -7,9 +7,10 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 
 def read_json(path: str | Path, what: str) -> Any:

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from . import collectives as C
 from .jsonio import read_json
@@ -96,7 +97,7 @@ class LinkLevel:
         return best
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], where: str = "") -> "LinkLevel":
+    def from_dict(cls, d: Mapping[str, Any], where: str = "") -> LinkLevel:
         for key in ("alpha_s", "bw_bytes_per_s"):
             _require(key in d, f"field {where}{key!r} is missing")
         algs = d.get("algorithms", ["ring"])
@@ -162,7 +163,7 @@ class NetworkSpec:
             )
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "NetworkSpec":
+    def from_dict(cls, d: Mapping[str, Any]) -> NetworkSpec:
         _require(isinstance(d, Mapping), "a network spec must be a JSON object")
         _require(
             d.get("schema") == NETWORK_SCHEMA,
@@ -293,11 +294,11 @@ class CostModel:
         )
 
     @classmethod
-    def linear(cls, o_s: float, w_bytes_per_s: float, ref_world_size: int | None = None, **kw: Any) -> "CostModel":
+    def linear(cls, o_s: float, w_bytes_per_s: float, ref_world_size: int | None = None, **kw: Any) -> CostModel:
         return cls(o_s=o_s, w_bytes_per_s=w_bytes_per_s, ref_world_size=ref_world_size, **kw)
 
     @classmethod
-    def from_network(cls, spec: NetworkSpec, **kw: Any) -> "CostModel":
+    def from_network(cls, spec: NetworkSpec, **kw: Any) -> CostModel:
         kw.setdefault("channels", spec.channels)
         if spec.linear_o_s is not None:
             return cls(
@@ -309,7 +310,7 @@ class CostModel:
             )
         return cls(network=spec, **kw)
 
-    def with_overrides(self, **kw: Any) -> "CostModel":
+    def with_overrides(self, **kw: Any) -> CostModel:
         return replace(self, **kw)
 
     @property
@@ -388,7 +389,7 @@ class CostModel:
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "CostModel":
+    def from_dict(cls, d: Mapping[str, Any]) -> CostModel:
         _require(isinstance(d, Mapping), f"a cost model must be a JSON object, got {d!r}")
         net = _block(d, "network")
         return cls(

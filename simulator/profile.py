@@ -21,9 +21,10 @@ this one format, saved as JSON with a schema version.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 PROFILE_SCHEMA = "ddpsim.profile/1"
 
@@ -87,7 +88,7 @@ class ParamSpec:
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "ParamSpec":
+    def from_dict(cls, d: Mapping[str, Any]) -> ParamSpec:
         _require(isinstance(d, Mapping), f"a parameter entry must be an object, got {type(d).__name__}")
         for key in ("name", "numel"):
             _require(key in d, f"parameter entry {dict(d)!r} lacks {key!r}")
@@ -167,7 +168,7 @@ class GradProfile:
             out[i] = t
         return out
 
-    def scaled(self, compute_factor: float) -> "GradProfile":
+    def scaled(self, compute_factor: float) -> GradProfile:
         """The same profile with every compute time multiplied by ``compute_factor``."""
         _require(compute_factor > 0, f"compute factor must be > 0, got {compute_factor}")
         return replace(
@@ -186,7 +187,7 @@ class GradProfile:
         params: Sequence[ParamSpec],
         ready_times_s: Mapping[int, float],
         **kw: Any,
-    ) -> "GradProfile":
+    ) -> GradProfile:
         """Build a profile from measured ready times (seconds after backward start, by param index).
 
         Parameters ready at the same instant keep registration-reverse order;
@@ -221,7 +222,7 @@ class GradProfile:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "GradProfile":
+    def from_dict(cls, d: Mapping[str, Any]) -> GradProfile:
         _require(isinstance(d, Mapping), "a profile must be a JSON object")
         schema = d.get("schema")
         _require(
@@ -248,7 +249,7 @@ class GradProfile:
         write_whole(path, dumps_finite(self.to_dict()) + "\n")
 
     @classmethod
-    def load(cls, path: str | Path) -> "GradProfile":
+    def load(cls, path: str | Path) -> GradProfile:
         from .jsonio import read_json
 
         d = read_json(path, "profile")

@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import sys
 import weakref
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Hashable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -104,7 +105,7 @@ class StrategySpec:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "StrategySpec":
+    def from_dict(cls, d: Mapping[str, Any]) -> StrategySpec:
         lst = d.get("bucket_cap_mb_list")
         return cls(
             name=d.get("name", "torch-ddp"),

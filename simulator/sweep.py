@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any
 
+from .buckets import mb_to_bytes
 from .closed_form import ClosedForm, closed_form
 from .network import CostModel
-from .buckets import mb_to_bytes
 from .predict import StepResult, check_args, predict_plan
 from .profile import GradProfile
 from .strategies import StrategySpec, comm_plan_arrays, profile_arrays

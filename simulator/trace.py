@@ -6,8 +6,9 @@ communication channel; times in microseconds, as the format requires.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .engine import Event
 from .jsonio import dumps_finite, write_whole

@@ -47,9 +47,10 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .jsonio import read_json
 from .profile import DTYPE_BYTES, GradProfile, ParamSpec
@@ -127,7 +128,7 @@ class ModelParam:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "ModelParam":
+    def from_dict(cls, d: Mapping[str, Any]) -> ModelParam:
         _require(isinstance(d, Mapping), f"a parameter entry must be an object, got {type(d).__name__}")
         for key in ("name", "shape"):
             _require(key in d, f"parameter entry {dict(d)!r} lacks {key!r}")
@@ -233,7 +234,7 @@ class ModelSpec:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "ModelSpec":
+    def from_dict(cls, d: Mapping[str, Any]) -> ModelSpec:
         _require(isinstance(d, Mapping), "a model spec must be a JSON object")
         schema = d.get("schema")
         _require(schema == MODEL_SCHEMA, f"model schema is {schema!r}; this ddpsim reads {MODEL_SCHEMA!r}")
@@ -292,7 +293,7 @@ class DeviceSpec:
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "DeviceSpec":
+    def from_dict(cls, d: Mapping[str, Any]) -> DeviceSpec:
         _require(isinstance(d, Mapping), "a device spec must be a JSON object")
         schema = d.get("schema")
         _require(schema == DEVICE_SCHEMA, f"device schema is {schema!r}; this ddpsim reads {DEVICE_SCHEMA!r}")

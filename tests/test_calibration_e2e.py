@@ -27,7 +27,6 @@ import calibration.calibrate as calibrate_mod  # noqa: E402
 import realrun.bench_ddp as bench_ddp  # noqa: E402
 import realrun.netns as netns  # noqa: E402
 from calibration.calibrate import CalibrateSpec, calibrate_on_pool, fit_probe  # noqa: E402
-from ddpsim.cli import main as ddpsim  # noqa: E402
 from calibration.fit import fit_linear  # noqa: E402
 from calibration.params import PARAMS_SCHEMA, Params  # noqa: E402
 from calibration.validate import (  # noqa: E402
@@ -38,6 +37,7 @@ from calibration.validate import (  # noqa: E402
     summarize_rows,
     validate_on_pool,
 )
+from ddpsim.cli import main as ddpsim  # noqa: E402
 from realrun.errors import RunFailure  # noqa: E402
 from realrun.records import RecordWriter, make_record, read_records  # noqa: E402
 from realrun.workloads import load_workload  # noqa: E402

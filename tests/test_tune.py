@@ -17,14 +17,13 @@ from pathlib import Path
 
 import pytest
 
-
-from ddpsim.cli import main as ddpsim
 from calibration.fit import LinearFit
 from calibration.params import Params
+from ddpsim.cli import main as ddpsim
 from ddpsim.tuner import DEFAULT_BUCKET_MB, TuneResult, format_tune, recommend, round_sig
-from simulator.interval import Z95, Uncertainty, step_interval
 from simulator import zoo
 from simulator.buckets import ddp_buckets
+from simulator.interval import Z95, Uncertainty, step_interval
 from simulator.network import CostModel, load_network
 from simulator.predict import predict
 from simulator.profile import GradProfile, ParamSpec
