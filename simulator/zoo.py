@@ -49,7 +49,8 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .jsonio import read_json
 from .profile import DTYPE_BYTES, GradProfile, ParamSpec
