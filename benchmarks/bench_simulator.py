@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -53,13 +54,16 @@ def summary(xs: list[float]) -> dict:
 def wall(argv: list[str], repeats: int) -> tuple[dict, dict | None]:
     exe = [sys.executable, "-m", "ddpsim"]
     subprocess.run(exe + argv, check=True, capture_output=True, cwd=ROOT)  # warm the file cache
-    times, last = [], None
+    times, cpu, last = [], [], None
     for _ in range(repeats):
+        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         r = subprocess.run(exe + argv, check=True, capture_output=True, text=True, cwd=ROOT)
         times.append(time.perf_counter() - t0)
+        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime)
         last = json.loads(r.stdout) if "--json" in argv else None
-    return summary(times), last
+    return {**summary(times), "cpu": summary(cpu), "load_avg": os.getloadavg()}, last
 
 
 # ---- issue 12: large sweeps against a plain recursion ----------------------------------------
@@ -217,11 +221,19 @@ def scaling(repeats: int) -> list[dict]:
     return rows
 
 
+def cli_table(rows: list[tuple[list[str], dict]]) -> None:
+    print("| command | runs | wall median s (p10-p90) | CPU median s | load avg (1 min) at end |\n|---|---|---|---|---|")
+    for cmd, t in rows:
+        print(f"| `ddpsim {' '.join(cmd)}` | {len(t['raw'])} | {t['median']:.3f} ({t['p10']:.3f}-{t['p90']:.3f}) "
+              f"| {t['cpu']['median']:.3f} | {t['load_avg'][0]:.2f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "simulator.json"))
     ap.add_argument("--baseline", help="another checkout (e.g. `git archive d64e6b1`) to time the same large sweeps on")
+    ap.add_argument("--cli-only", action="store_true", help="only the command wall times")
     ap.add_argument("--baseline-max", type=int, default=10000, help="largest tensor count to run the baseline at")
     a = ap.parse_args()
     sweep_t, sweep_d = wall(SWEEP, a.repeats)
@@ -230,6 +242,9 @@ def main() -> None:
     moe_t, moe_d = wall(SWEEP_MOE, max(3, a.repeats // 2))
     assert moe_d is not None
     pred_t, _ = wall(PREDICT, a.repeats)
+    if a.cli_only:
+        cli_table([(SWEEP, sweep_t), (SWEEP_PLAIN, plain_t), (SWEEP_MOE, moe_t), (PREDICT, pred_t)])
+        return
     large = large_sweeps(max(3, a.repeats // 2), baseline_dir=a.baseline, baseline_max=a.baseline_max)
     epc = events_per_collective()
     sc = scaling(max(3, a.repeats // 2))
@@ -242,11 +257,7 @@ def main() -> None:
            "events_per_collective": epc, "scaling": sc}
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(res, indent=1))
-    print("| command | runs | median s | p10 s | p90 s |\n|---|---|---|---|---|")
-    print(f"| `{res['sweep_cmd']}` ({res['sweep_points']} sizes) | {a.repeats} | {sweep_t['median']:.3f} | {sweep_t['p10']:.3f} | {sweep_t['p90']:.3f} |")
-    print(f"| `{res['sweep_plain_cmd']}` | {a.repeats} | {plain_t['median']:.3f} | {plain_t['p10']:.3f} | {plain_t['p90']:.3f} |")
-    print(f"| `{res['sweep_moe_cmd']}` ({len(moe_d['rows'])} sizes) | {len(moe_t['raw'])} | {moe_t['median']:.3f} | {moe_t['p10']:.3f} | {moe_t['p90']:.3f} |")
-    print(f"| `{res['predict_cmd']}` | {a.repeats} | {pred_t['median']:.3f} | {pred_t['p10']:.3f} | {pred_t['p90']:.3f} |")
+    cli_table([(SWEEP, sweep_t), (SWEEP_PLAIN, plain_t), (SWEEP_MOE, moe_t), (PREDICT, pred_t)])
     print("\n| tensors | runs | ddpsim median s (p10-p90) | plain recursion median s (p10-p90) | ddpsim / plain "
           "| event model only, median s (runs) | max rel diff | baseline checkout, median s (runs) |")
     print("|---|---|---|---|---|---|---|---|")

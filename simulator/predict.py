@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 import statistics
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from .engine import BucketRow, Event, RunOutcome, rank_factors, simulate_step
 from .network import CostModel
@@ -38,7 +38,7 @@ class StepResult:
     total_grad_bytes: int
     samples_per_step: int
     tokens_per_sample: int
-    rows: tuple[BucketRow, ...]
+    rows: Sequence[BucketRow]  # engine.Rows: made into BucketRow when read
     events: tuple[Event, ...]
     repeats: int
     n_sim_events: int
