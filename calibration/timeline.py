@@ -332,15 +332,16 @@ def timelines_on_pool(
     steps: int,
     warmup: int,
     optimizer: str = "sgd",
-    compute_s: float | None = None,
+    rescale: bool = True,
     say: Any = lambda _m: None,
     write: bool = True,
     meta: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Per configuration ``(strategy, bucket_mb, ...)``: ``steps`` steps with timelines recorded
     (``realrun.bench_ddp.measure_timeline``), the predicted timeline from ``params`` (a
-    ``calibration.params.Params``; its profile scaled to ``compute_s``, the compute-only step
-    measured beside, when given, as ``validate`` does), and ``timeline_outputs`` in ``out_dir``
+    ``calibration.params.Params``; with ``rescale`` its profile scaled, as ``validate`` does, to the
+    compute-only steps measured alternately with the recorded ones, configuration by
+    configuration), and ``timeline_outputs`` in ``out_dir``
     (plus the raw record as ``<name>.timeline.json``). Returns the decompositions (with
     ``table``, the printed form); ``write=False`` (torchrun ranks other than 0) measures only.
     """
@@ -348,11 +349,7 @@ def timelines_on_pool(
 
     from .validate import check_profile_matches
 
-    prof = check_profile_matches(params, model, batch_size) if params is not None else None
-    scale = 1.0
-    if prof is not None and compute_s is not None and prof.compute_s > 0:
-        scale = compute_s / prof.compute_s
-        prof = prof.scaled(scale)
+    base_prof = check_profile_matches(params, model, batch_size) if params is not None else None
     cost = params.cost_model() if params is not None else None
     out = []
     for strategy, bucket, *rest in configs:
@@ -365,10 +362,14 @@ def timelines_on_pool(
         rec["loadavg_before"], rec["loadavg_after"] = load_before, _loadavg()
         if not write:
             continue
-        pred = None
+        pred, scale, prof = None, 1.0, base_prof
         if prof is not None:
+            if rescale and rec["compute_median_s"] and prof.compute_s > 0:
+                scale = rec["compute_median_s"] / prof.compute_s
+                prof = prof.scaled(scale)
             pred = predicted_timeline(prof, cost, StrategySpec(strategy, bucket_mb=bucket), pool.world_size)
-        info = {"compute_scale": scale, "loadavg_before": rec["loadavg_before"], "loadavg_after": rec["loadavg_after"],
+        info = {"compute_scale": scale, "compute_only_median_s": rec["compute_median_s"],
+                "profiled_compute_s": base_prof.compute_s if base_prof is not None else None, "loadavg_before": rec["loadavg_before"], "loadavg_after": rec["loadavg_after"],
                 "steps": steps, "warmup": warmup, "batch_size": rec["batch_size"],
                 "params": {"o_us": params.o_us, "w_gbps": params.w_gbps, "channels": params.channels,
                            "contention_c": params.contention_c, "comm_contention_c": params.comm_contention_c}
@@ -377,8 +378,10 @@ def timelines_on_pool(
         (Path(out_dir) / f"{name}.timeline.json").write_text(json.dumps(rec) + "\n")
         dec = timeline_outputs(rec, pred, out_dir, name, info)
         b = "" if bucket is None else f" {bucket:g} MiB"
+        comp = rec["compute_median_s"]
         title = (f"{model} {strategy}{b}: measured median of {steps} steps (slowest rank each) vs predicted; "
-                 f"load {rec['loadavg_before']}")  # fmt: skip
+                 f"compute-only steps beside {'-' if comp is None else f'{comp * 1e3:.2f}'} ms, profile scaled "
+                 f"x{scale:.3f}; load {rec['loadavg_before']}")  # fmt: skip
         dec["table"] = format_decomposition(dec, title) if pred is not None else title + "\n  (no prediction: no params)"
         say(f"timeline: {name}: {dec['files']['trace']}")
         out.append(dec)

@@ -189,7 +189,7 @@ def _validate_timelines(pool: Any, params: Any, res: dict[str, Any], spec: Any, 
     out = Path(args.timeline) / (f"{link:g}mbit" if multi and link else "")
     configs = [(c.name, c.bucket_mb, c.bucket_cap_mb_list) for c in spec.configs()]
     decs = timelines_on_pool(pool, spec.model, configs, out, params, batch_size=res["batch_size"], steps=spec.steps,
-                             warmup=spec.warmup, optimizer=spec.optimizer, compute_s=res["measured_compute_s"], say=say,
+                             warmup=spec.warmup, optimizer=spec.optimizer, rescale=spec.rescale_compute, say=say,
                              meta={"command": "validate", "link_mbit": link})  # fmt: skip
     for d in decs:
         if not args.json:

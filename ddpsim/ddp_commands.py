@@ -367,7 +367,7 @@ def bench_main(args: Any) -> int:
                     f"[{rec['p10_s'] * 1e3:.2f}, {rec['p90_s'] * 1e3:.2f}], exposed "
                     f"{rec['exposed_comm_s'] * 1e3:.2f} ms")  # fmt: skip
             if args.timeline and rnd == args.rounds - 1:
-                _bench_timelines(pool, args, configs, bs, comp["median_s"], say, lead)
+                _bench_timelines(pool, args, configs, bs, say, lead)
 
     def torchrun_body(pool: Any, lead: bool) -> int:
         with RecordWriter(args.out if lead else None) as writer:
@@ -391,7 +391,7 @@ def bench_main(args: Any) -> int:
     return _report_bench(records, args, world_sizes)
 
 
-def _bench_timelines(pool: Any, args: Any, configs: Any, bs: int, compute_s: float, say: Any, lead: bool) -> None:
+def _bench_timelines(pool: Any, args: Any, configs: Any, bs: int, say: Any, lead: bool) -> None:
     """``--timeline DIR``: each configuration again with timelines recorded, compared with the prediction."""
     from pathlib import Path
 
@@ -411,7 +411,7 @@ def _bench_timelines(pool: Any, args: Any, configs: Any, bs: int, compute_s: flo
         if lead:
             params.save(out / f"params-p{pool.world_size}.json")
     decs = timelines_on_pool(pool, args.model, configs, args.timeline, params, batch_size=bs, steps=args.steps,
-                             warmup=args.warmup, optimizer=args.optimizer, compute_s=compute_s, say=say, write=lead,
+                             warmup=args.warmup, optimizer=args.optimizer, say=say, write=lead,
                              meta={"command": "bench-ddp", "link_mbit": args.link_mbit})  # fmt: skip
     for d in decs:
         print(d["table"], file=sys.stderr if args.json else sys.stdout)

@@ -81,12 +81,8 @@ def _step_task(
     warmup: int,
     optimizer: str,
     trace_path: str | None,
-    timeline: bool = False,
 ) -> dict[str, Any]:
-    """On one rank: warm-up and timed steps of ``strategy`` (``"compute"``: the bare module, no communication).
-
-    ``timeline``: record every step's per-bucket timeline (``realrun.timeline``) and return the timed
-    steps' under ``"timeline"``."""
+    """On one rank: warm-up and timed steps of ``strategy`` (``"compute"``: the bare module, no communication)."""
     import time
 
     import torch
@@ -127,34 +123,18 @@ def _step_task(
         opt.step()
 
     times: list[float] = []
-    rec = None
-    if timeline and strategy != "compute":
-        from .timeline import TimelineRecorder, recorded_step
-
-        rec = TimelineRecorder(net)
-    steps_tl: list[dict[str, Any]] = []
     for i in range(warmup + steps):
         batch = batches[i % N_BATCHES]
         opt.zero_grad(set_to_none=True)
         dist.barrier()
         _sync(device)
         t0 = perf()
-        if rec is None:
-            one_step(batch)
-        else:
-            recorded_step(rec, t0, net, opt, batch, loss_of)
+        one_step(batch)
         _sync(device)
         t = perf() - t0
-        if rec is not None:
-            tl = rec.end_step(t)
-            if i >= warmup:
-                steps_tl.append(tl)
         if i >= warmup:
             times.append(t)
     out: dict[str, Any] = {"step_times_s": times, **_memory(device)}
-    if rec is not None:
-        rec.detach()
-        out["timeline"] = steps_tl
     if trace_path is not None:
         from torch.profiler import ProfilerActivity, profile
 
@@ -404,13 +384,16 @@ def measure_timeline(
     steps: int = DEFAULT_STEPS,
     warmup: int = DEFAULT_WARMUP,
     optimizer: str = "sgd",
+    baseline: bool = True,
 ) -> dict[str, Any]:
     """Steps of one configuration with per-bucket timelines recorded (``realrun.timeline``) on every rank.
 
-    Returns ``{"model", "strategy", "bucket_mb", "world_size", "batch_size", "steps", "warmup",
-    "step_times_s" (slowest rank per step), "rank_step_times_s", "rank_timelines"}`` where
-    ``rank_timelines[r][k]`` is rank ``r``'s timeline of timed step ``k`` (times relative to that
-    rank's step start). The steps are timed as ``measure_ddp`` times them, with the recording on.
+    With ``baseline`` every recorded step alternates with a compute-only step of a bare copy of
+    the module on the same ranks (``compute_step_times_s``, slowest rank per step). Returns
+    ``{"model", "strategy", "bucket_mb", "world_size", "batch_size", "steps", "warmup",
+    "step_times_s" (slowest rank per step), "rank_step_times_s", "rank_timelines",
+    "compute_step_times_s", "compute_median_s"}`` where ``rank_timelines[r][k]`` is rank ``r``'s
+    timeline of timed step ``k`` (times relative to that rank's step start).
     """
     from .ddp import BUCKET_STRATEGIES, STRATEGIES
     from .workloads import load_workload
@@ -419,11 +402,16 @@ def measure_timeline(
         raise ValueError(f"unknown strategy {strategy!r}; allowed: {', '.join(STRATEGIES)}")
     if strategy not in BUCKET_STRATEGIES:
         bucket_mb = None
+    if strategy == "bucketed" and bucket_mb is None:
+        raise ValueError("strategy 'bucketed' needs a bucket size (bucket_mb)")
     if steps < 1 or warmup < 0:
         raise ValueError(f"need steps >= 1 and warmup >= 0, got steps={steps}, warmup={warmup}")
+    from .timeline import _timeline_task
+
     bs = batch_size or load_workload(workload_spec).default_batch_size
-    per_rank = pool.run(_step_task, workload_spec, strategy, bucket_mb, None, bs, steps, warmup, optimizer, None, True)
+    per_rank = pool.run(_timeline_task, workload_spec, strategy, bucket_mb, bs, steps, warmup, optimizer, baseline)
     rank_times = [r["step_times_s"] for r in per_rank]
+    comp = max_over_ranks([r["compute_step_times_s"] for r in per_rank]) if baseline else []
     return {
         "schema": "ddpsim.timeline/1",
         "model": workload_spec,
@@ -438,6 +426,8 @@ def measure_timeline(
         "step_times_s": max_over_ranks(rank_times),
         "rank_step_times_s": rank_times,
         "rank_timelines": [r["timeline"] for r in per_rank],
+        "compute_step_times_s": comp,
+        "compute_median_s": summarize(comp).median_s if comp else None,
         "env": per_rank[0].get("env", {}),
     }
 

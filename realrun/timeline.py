@@ -305,3 +305,63 @@ def measure_recording_overhead(pool: Any, spec: str, strategy: str, bucket_mb: f
         out[f"ratio_{side}"] = {"median": r.median_s, "p10": r.p10_s, "p90": r.p90_s}
     out["ratio"] = out["ratio_recorded"]
     return out
+
+
+def _timeline_task(ctx: Any, spec: str, strategy: str, bucket_mb: float | None, batch_size: int, steps: int,
+                   warmup: int, optimizer: str, baseline: bool) -> dict[str, Any]:  # fmt: skip
+    """On one rank: recorded steps of one configuration; with ``baseline``, each recorded step alternates
+    with a compute-only step of a bare copy of the module (no wrapper, no communication), so the
+    baseline sees the same load as the recorded steps (this machine's drifts by tens of percent in minutes)."""
+    import gc
+
+    from .bench_ddp import N_BATCHES, _loadavg, _sync
+    from .ddp import make_ddp, make_optimizer
+    from .records import environment
+    from .workloads import cast_batch, load_workload
+
+    w = load_workload(spec)
+    device = ctx.device
+    net = make_ddp(strategy, w.build().to(device), bucket_mb)
+    opt = make_optimizer(strategy, net, optimizer)
+    rec = TimelineRecorder(net)
+    bare = bare_opt = None
+    if baseline:
+        bare = w.build().to(device)
+        bare_opt = make_optimizer("naive", bare, optimizer)
+    batches = [cast_batch(w.make_batch(batch_size, 1000 + k * ctx.world_size + ctx.rank), device=device)
+               for k in range(N_BATCHES)]  # fmt: skip
+    times: list[float] = []
+    compute: list[float] = []
+    steps_tl: list[dict[str, Any]] = []
+    for i in range(warmup + steps):
+        batch = batches[i % N_BATCHES]
+        order = ("ddp", "bare") if i % 2 == 0 else ("bare", "ddp")
+        for side in order:
+            if side == "bare" and bare is None:
+                continue
+            o = opt if side == "ddp" else bare_opt
+            o.zero_grad(set_to_none=True)
+            dist.barrier()
+            _sync(device)
+            t0 = _perf()
+            if side == "ddp":
+                recorded_step(rec, t0, net, opt, batch, w.loss)
+            else:
+                w.loss(bare, batch).backward()
+                bare_opt.step()
+            _sync(device)
+            t = _perf() - t0
+            if side == "ddp":
+                tl = rec.end_step(t)
+                if i >= warmup:
+                    steps_tl.append(tl)
+                    times.append(t)
+            elif i >= warmup:
+                compute.append(t)
+    rec.detach()
+    out: dict[str, Any] = {"step_times_s": times, "compute_step_times_s": compute, "timeline": steps_tl}
+    if ctx.rank == 0:
+        out["env"] = environment(ctx.backend, ctx.world_size, device=device, loadavg=_loadavg())
+    del net, opt, rec, bare, bare_opt
+    gc.collect()
+    return out

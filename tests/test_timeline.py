@@ -104,3 +104,28 @@ def test_recording_overhead_measurement_runs(pool):
     res = measure_recording_overhead(pool, TINY_MLP, "torch-ddp", 0.1, batch_size=4, steps=4, warmup=1)
     assert len(res["plain"]["step_times_s"]) == len(res["recorded"]["step_times_s"]) == 4
     assert res["ratio"]["median"] > 0
+
+
+def test_bench_ddp_timeline_command(tmp_path, capsys):
+    """``ddpsim bench-ddp --timeline DIR --params P``: trace, decomposition and PNG per configuration."""
+    from ddpsim.cli import main as ddpsim
+    from pathlib import Path
+
+    base = json.loads((Path(__file__).resolve().parent.parent / "benchmarks/results/params-gpt-loopback.json").read_text())
+    base["compute_profile"] = _profile(TINY_MLP).to_dict()
+    base["probes"] = {"model": TINY_MLP}
+    base.pop("profile", None)
+    params = tmp_path / "params.json"
+    params.write_text(json.dumps(base))
+    out = tmp_path / "tl"
+    rc = ddpsim(["bench-ddp", "--model", TINY_MLP, "--strategy", "torch-ddp", "--bucket-mb", "0.1", "--steps", "3",
+                 "--warmup", "2", "--batch-size", "4", "--timeline", str(out), "--params", str(params)])  # fmt: skip
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert "exposed tail" in printed and "launch delay" in printed
+    names = sorted(p.name for p in out.iterdir())
+    stem = next(n for n in names if n.endswith(".trace.json"))[: -len(".trace.json")]
+    assert {f"{stem}.trace.json", f"{stem}.decomposition.json", f"{stem}.png", f"{stem}.timeline.json"} <= set(names)
+    dec = json.loads((out / f"{stem}.decomposition.json").read_text())
+    assert dec["n_buckets_measured"] == dec["n_buckets_predicted"] and all(b["bytes_match"] for b in dec["buckets"])
+    assert dec["loadavg_before"] is not None and dec["representative_step"] in range(3)
