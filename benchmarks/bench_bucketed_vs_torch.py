@@ -41,25 +41,49 @@ def main(argv: list[str] | None = None) -> int:
     loads = [os.getloadavg()[0]]
     with RankPool(2) as pool:
         for b in sizes:
-            res = measure_interleaved(pool, args.model, [("torch-ddp", b), ("bucketed", b), ("compute", None)],
-                                      steps=args.steps, warmup=args.warmup)  # fmt: skip
+            res = measure_interleaved(
+                pool,
+                args.model,
+                [("torch-ddp", b), ("bucketed", b), ("compute", None)],
+                steps=args.steps,
+                warmup=args.warmup,
+            )
             loads.append(os.getloadavg()[0])
             tc, bk, comp = res
-            rows.append({"bucket_mb": b, "torch_ddp": tc, "bucketed": bk, "compute": comp,
-                         "ratio_bucketed_to_torch": bk["ratio_to_first"]})  # fmt: skip
-            print(f"{b:g} MiB: bucketed {bk['median_s'] * 1e3:.1f} ms, torch {tc['median_s'] * 1e3:.1f} ms, "
-                  f"compute {comp['median_s'] * 1e3:.1f} ms, paired ratio {bk['ratio_to_first']:.3f}", file=sys.stderr)  # fmt: skip
+            rows.append(
+                {
+                    "bucket_mb": b,
+                    "torch_ddp": tc,
+                    "bucketed": bk,
+                    "compute": comp,
+                    "ratio_bucketed_to_torch": bk["ratio_to_first"],
+                }
+            )
+            print(
+                f"{b:g} MiB: bucketed {bk['median_s'] * 1e3:.1f} ms, torch {tc['median_s'] * 1e3:.1f} ms, "
+                f"compute {comp['median_s'] * 1e3:.1f} ms, paired ratio {bk['ratio_to_first']:.3f}",
+                file=sys.stderr,
+            )
     env = environment("gloo", 2, loadavg_1min_seen=loads, threads_per_rank=pool.threads_per_rank)
-    result = {"model": args.model, "world_size": 2, "steps": args.steps, "warmup": args.warmup, "env": env, "rows": rows}
+    result = {
+        "model": args.model,
+        "world_size": 2,
+        "steps": args.steps,
+        "warmup": args.warmup,
+        "env": env,
+        "rows": rows,
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print("| bucket MiB | BucketedDDP ms (p10-p90) | torch DDP ms (p10-p90) | compute only ms | paired ratio |")
     print("|---|---|---|---|---|")
     for r in rows:
         bk, tc, c = r["bucketed"], r["torch_ddp"], r["compute"]
-        print(f"| {r['bucket_mb']:g} | {bk['median_s'] * 1e3:.1f} ({bk['p10_s'] * 1e3:.1f}-{bk['p90_s'] * 1e3:.1f}) | "
-              f"{tc['median_s'] * 1e3:.1f} ({tc['p10_s'] * 1e3:.1f}-{tc['p90_s'] * 1e3:.1f}) | "
-              f"{c['median_s'] * 1e3:.1f} | {r['ratio_bucketed_to_torch']:.3f} |")  # fmt: skip
+        print(
+            f"| {r['bucket_mb']:g} | {bk['median_s'] * 1e3:.1f} ({bk['p10_s'] * 1e3:.1f}-{bk['p90_s'] * 1e3:.1f}) | "
+            f"{tc['median_s'] * 1e3:.1f} ({tc['p10_s'] * 1e3:.1f}-{tc['p90_s'] * 1e3:.1f}) | "
+            f"{c['median_s'] * 1e3:.1f} | {r['ratio_bucketed_to_torch']:.3f} |"
+        )
     return 0
 
 

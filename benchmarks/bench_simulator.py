@@ -40,10 +40,34 @@ from simulator.profile import GradProfile, ParamSpec  # noqa: E402
 from simulator.strategies import StrategySpec  # noqa: E402
 from simulator.sweep import default_grid_mb, sweep  # noqa: E402
 
-SWEEP = ["sweep", "--model", "gpt2-xl", "--world-size", "4096", "--network", "nccl-h100-ib", "--strategy", "torch-ddp", "--json"]
+SWEEP = [
+    "sweep",
+    "--model",
+    "gpt2-xl",
+    "--world-size",
+    "4096",
+    "--network",
+    "nccl-h100-ib",
+    "--strategy",
+    "torch-ddp",
+    "--json",
+]
 SWEEP_PLAIN = ["sweep", "--model", "gpt2-xl", "--world-size", "4096", "--network", "nccl-h100-ib"]
 SWEEP_MOE = ["sweep", "--model", "qwen3-moe-235b-a22b", "--world-size", "4096", "--network", "nccl-h100-ib", "--json"]
-PREDICT = ["predict", "--model", "gpt2-small", "--world-size", "8", "--o-us", "50", "--w-gbps", "100", "--bucket-mb", "25", "--json"]
+PREDICT = [
+    "predict",
+    "--model",
+    "gpt2-small",
+    "--world-size",
+    "8",
+    "--o-us",
+    "50",
+    "--w-gbps",
+    "100",
+    "--bucket-mb",
+    "25",
+    "--json",
+]
 
 
 def summary(xs: list[float]) -> dict:
@@ -131,14 +155,24 @@ print(json.dumps({"times": times[1:] if runs > 1 else times, "steps": [r.step_ti
 
 def baseline(checkout: str, n: int, runs: int) -> dict:
     """The same sweep on another checkout (e.g. the engine before issue 12), in its own process."""
-    r = subprocess.run([sys.executable, "-c", BASELINE_CODE, str(n), str(runs)], check=True, capture_output=True,
-                       text=True, env={**os.environ, "PYTHONPATH": checkout}, cwd=checkout)
+    r = subprocess.run(
+        [sys.executable, "-c", BASELINE_CODE, str(n), str(runs)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": checkout},
+        cwd=checkout,
+    )
     d = json.loads(r.stdout)
     return {"s": summary(d["times"]), "steps": d["steps"]}
 
 
-def large_sweeps(repeats: int, sizes: tuple[int, ...] = (1000, 10000, 50000), baseline_dir: str | None = None,
-                 baseline_max: int = 10000) -> list[dict]:
+def large_sweeps(
+    repeats: int,
+    sizes: tuple[int, ...] = (1000, 10000, 50000),
+    baseline_dir: str | None = None,
+    baseline_max: int = 10000,
+) -> list[dict]:
     cost = CostModel.from_network(load_network("nccl-h100-ib"))
     p = 1024
     rows = []
@@ -166,10 +200,17 @@ def large_sweeps(repeats: int, sizes: tuple[int, ...] = (1000, 10000, 50000), ba
             t_events.append(time.perf_counter() - t0)
         worst = max(worst, max(abs(r.step_time_s - q) / q for r, q in zip(ev.rows, plain)))
         n_plans = len({r.n_collectives for r in ours.rows})
-        row = {"tensors": n, "runs": reps, "ddpsim_s": summary(t_ours), "plain_s": summary(t_plain),
-               "events_s": summary(t_events),
-               "ratio": statistics.median(t_ours) / statistics.median(t_plain), "max_rel_diff": worst,
-               "distinct_bucket_counts": n_plans, "best_bucket_mb": ours.best_bucket_mb}
+        row = {
+            "tensors": n,
+            "runs": reps,
+            "ddpsim_s": summary(t_ours),
+            "plain_s": summary(t_plain),
+            "events_s": summary(t_events),
+            "ratio": statistics.median(t_ours) / statistics.median(t_plain),
+            "max_rel_diff": worst,
+            "distinct_bucket_counts": n_plans,
+            "best_bucket_mb": ours.best_bucket_mb,
+        }
         if baseline_dir and n <= baseline_max:
             b = baseline(baseline_dir, n, 3 if n <= 1000 else 1)
             row["baseline_s"] = b["s"]
@@ -182,9 +223,12 @@ def events_per_collective() -> list[dict]:
     """SimPy events the event model schedules per collective: torch-ddp, 1,000 one-tensor buckets, p = 8."""
     out = []
     prof = synthetic(1000)
-    for label, kw in [("1 channel", {"channels": 1}), ("2 channels, shared bandwidth", {"channels": 2}),
-                      ("2 channels, shared, contention 0.3", {"channels": 2, "contention": 0.3}),
-                      ("1 channel, comm_contention 0.3", {"channels": 1, "comm_contention": 0.3})]:
+    for label, kw in [
+        ("1 channel", {"channels": 1}),
+        ("2 channels, shared bandwidth", {"channels": 2}),
+        ("2 channels, shared, contention 0.3", {"channels": 2, "contention": 0.3}),
+        ("1 channel, comm_contention 0.3", {"channels": 1, "comm_contention": 0.3}),
+    ]:
         cost = CostModel.linear(50e-6, 10e9, **kw)
         times = []
         for _ in range(4):
@@ -192,19 +236,37 @@ def events_per_collective() -> list[dict]:
             res = predict(prof, cost, StrategySpec("torch-ddp", bucket_mb=3999 / 2**20), 8, model="events")
             times.append(time.perf_counter() - t0)
         assert res.n_collectives == 1000
-        out.append({"cost": label, "simpy_events": res.n_sim_events, "per_collective": res.n_sim_events / 1000,
-                    "predict_s": summary(times[1:])})
+        out.append(
+            {
+                "cost": label,
+                "simpy_events": res.n_sim_events,
+                "per_collective": res.n_sim_events / 1000,
+                "predict_s": summary(times[1:]),
+            }
+        )
     return out
 
 
 def synthetic(n_params: int) -> GradProfile:
-    return GradProfile("synthetic", tuple(ParamSpec(f"p{i}", 1000, bwd_s=1e-5) for i in range(n_params)), forward_s=1e-3)
+    return GradProfile(
+        "synthetic", tuple(ParamSpec(f"p{i}", 1000, bwd_s=1e-5) for i in range(n_params)), forward_s=1e-3
+    )
 
 
 def scaling(repeats: int) -> list[dict]:
     cost = CostModel.linear(50e-6, 10e9, channels=2)
     rows = []
-    for n_params, n_buckets in [(100, 1), (1000, 1), (1000, 10), (1000, 100), (1000, 1000), (10000, 1), (10000, 100), (10000, 1000), (10000, 10000)]:
+    for n_params, n_buckets in [
+        (100, 1),
+        (1000, 1),
+        (1000, 10),
+        (1000, 100),
+        (1000, 1000),
+        (10000, 1),
+        (10000, 100),
+        (10000, 1000),
+        (10000, 10000),
+    ]:
         prof = synthetic(n_params)
         per_bucket = n_params // n_buckets * 4000
         spec = StrategySpec("bucketed", bucket_mb=(per_bucket - 1) / 2**20)
@@ -216,16 +278,27 @@ def scaling(repeats: int) -> list[dict]:
             events = res.n_sim_events
         assert res.n_collectives == n_buckets, (res.n_collectives, n_buckets)
         s = summary(times)
-        rows.append({"params": n_params, "buckets": n_buckets, "predict_s": s, "sim_events": events,
-                     "events_per_s": events / s["median"]})
+        rows.append(
+            {
+                "params": n_params,
+                "buckets": n_buckets,
+                "predict_s": s,
+                "sim_events": events,
+                "events_per_s": events / s["median"],
+            }
+        )
     return rows
 
 
 def cli_table(rows: list[tuple[list[str], dict]]) -> None:
-    print("| command | runs | wall median s (p10-p90) | CPU median s | load avg (1 min) at end |\n|---|---|---|---|---|")
+    print(
+        "| command | runs | wall median s (p10-p90) | CPU median s | load avg (1 min) at end |\n|---|---|---|---|---|"
+    )
     for cmd, t in rows:
-        print(f"| `ddpsim {' '.join(cmd)}` | {len(t['raw'])} | {t['median']:.3f} ({t['p10']:.3f}-{t['p90']:.3f}) "
-              f"| {t['cpu']['median']:.3f} | {t['load_avg'][0]:.2f} |")
+        print(
+            f"| `ddpsim {' '.join(cmd)}` | {len(t['raw'])} | {t['median']:.3f} ({t['p10']:.3f}-{t['p90']:.3f}) "
+            f"| {t['cpu']['median']:.3f} | {t['load_avg'][0]:.2f} |"
+        )
 
 
 def main() -> None:
@@ -248,34 +321,56 @@ def main() -> None:
     large = large_sweeps(max(3, a.repeats // 2), baseline_dir=a.baseline, baseline_max=a.baseline_max)
     epc = events_per_collective()
     sc = scaling(max(3, a.repeats // 2))
-    res = {"machine": platform.platform(), "python": platform.python_version(), "date": time.strftime("%Y-%m-%d"),
-           "cpus": os.cpu_count(), "load_avg": os.getloadavg(),
-           "sweep_cmd": "ddpsim " + " ".join(SWEEP), "sweep_points": len(sweep_d["rows"]), "sweep_wall_s": sweep_t,
-           "sweep_plain_cmd": "ddpsim " + " ".join(SWEEP_PLAIN), "sweep_plain_wall_s": plain_t,
-           "sweep_moe_cmd": "ddpsim " + " ".join(SWEEP_MOE), "sweep_moe_wall_s": moe_t,
-           "predict_cmd": "ddpsim " + " ".join(PREDICT), "predict_wall_s": pred_t, "large_sweeps": large,
-           "events_per_collective": epc, "scaling": sc}
+    res = {
+        "machine": platform.platform(),
+        "python": platform.python_version(),
+        "date": time.strftime("%Y-%m-%d"),
+        "cpus": os.cpu_count(),
+        "load_avg": os.getloadavg(),
+        "sweep_cmd": "ddpsim " + " ".join(SWEEP),
+        "sweep_points": len(sweep_d["rows"]),
+        "sweep_wall_s": sweep_t,
+        "sweep_plain_cmd": "ddpsim " + " ".join(SWEEP_PLAIN),
+        "sweep_plain_wall_s": plain_t,
+        "sweep_moe_cmd": "ddpsim " + " ".join(SWEEP_MOE),
+        "sweep_moe_wall_s": moe_t,
+        "predict_cmd": "ddpsim " + " ".join(PREDICT),
+        "predict_wall_s": pred_t,
+        "large_sweeps": large,
+        "events_per_collective": epc,
+        "scaling": sc,
+    }
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(res, indent=1))
     cli_table([(SWEEP, sweep_t), (SWEEP_PLAIN, plain_t), (SWEEP_MOE, moe_t), (PREDICT, pred_t)])
-    print("\n| tensors | runs | ddpsim median s (p10-p90) | plain recursion median s (p10-p90) | ddpsim / plain "
-          "| event model only, median s (runs) | max rel diff | baseline checkout, median s (runs) |")
+    print(
+        "\n| tensors | runs | ddpsim median s (p10-p90) | plain recursion median s (p10-p90) | ddpsim / plain "
+        "| event model only, median s (runs) | max rel diff | baseline checkout, median s (runs) |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for r in large:
         o, q, e = r["ddpsim_s"], r["plain_s"], r["events_s"]
         base = r.get("baseline_s")
         btxt = f"{base['median']:.3f} ({len(base['raw'])}), rel diff {r['baseline_max_rel_diff']:.1e}" if base else "-"
-        print(f"| {r['tensors']:,} | {r['runs']} | {o['median']:.3f} ({o['p10']:.3f}-{o['p90']:.3f}) | "
-              f"{q['median']:.3f} ({q['p10']:.3f}-{q['p90']:.3f}) | {r['ratio']:.2f} | {e['median']:.3f} ({len(e['raw'])}) "
-              f"| {r['max_rel_diff']:.1e} | {btxt} |")
-    print("\n| event model, 1,000 buckets | SimPy events | per collective | predict median ms (p10-p90) |\n|---|---|---|---|")
+        print(
+            f"| {r['tensors']:,} | {r['runs']} | {o['median']:.3f} ({o['p10']:.3f}-{o['p90']:.3f}) | "
+            f"{q['median']:.3f} ({q['p10']:.3f}-{q['p90']:.3f}) | {r['ratio']:.2f} | {e['median']:.3f} ({len(e['raw'])}) "
+            f"| {r['max_rel_diff']:.1e} | {btxt} |"
+        )
+    print(
+        "\n| event model, 1,000 buckets | SimPy events | per collective | predict median ms (p10-p90) |\n|---|---|---|---|"
+    )
     for r in epc:
         t = r["predict_s"]
-        print(f"| {r['cost']} | {r['simpy_events']} | {r['per_collective']:.2f} | "
-              f"{t['median'] * 1e3:.1f} ({t['p10'] * 1e3:.1f}-{t['p90'] * 1e3:.1f}) |")
+        print(
+            f"| {r['cost']} | {r['simpy_events']} | {r['per_collective']:.2f} | "
+            f"{t['median'] * 1e3:.1f} ({t['p10'] * 1e3:.1f}-{t['p90'] * 1e3:.1f}) |"
+        )
     print("\n| params | buckets | predict median ms | p90 ms | engine events | events/s |\n|---|---|---|---|---|---|")
     for r in sc:
-        print(f"| {r['params']} | {r['buckets']} | {r['predict_s']['median'] * 1e3:.2f} | {r['predict_s']['p90'] * 1e3:.2f} | {r['sim_events']} | {r['events_per_s']:,.0f} |")
+        print(
+            f"| {r['params']} | {r['buckets']} | {r['predict_s']['median'] * 1e3:.2f} | {r['predict_s']['p90'] * 1e3:.2f} | {r['sim_events']} | {r['events_per_s']:,.0f} |"
+        )
 
 
 if __name__ == "__main__":

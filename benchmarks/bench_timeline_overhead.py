@@ -36,8 +36,11 @@ from realrun.timeline import measure_recording_overhead  # noqa: E402
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--configs", default="mlp:torch-ddp:1,gpt:torch-ddp:4,mlp:individual",
-                    help="comma list of model:strategy[:bucket_mb]")  # fmt: skip
+    ap.add_argument(
+        "--configs",
+        default="mlp:torch-ddp:1,gpt:torch-ddp:4,mlp:individual",
+        help="comma list of model:strategy[:bucket_mb]",
+    )
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/timeline_overhead.json"))
@@ -63,10 +66,17 @@ def main(argv: list[str] | None = None) -> int:
                     txt += f" (paired ratio to plain {ra['median']:.3f} [{ra['p10']:.3f}, {ra['p90']:.3f}])"
                 parts.append(txt)
             b = "" if bucket is None else f" {bucket:g} MiB"
-            print(f"{model} {strategy}{b}: " + ", ".join(parts) + f"; load {r['loadavg_before']} -> {r['loadavg_after']}",
-                  flush=True)  # fmt: skip
-    out = {"benchmark": "timeline_recording_overhead", "env": environment("gloo", 2), "steps": args.steps,
-           "warmup": args.warmup, "rows": rows}  # fmt: skip
+            print(
+                f"{model} {strategy}{b}: " + ", ".join(parts) + f"; load {r['loadavg_before']} -> {r['loadavg_after']}",
+                flush=True,
+            )
+    out = {
+        "benchmark": "timeline_recording_overhead",
+        "env": environment("gloo", 2),
+        "steps": args.steps,
+        "warmup": args.warmup,
+        "rows": rows,
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
     print(f"wrote {args.out}")

@@ -96,30 +96,52 @@ def open_pool(world_size: int, backend: str, link_mbit: float | None, timeout_s:
     return _cm()
 
 
-def measure_allreduce(pool: Any, sizes: tuple[int, ...], link_mbit: float | None, writer: Any, say: Callable[[str], None]) -> list[dict]:
+def measure_allreduce(
+    pool: Any, sizes: tuple[int, ...], link_mbit: float | None, writer: Any, say: Callable[[str], None]
+) -> list[dict]:
     from realrun.bench_allreduce import AllreduceBenchSpec, measure, sweep
 
     spec = AllreduceBenchSpec(
-        backend=pool.backend, world_sizes=(pool.world_size,), sizes_bytes=sizes, impls=("native", "broadcast"),
+        backend=pool.backend,
+        world_sizes=(pool.world_size,),
+        sizes_bytes=sizes,
+        impls=("native", "broadcast"),
         link_mbit=link_mbit,
     )
     call = lambda *a: pool.run(measure, *a)[0]  # noqa: E731
     say(f"all-reduce and broadcast at {len(sizes)} sizes, {sizes[0] // 1024} KiB to {sizes[-1] / MIB:g} MiB")
-    return sweep(spec, pool.world_size, call, writer, False, run_id=f"calibrate-{int(time.time())}", t_start=time.monotonic())
+    return sweep(
+        spec, pool.world_size, call, writer, False, run_id=f"calibrate-{int(time.time())}", t_start=time.monotonic()
+    )
 
 
-def stream_records(streams: list[dict], backend: str, world_size: int, link_mbit: float | None,
-                   env: dict[str, Any]) -> list[dict[str, Any]]:  # fmt: skip
+def stream_records(
+    streams: list[dict], backend: str, world_size: int, link_mbit: float | None, env: dict[str, Any]
+) -> list[dict[str, Any]]:
     """Rank 0's blocking stream times as all-reduce records (``impl="stream"``, per-call seconds)."""
     from realrun.records import make_record
 
     s0 = streams[0]
     out = []
     for n, blocking, asyn in zip(s0["sizes_bytes"], s0["blocking_s"], s0["async_s"]):
-        out.append(make_record("allreduce", env, impl="stream", backend=backend, world_size=world_size, msg_bytes=n,
-                               count=n // 4, dtype="float32", iters=len(blocking) * s0["k"], warmup=2,
-                               times_s=blocking, async_times_s=asyn, median_s=statistics.median(blocking),
-                               link_mbit=link_mbit))  # fmt: skip
+        out.append(
+            make_record(
+                "allreduce",
+                env,
+                impl="stream",
+                backend=backend,
+                world_size=world_size,
+                msg_bytes=n,
+                count=n // 4,
+                dtype="float32",
+                iters=len(blocking) * s0["k"],
+                warmup=2,
+                times_s=blocking,
+                async_times_s=asyn,
+                median_s=statistics.median(blocking),
+                link_mbit=link_mbit,
+            )
+        )
     return out
 
 
@@ -159,17 +181,27 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
         link = spec.link_mbit if spec.link_mbit else None
         ar = [r for r in recs if r.get("kind") == "allreduce"]
         typical = fit_linear(ar, world_size=pool.world_size, link_mbit=link)
-        say(f"all-reduce fit of medians (typical call): o = {typical.o_us:.1f} us, w = {typical.w_gbps:.4g} GB/s, "
-            f"rel. RMS {typical.rel_rms * 100:.1f}%")  # fmt: skip
+        say(
+            f"all-reduce fit of medians (typical call): o = {typical.o_us:.1f} us, w = {typical.w_gbps:.4g} GB/s, "
+            f"rel. RMS {typical.rel_rms * 100:.1f}%"
+        )
         # the simulator sums many calls per step: it takes the expected call time (fit of means)
         fit = fit_linear(ar, world_size=pool.world_size, link_mbit=link, statistic="mean")
-        say(f"all-reduce fit of means (expected call): o = {fit.o_us:.1f} us, w = {fit.w_gbps:.4g} GB/s "
-            f"({fit.w_gbps * 8e3:.0f} Mbit/s), rel. RMS {fit.rel_rms * 100:.1f}%")  # fmt: skip
+        say(
+            f"all-reduce fit of means (expected call): o = {fit.o_us:.1f} us, w = {fit.w_gbps:.4g} GB/s "
+            f"({fit.w_gbps * 8e3:.0f} Mbit/s), rel. RMS {fit.rel_rms * 100:.1f}%"
+        )
         # broadcasts (the sharded optimizer's parameter broadcasts) get their own o and w
         bc = [dict(r, kind="allreduce") for r in recs if r.get("kind") == "broadcast"]
-        bfit = fit_linear(bc, impl="broadcast", world_size=pool.world_size, link_mbit=link, statistic="mean") if bc else None
+        bfit = (
+            fit_linear(bc, impl="broadcast", world_size=pool.world_size, link_mbit=link, statistic="mean")
+            if bc
+            else None
+        )
         if bfit is not None:
-            say(f"broadcast fit: o = {bfit.o_us:.1f} us, w = {bfit.w_gbps:.4g} GB/s, rel. RMS {bfit.rel_rms * 100:.1f}%")
+            say(
+                f"broadcast fit: o = {bfit.o_us:.1f} us, w = {bfit.w_gbps:.4g} GB/s, rel. RMS {bfit.rel_rms * 100:.1f}%"
+            )
 
         # consecutive calls, as DDP issues them: the per-call overhead the simulator uses, and
         # whether the backend's concurrent calls really overlap
@@ -184,9 +216,13 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
             statistics.median(b) / statistics.median(a) for b, a in zip(streams[0]["blocking_s"], streams[0]["async_s"])
         )
         channels = 2 if pool.backend == "gloo" and speedup >= 1.3 else 1
-        say(f"streams: o = {sfit.o_us:.1f} us per consecutive call; async/blocking speed-up x{speedup:.2f} "
-            f"-> {channels} channel(s) in the model")  # fmt: skip
-        fit = replace(fit, o_s=sfit.o_s, o_ci_s=sfit.o_ci_s, source="o from back-to-back calls (stream fit); w from the sweep")
+        say(
+            f"streams: o = {sfit.o_us:.1f} us per consecutive call; async/blocking speed-up x{speedup:.2f} "
+            f"-> {channels} channel(s) in the model"
+        )
+        fit = replace(
+            fit, o_s=sfit.o_s, o_ci_s=sfit.o_ci_s, source="o from back-to-back calls (stream fit); w from the sweep"
+        )
 
         mem = pool.run(memcpy_probe)
         copy_bps = statistics.median(r["copy_bytes_per_s"] for r in mem)
@@ -223,14 +259,22 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
         channels=channels,
         env=env,
         source_records=(str(Path(spec.records).resolve()),),
-        probes={"contention": {k: v for k, v in fitted.items()}, "model": spec.model, "batch_size": bs,
-                "allreduce_median_fit": typical.to_dict(), "stream_fit": sfit.to_dict(),
-                "async_speedup": speedup},
+        probes={
+            "contention": {k: v for k, v in fitted.items()},
+            "model": spec.model,
+            "batch_size": bs,
+            "allreduce_median_fit": typical.to_dict(),
+            "stream_fit": sfit.to_dict(),
+            "async_speedup": speedup,
+        },
     )
 
 
 def calibrate(spec: CalibrateSpec, progress: bool = True) -> Params:
     say = Progress(progress)
-    say(f"{spec.world_size} {spec.backend} ranks" + (f" over emulated {spec.link_mbit:g} Mbit/s links" if spec.link_mbit else " on loopback"))
+    say(
+        f"{spec.world_size} {spec.backend} ranks"
+        + (f" over emulated {spec.link_mbit:g} Mbit/s links" if spec.link_mbit else " on loopback")
+    )
     with open_pool(spec.world_size, spec.backend, spec.link_mbit, spec.timeout_s) as pool:
         return calibrate_on_pool(pool, spec, say)

@@ -32,7 +32,9 @@ def fit_contention(
     ``c = q/(1-q)``, clipped to ``[0, c_max]`` (compute that lost more time than
     communication was in flight is beyond this model; it gives ``c_max``).
     """
-    W, T, f = (np.atleast_1d(np.asarray(v, dtype=float)) for v in (compute_alone_s, compute_with_comm_s, comm_busy_fraction))
+    W, T, f = (
+        np.atleast_1d(np.asarray(v, dtype=float)) for v in (compute_alone_s, compute_with_comm_s, comm_busy_fraction)
+    )
     if not (len(W) == len(T) == len(f)) or len(W) == 0:
         raise ValueError(
             f"fit_contention needs equally many (>= 1) values of each input, got {len(W)}, {len(T)}, {len(f)}"
@@ -78,7 +80,9 @@ def fit_contention_from_runs(
     def err(c: float) -> float:
         pred = np.asarray(predict_fn(float(c)), dtype=float)
         if pred.shape != meas.shape:
-            raise ValueError(f"predict_fn returned {pred.shape[0] if pred.ndim else 'a scalar'} step times for {len(meas)} runs")
+            raise ValueError(
+                f"predict_fn returned {pred.shape[0] if pred.ndim else 'a scalar'} step times for {len(meas)} runs"
+            )
         return float(np.mean(np.square(pred / meas - 1.0)))
 
     grid = np.linspace(lo, hi, n_grid)

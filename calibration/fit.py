@@ -48,8 +48,18 @@ from .points import LOOPBACK, AllreducePoint, allreduce_points, select_allreduce
 from .robust import inv, jfloat, rms, robust_fit, unjfloat
 
 __all__ = [
-    "GB", "LOOPBACK", "AllreducePoint", "LinearFit", "ABGPoint", "ABGFit", "allreduce_points",
-    "select_allreduce", "fit_linear", "fit_abg", "fit_contention", "fit_contention_from_runs",
+    "GB",
+    "LOOPBACK",
+    "AllreducePoint",
+    "LinearFit",
+    "ABGPoint",
+    "ABGFit",
+    "allreduce_points",
+    "select_allreduce",
+    "fit_linear",
+    "fit_abg",
+    "fit_contention",
+    "fit_contention_from_runs",
 ]
 
 GB = 1e9
@@ -213,8 +223,14 @@ def fit_linear(
     n = np.array([pt.msg_bytes for pt in pts], dtype=float)
     X = np.stack([np.ones_like(n), n], axis=1)
     core = robust_fit(
-        X, np.zeros(len(pts)), [np.asarray(pt.times_s) for pt in pts],
-        loss=loss, f_scale=f_scale, n_boot=n_boot, seed=seed, statistic=statistic,
+        X,
+        np.zeros(len(pts)),
+        [np.asarray(pt.times_s) for pt in pts],
+        loss=loss,
+        f_scale=f_scale,
+        n_boot=n_boot,
+        seed=seed,
+        statistic=statistic,
     )
     o, g = core.theta
     (o_lo, o_hi), (g_lo, g_hi) = core.ci
@@ -436,8 +452,13 @@ def fit_abg(
             "algorithm are unaffected); pass gamma_s_per_byte to split them"
         )
     core = robust_fit(
-        cols[:, free], cols[:, 2] * fixed_g if 2 not in free else np.zeros(len(pts)),
-        [np.asarray(pt.times_s) for pt in pts], loss=loss, f_scale=f_scale, n_boot=n_boot, seed=seed,
+        cols[:, free],
+        cols[:, 2] * fixed_g if 2 not in free else np.zeros(len(pts)),
+        [np.asarray(pt.times_s) for pt in pts],
+        loss=loss,
+        f_scale=f_scale,
+        n_boot=n_boot,
+        seed=seed,
     )
     theta = dict(zip(free, core.theta))
     ci = dict(zip(free, (tuple(map(float, c)) for c in core.ci)))

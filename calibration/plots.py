@@ -125,7 +125,10 @@ def plot_allreduce(
     if not isinstance(lf, LinearFit):
         raise ValueError("plot_allreduce needs a LinearFit or Params")
     sel = select_allreduce(
-        records, impl=lf.impl, backend=lf.backend, world_size=lf.world_size,
+        records,
+        impl=lf.impl,
+        backend=lf.backend,
+        world_size=lf.world_size,
         link_mbit=LOOPBACK if lf.link_mbit is None else lf.link_mbit,
     )
     pts = allreduce_points(sel)
@@ -136,15 +139,15 @@ def plot_allreduce(
 
     fig = Figure(figsize=(6.4, 5.6))
     ax, rax = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
-    ax.errorbar(n, med * 1e3, yerr=[(med - lo) * 1e3, (hi - med) * 1e3], fmt="o", capsize=3,
-                label="measured median (p10-p90)")
+    ax.errorbar(
+        n, med * 1e3, yerr=[(med - lo) * 1e3, (hi - med) * 1e3], fmt="o", capsize=3, label="measured median (p10-p90)"
+    )
     nmin = max(n[n > 0].min() / 2, 1.0) if np.any(n > 0) else 1.0
     grid = np.geomspace(nmin, max(n.max(), nmin) * 2, 200)
     ax.plot(grid, lf.predict_time_s(grid) * 1e3, "-", label="fit o + n/w")
     (o_lo, o_hi), (w_lo, w_hi) = lf.o_ci_s, lf.w_ci_bytes_per_s
     if all(math.isfinite(v) for v in (o_lo, o_hi, w_lo)) and w_lo > 0:
-        ax.fill_between(grid, (o_lo + grid / w_hi) * 1e3, (o_hi + grid / w_lo) * 1e3, alpha=0.2,
-                        label="95 % interval")
+        ax.fill_between(grid, (o_lo + grid / w_hi) * 1e3, (o_hi + grid / w_lo) * 1e3, alpha=0.2, label="95 % interval")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_ylabel("time per all-reduce (ms)")
@@ -172,8 +175,13 @@ def _plot_allreduce_lines(records: Sequence[Mapping[str, Any]], out_png: str | P
     for r in records:
         if not isinstance(r, Mapping) or r.get("kind", "allreduce") not in ("allreduce", "broadcast"):
             continue
-        key = (str(r.get("kind", "allreduce")), str(r.get("impl", "native")), str(r.get("backend") or ""),
-               r.get("world_size"), r.get("link_mbit"))  # fmt: skip
+        key = (
+            str(r.get("kind", "allreduce")),
+            str(r.get("impl", "native")),
+            str(r.get("backend") or ""),
+            r.get("world_size"),
+            r.get("link_mbit"),
+        )
         lines.setdefault(key, []).append(r)
     if not lines:
         raise ValueError("no all-reduce or broadcast records to plot")
@@ -184,7 +192,9 @@ def _plot_allreduce_lines(records: Sequence[Mapping[str, Any]], out_png: str | P
         n = np.array([pt.msg_bytes for pt in pts], dtype=float)
         med = np.array([pt.median_s for pt in pts])
         lo, hi = np.array([pt.p10_s for pt in pts]), np.array([pt.p90_s for pt in pts])
-        label = f"{impl if kind == 'allreduce' else 'broadcast'} {backend} p={p}" + (f" {link:g} Mbit/s" if link else "")
+        label = f"{impl if kind == 'allreduce' else 'broadcast'} {backend} p={p}" + (
+            f" {link:g} Mbit/s" if link else ""
+        )
         ax.errorbar(n, med * 1e3, yerr=[(med - lo) * 1e3, (hi - med) * 1e3], marker="o", ms=3, capsize=2, label=label)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -213,8 +223,7 @@ def plot_bucket_sweep(rows: Iterable[Mapping[str, Any]], out_png: str | Path, ti
             ax.plot(*zip(*pred), "-", color=color, label=f"{name} predicted")
             best = min(pred, key=lambda t: t[1])
             ax.plot([best[0]], [best[1]], "*", color=color, ms=12)
-        _measured(ax, xs, rs, "measured_median_s", "measured_p10_s", "measured_p90_s", 1e3, color,
-                  f"{name} measured")
+        _measured(ax, xs, rs, "measured_median_s", "measured_p10_s", "measured_p90_s", 1e3, color, f"{name} measured")
     ax.set_xscale("log")
     ax.set_xlabel("bucket size (MB)")
     ax.set_ylabel("step time (ms)")
@@ -231,9 +240,7 @@ _PVM = {
 }
 
 
-def plot_pred_vs_measured(
-    rows: Iterable[Mapping[str, Any]], out_png: str | Path, quantity: str = "auto"
-) -> Path:
+def plot_pred_vs_measured(rows: Iterable[Mapping[str, Any]], out_png: str | Path, quantity: str = "auto") -> Path:
     """Predicted vs measured, one panel per quantity (``"step"``, ``"exposed"``, ``"both"``, or
     ``"auto"``: exposed too when rows carry it), with the y = x line and +-10 % lines;
     each panel's title gives the median and worst absolute error."""
@@ -258,8 +265,11 @@ def plot_pred_vs_measured(
             raise ValueError(f"plot_pred_vs_measured: no row has both {pk!r} and {mk!r}")
         for strategy, rs in sorted(_by_strategy(use).items()):
             # measured spread (p10-p90) as horizontal bars where the rows carry it
-            m, xerr = _spread(rs, mk, "measured_p10_s", "measured_p90_s", 1e3) if kind == "step" else (
-                np.array([r[mk] for r in rs]) * 1e3, None)
+            m, xerr = (
+                _spread(rs, mk, "measured_p10_s", "measured_p90_s", 1e3)
+                if kind == "step"
+                else (np.array([r[mk] for r in rs]) * 1e3, None)
+            )
             p = np.array([r[pk] for r in rs]) * 1e3
             ax.errorbar(m, p, xerr=xerr, fmt="o", color=colors[strategy], capsize=2, label=strategy or None)
         vals = np.array([[r[mk], r[pk]] for r in use]) * 1e3
@@ -294,10 +304,22 @@ def plot_scaling(
     predicted line, measured points (step time with p10-p90 bars)."""
     if metric == "step_s":
         pk, mk, lo_k, hi_k, scale, ylabel = (
-            "predicted_step_s", "measured_median_s", "measured_p10_s", "measured_p90_s", 1e3, "step time (ms)")
+            "predicted_step_s",
+            "measured_median_s",
+            "measured_p10_s",
+            "measured_p90_s",
+            1e3,
+            "step time (ms)",
+        )
     elif metric == "throughput":
         pk, mk, lo_k, hi_k, scale, ylabel = (
-            "predicted_throughput", "measured_throughput", "", "", 1.0, f"throughput ({throughput_unit})")
+            "predicted_throughput",
+            "measured_throughput",
+            "",
+            "",
+            1.0,
+            f"throughput ({throughput_unit})",
+        )
     else:
         raise ValueError(f"unknown metric {metric!r}; allowed: step_s, throughput")
     rows = _rows(rows, ["world_size"], [pk, mk], "plot_scaling")
@@ -331,8 +353,15 @@ def plot_timeline(
     n_rows = sum(1 + len(tl["buckets"]) for _, tl in sides)
     fig = Figure(figsize=(10, 1.0 + 0.32 * n_rows + 0.3 * len(sides)))
     ax = fig.add_subplot(1, 1, 1)
-    colors = {"forward": "#9ecae1", "backward": "#3182bd", "wait": "#fdae6b", "finalize": "#bcbddc",
-              "optimizer": "#74c476", "allreduce": "#e6550d", "delay": "#fee6ce"}  # fmt: skip
+    colors = {
+        "forward": "#9ecae1",
+        "backward": "#3182bd",
+        "wait": "#fdae6b",
+        "finalize": "#bcbddc",
+        "optimizer": "#74c476",
+        "allreduce": "#e6550d",
+        "delay": "#fee6ce",
+    }
     labels: list[str] = []
     y = 0
     seen: set[str] = set()

@@ -121,9 +121,7 @@ def allreduce_points(records: Sequence[Mapping[str, Any]]) -> list[AllreducePoin
         else:
             times = [_num(r, "median_s", i)]
         if not all(math.isfinite(t) and t > 0 for t in times):
-            raise ValueError(
-                f"all-reduce record #{i} (msg_bytes={int(msg)}): times must be finite seconds > 0"
-            )
+            raise ValueError(f"all-reduce record #{i} (msg_bytes={int(msg)}): times must be finite seconds > 0")
         pooled.setdefault((p, int(msg)), []).extend(times)
     out = []
     for (p, msg), ts in sorted(pooled.items()):

@@ -56,7 +56,7 @@ def predicted_timeline(profile: GradProfile, cost: Any, spec: StrategySpec, worl
     bwd_start = fwd[-1][1] if fwd else profile.forward_s
     opt = [e for e in ev if e[3] == "optimizer"]
     bwd_seg_end: dict[str, float] = {}
-    for start, end, _r, kind, name in ev:
+    for _start, end, _r, kind, name in ev:
         if kind == "backward":
             last = name.split("..")[-1]
             bwd_seg_end[last] = end
@@ -68,9 +68,18 @@ def predicted_timeline(profile: GradProfile, cost: Any, spec: StrategySpec, worl
         else:
             last_param = profile.params[max(coll.params, key=lambda i: pos[i])].name
             ready = bwd_seg_end.get(last_param, row.ready_s)
-        buckets.append({"index": c, "name": row.name, "bytes": int(row.msg_bytes), "n_params": int(row.n_params),
-                        "ready_s": min(ready, row.ready_s), "launch_s": row.ready_s, "start_s": row.start_s,
-                        "complete_s": row.end_s})  # fmt: skip
+        buckets.append(
+            {
+                "index": c,
+                "name": row.name,
+                "bytes": int(row.msg_bytes),
+                "n_params": int(row.n_params),
+                "ready_s": min(ready, row.ready_s),
+                "launch_s": row.ready_s,
+                "start_s": row.start_s,
+                "complete_s": row.end_s,
+            }
+        )
     buckets.sort(key=lambda b: (b["launch_s"], b["index"]))
     return {
         "backward_start_s": bwd_start,
@@ -94,9 +103,17 @@ def step_terms(tl: dict[str, Any]) -> dict[str, Any]:
     per = []
     for b in bks:
         ready = b["ready_s"] if b.get("ready_s") is not None else b["launch_s"]
-        per.append({"index": b["index"], "bytes": b["bytes"], "duration_s": b["complete_s"] - b["launch_s"],
-                    "launch_delay_s": b["launch_s"] - ready, "ready_s": ready, "launch_s": b["launch_s"],
-                    "complete_s": b["complete_s"]})  # fmt: skip
+        per.append(
+            {
+                "index": b["index"],
+                "bytes": b["bytes"],
+                "duration_s": b["complete_s"] - b["launch_s"],
+                "launch_delay_s": b["launch_s"] - ready,
+                "ready_s": ready,
+                "launch_s": b["launch_s"],
+                "complete_s": b["complete_s"],
+            }
+        )
     return {
         "step_s": step,
         "forward_s": tl["backward_start_s"],
@@ -122,11 +139,16 @@ def median_terms(terms: Sequence[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {k: statistics.median(t[k] for t in terms) for k in _SCALARS}
     n = min(len(t["buckets"]) for t in terms)
     out["buckets"] = [
-        {"index": terms[0]["buckets"][k]["index"], "bytes": terms[0]["buckets"][k]["bytes"],
-         **{q: statistics.median(t["buckets"][k][q] for t in terms)
-            for q in ("duration_s", "launch_delay_s", "ready_s", "launch_s", "complete_s")}}
+        {
+            "index": terms[0]["buckets"][k]["index"],
+            "bytes": terms[0]["buckets"][k]["bytes"],
+            **{
+                q: statistics.median(t["buckets"][k][q] for t in terms)
+                for q in ("duration_s", "launch_delay_s", "ready_s", "launch_s", "complete_s")
+            },
+        }
         for k in range(n)
-    ]  # fmt: skip
+    ]
     return out
 
 
@@ -151,19 +173,32 @@ def decompose(measured: Sequence[dict[str, Any]], predicted: dict[str, Any]) -> 
     terms = {}
     for k in _SCALARS:
         err = p[k] - m[k]
-        terms[k] = {"measured_s": m[k], "predicted_s": p[k], "error_s": err,
-                    "error_pct_of_step": err / m["step_s"] * 100.0 if m["step_s"] else None}  # fmt: skip
+        terms[k] = {
+            "measured_s": m[k],
+            "predicted_s": p[k],
+            "error_s": err,
+            "error_pct_of_step": err / m["step_s"] * 100.0 if m["step_s"] else None,
+        }
     buckets = []
     for mb, pb in zip(m["buckets"], p["buckets"]):
-        buckets.append({
-            "position": len(buckets), "index": mb["index"], "bytes": mb["bytes"], "predicted_bytes": pb["bytes"],
-            "bytes_match": mb["bytes"] == pb["bytes"],
-            "measured_duration_s": mb["duration_s"], "predicted_duration_s": pb["duration_s"],
-            "duration_error_s": pb["duration_s"] - mb["duration_s"],
-            "measured_launch_delay_s": mb["launch_delay_s"], "predicted_launch_delay_s": pb["launch_delay_s"],
-            "measured_ready_s": mb["ready_s"], "predicted_ready_s": pb["ready_s"],
-            "measured_complete_s": mb["complete_s"], "predicted_complete_s": pb["complete_s"],
-        })  # fmt: skip
+        buckets.append(
+            {
+                "position": len(buckets),
+                "index": mb["index"],
+                "bytes": mb["bytes"],
+                "predicted_bytes": pb["bytes"],
+                "bytes_match": mb["bytes"] == pb["bytes"],
+                "measured_duration_s": mb["duration_s"],
+                "predicted_duration_s": pb["duration_s"],
+                "duration_error_s": pb["duration_s"] - mb["duration_s"],
+                "measured_launch_delay_s": mb["launch_delay_s"],
+                "predicted_launch_delay_s": pb["launch_delay_s"],
+                "measured_ready_s": mb["ready_s"],
+                "predicted_ready_s": pb["ready_s"],
+                "measured_complete_s": mb["complete_s"],
+                "predicted_complete_s": pb["complete_s"],
+            }
+        )
     step_err = terms["step_s"]["error_s"]
     parts = {k: terms[k]["error_s"] for k in STEP_TERMS}
     largest = max(parts, key=lambda k: abs(parts[k]))
@@ -183,23 +218,48 @@ def format_decomposition(dec: dict[str, Any], title: str = "") -> str:
     t = dec["terms"]
     lines = [title] if title else []
     lines.append(f"  {'term':<22} {'measured ms':>11} {'predicted ms':>12} {'error ms':>9} {'% of step':>9}")
-    names = {"step_s": "step", "forward_s": "  forward", "backward_s": "  backward", "compute_s": "compute (bwd end)",
-             "exposed_tail_s": "exposed tail", "finalize_s": "finalize (copy-back)", "optimizer_s": "optimizer",
-             "other_s": "other", "comm_sum_s": "all-reduce sum", "launch_delay_sum_s": "launch delay sum"}  # fmt: skip
-    for k in ("step_s", "compute_s", "forward_s", "backward_s", "exposed_tail_s", "finalize_s", "optimizer_s",
-              "other_s", "comm_sum_s", "launch_delay_sum_s"):  # fmt: skip
+    names = {
+        "step_s": "step",
+        "forward_s": "  forward",
+        "backward_s": "  backward",
+        "compute_s": "compute (bwd end)",
+        "exposed_tail_s": "exposed tail",
+        "finalize_s": "finalize (copy-back)",
+        "optimizer_s": "optimizer",
+        "other_s": "other",
+        "comm_sum_s": "all-reduce sum",
+        "launch_delay_sum_s": "launch delay sum",
+    }
+    for k in (
+        "step_s",
+        "compute_s",
+        "forward_s",
+        "backward_s",
+        "exposed_tail_s",
+        "finalize_s",
+        "optimizer_s",
+        "other_s",
+        "comm_sum_s",
+        "launch_delay_sum_s",
+    ):
         r = t[k]
         pct = "" if r["error_pct_of_step"] is None else f"{r['error_pct_of_step']:+8.1f}%"
-        lines.append(f"  {names[k]:<22} {r['measured_s'] * 1e3:>11.2f} {r['predicted_s'] * 1e3:>12.2f} "
-                     f"{r['error_s'] * 1e3:>+9.2f} {pct:>9}")  # fmt: skip
+        lines.append(
+            f"  {names[k]:<22} {r['measured_s'] * 1e3:>11.2f} {r['predicted_s'] * 1e3:>12.2f} "
+            f"{r['error_s'] * 1e3:>+9.2f} {pct:>9}"
+        )
     lines.append(f"  {'bucket':>6} {'bytes':>10} {'all-reduce meas/pred ms':>24} {'launch delay meas/pred ms':>26}")
     for b in dec["buckets"]:
         mark = "" if b["bytes_match"] else f"  (predicted {b['predicted_bytes']} B)"
-        lines.append(f"  {b['position']:>6} {b['bytes']:>10} {b['measured_duration_s'] * 1e3:>11.2f} / "
-                     f"{b['predicted_duration_s'] * 1e3:<10.2f} {b['measured_launch_delay_s'] * 1e3:>12.2f} / "
-                     f"{b['predicted_launch_delay_s'] * 1e3:<10.2f}{mark}")  # fmt: skip
+        lines.append(
+            f"  {b['position']:>6} {b['bytes']:>10} {b['measured_duration_s'] * 1e3:>11.2f} / "
+            f"{b['predicted_duration_s'] * 1e3:<10.2f} {b['measured_launch_delay_s'] * 1e3:>12.2f} / "
+            f"{b['predicted_launch_delay_s'] * 1e3:<10.2f}{mark}"
+        )
     if dec["n_buckets_measured"] != dec["n_buckets_predicted"]:
-        lines.append(f"  bucket counts differ: measured {dec['n_buckets_measured']}, predicted {dec['n_buckets_predicted']}")
+        lines.append(
+            f"  bucket counts differ: measured {dec['n_buckets_measured']}, predicted {dec['n_buckets_predicted']}"
+        )
     lines.append(f"  largest part of the step error: {dec['largest_term']}")
     return "\n".join(lines)
 
@@ -215,8 +275,18 @@ def _lanes(pid: int, tl: dict[str, Any], tid0: int, label: str) -> list[dict[str
     def span(tid: int, name: str, cat: str, a: float, b: float, args: dict[str, Any] | None = None) -> None:
         if b is None or a is None or b < a:
             return
-        out.append({"name": name, "cat": cat, "ph": "X", "ts": a * us, "dur": (b - a) * us, "pid": pid, "tid": tid,
-                    "args": args or {}})  # fmt: skip
+        out.append(
+            {
+                "name": name,
+                "cat": cat,
+                "ph": "X",
+                "ts": a * us,
+                "dur": (b - a) * us,
+                "pid": pid,
+                "tid": tid,
+                "args": args or {},
+            }
+        )
 
     comp = tid0
     out.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": comp, "args": {"name": f"{label}compute"}})
@@ -228,12 +298,24 @@ def _lanes(pid: int, tl: dict[str, Any], tid0: int, label: str) -> list[dict[str
     span(comp, "optimizer", "optimizer", tl["optimizer_start_s"], tl["optimizer_end_s"])
     for pos, b in enumerate(tl["buckets"]):
         tid = tid0 + 1 + pos
-        out.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
-                    "args": {"name": f"{label}bucket {b['index']} ({b['bytes'] / 2**20:.2f} MiB)"}})  # fmt: skip
-        args = {"bucket_index": b["index"], "bytes": b["bytes"], "n_params": b.get("n_params"),
-                "ready_ms": None if b.get("ready_s") is None else b["ready_s"] * 1e3,
-                "launch_ms": b["launch_s"] * 1e3, "complete_ms": b["complete_s"] * 1e3,
-                "duration_ms": (b["complete_s"] - b["launch_s"]) * 1e3}  # fmt: skip
+        out.append(
+            {
+                "name": "thread_name",
+                "ph": "M",
+                "pid": pid,
+                "tid": tid,
+                "args": {"name": f"{label}bucket {b['index']} ({b['bytes'] / 2**20:.2f} MiB)"},
+            }
+        )
+        args = {
+            "bucket_index": b["index"],
+            "bytes": b["bytes"],
+            "n_params": b.get("n_params"),
+            "ready_ms": None if b.get("ready_s") is None else b["ready_s"] * 1e3,
+            "launch_ms": b["launch_s"] * 1e3,
+            "complete_ms": b["complete_s"] * 1e3,
+            "duration_ms": (b["complete_s"] - b["launch_s"]) * 1e3,
+        }
         if b.get("start_s") is not None:
             args["channel_start_ms"] = b["start_s"] * 1e3
         if b.get("ready_s") is not None and b["launch_s"] > b["ready_s"]:
@@ -242,8 +324,12 @@ def _lanes(pid: int, tl: dict[str, Any], tid0: int, label: str) -> list[dict[str
     return out
 
 
-def timeline_trace(measured: dict[str, Any], predicted: dict[str, Any] | None, meta: dict[str, Any] | None = None,
-                   others: Sequence[tuple[str, dict[str, Any]]] = ()) -> dict[str, Any]:  # fmt: skip
+def timeline_trace(
+    measured: dict[str, Any],
+    predicted: dict[str, Any] | None,
+    meta: dict[str, Any] | None = None,
+    others: Sequence[tuple[str, dict[str, Any]]] = (),
+) -> dict[str, Any]:
     """Chrome trace JSON (Perfetto): process "measured" (the chosen step of one rank, plus ``others``
     as more lanes, e.g. the other ranks' same step) and process "predicted" (the simulator's step)."""
     ev: list[dict[str, Any]] = [
@@ -254,8 +340,10 @@ def timeline_trace(measured: dict[str, Any], predicted: dict[str, Any] | None, m
     for k, (label, tl) in enumerate(others):
         ev += _lanes(MEASURED_PID, tl, 1000 * (k + 1), f"{label} ")
     if predicted is not None:
-        ev += [{"name": "process_name", "ph": "M", "pid": PREDICTED_PID, "args": {"name": "predicted"}},
-               {"name": "process_sort_index", "ph": "M", "pid": PREDICTED_PID, "args": {"sort_index": 1}}]  # fmt: skip
+        ev += [
+            {"name": "process_name", "ph": "M", "pid": PREDICTED_PID, "args": {"name": "predicted"}},
+            {"name": "process_sort_index", "ph": "M", "pid": PREDICTED_PID, "args": {"sort_index": 1}},
+        ]
         ev += _lanes(PREDICTED_PID, predicted, 0, "")
     return {"traceEvents": ev, "displayTimeUnit": "ms", "otherData": meta or {}}
 
@@ -283,13 +371,21 @@ def timeline_outputs(
     chosen = record["rank_timelines"][rank][k]
     others = [(f"rank {r}", record["rank_timelines"][r][k]) for r in range(len(record["rank_timelines"])) if r != rank]
     slowest = [
-        record["rank_timelines"][max(range(len(record["rank_step_times_s"])), key=lambda r: record["rank_step_times_s"][r][s])][s]
+        record["rank_timelines"][
+            max(range(len(record["rank_step_times_s"])), key=lambda r: record["rank_step_times_s"][r][s])
+        ][s]
         for s in range(len(record["step_times_s"]))
     ]
-    info = {"model": record["model"], "strategy": record["strategy"], "bucket_mb": record["bucket_mb"],
-            "world_size": record["world_size"], "representative_step": k, "representative_rank": rank,
-            "step_choice": "lower-median step by slowest-rank step time, shown on its slowest rank",
-            **(meta or {})}  # fmt: skip
+    info = {
+        "model": record["model"],
+        "strategy": record["strategy"],
+        "bucket_mb": record["bucket_mb"],
+        "world_size": record["world_size"],
+        "representative_step": k,
+        "representative_rank": rank,
+        "step_choice": "lower-median step by slowest-rank step time, shown on its slowest rank",
+        **(meta or {}),
+    }
     trace = timeline_trace(chosen, predicted, info, others)
     paths: dict[str, str] = {}
     p = out / f"{name}.trace.json"
@@ -368,21 +464,39 @@ def timelines_on_pool(
                 scale = rec["compute_median_s"] / prof.compute_s
                 prof = prof.scaled(scale)
             pred = predicted_timeline(prof, cost, StrategySpec(strategy, bucket_mb=bucket), pool.world_size)
-        info = {"compute_scale": scale, "compute_only_median_s": rec["compute_median_s"],
-                "profiled_compute_s": base_prof.compute_s if base_prof is not None else None, "loadavg_before": rec["loadavg_before"], "loadavg_after": rec["loadavg_after"],
-                "steps": steps, "warmup": warmup, "batch_size": rec["batch_size"],
-                "params": {"o_us": params.o_us, "w_gbps": params.w_gbps, "channels": params.channels,
-                           "contention_c": params.contention_c, "comm_contention_c": params.comm_contention_c}
-                if params is not None else None, **(meta or {})}  # fmt: skip
+        info = {
+            "compute_scale": scale,
+            "compute_only_median_s": rec["compute_median_s"],
+            "profiled_compute_s": base_prof.compute_s if base_prof is not None else None,
+            "loadavg_before": rec["loadavg_before"],
+            "loadavg_after": rec["loadavg_after"],
+            "steps": steps,
+            "warmup": warmup,
+            "batch_size": rec["batch_size"],
+            "params": {
+                "o_us": params.o_us,
+                "w_gbps": params.w_gbps,
+                "channels": params.channels,
+                "contention_c": params.contention_c,
+                "comm_contention_c": params.comm_contention_c,
+            }
+            if params is not None
+            else None,
+            **(meta or {}),
+        }
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         (Path(out_dir) / f"{name}.timeline.json").write_text(json.dumps(rec) + "\n")
         dec = timeline_outputs(rec, pred, out_dir, name, info)
         b = "" if bucket is None else f" {bucket:g} MiB"
         comp = rec["compute_median_s"]
-        title = (f"{model} {strategy}{b}: measured median of {steps} steps (slowest rank each) vs predicted; "
-                 f"compute-only steps beside {'-' if comp is None else f'{comp * 1e3:.2f}'} ms, profile scaled "
-                 f"x{scale:.3f}; load {rec['loadavg_before']}")  # fmt: skip
-        dec["table"] = format_decomposition(dec, title) if pred is not None else title + "\n  (no prediction: no params)"
+        title = (
+            f"{model} {strategy}{b}: measured median of {steps} steps (slowest rank each) vs predicted; "
+            f"compute-only steps beside {'-' if comp is None else f'{comp * 1e3:.2f}'} ms, profile scaled "
+            f"x{scale:.3f}; load {rec['loadavg_before']}"
+        )
+        dec["table"] = (
+            format_decomposition(dec, title) if pred is not None else title + "\n  (no prediction: no params)"
+        )
         say(f"timeline: {name}: {dec['files']['trace']}")
         out.append(dec)
     return out

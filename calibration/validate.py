@@ -82,9 +82,15 @@ def predicted_row(
     unc = Uncertainty.from_fit(compute_samples_s=compute_steps_s)
     unc = Uncertainty(fit.o_sd_s, fit.w_log_sd, unc.compute_rel)
     iv = step_interval(profile, cost, spec, world_size, unc)
-    return {"predicted_step_s": res.step_time_s, "predicted_exposed_s": res.overhead_s, "predicted_compute_s": res.compute_s,
-            "n_buckets": res.n_collectives, "predicted_p10_s": iv.lo_s, "predicted_p90_s": iv.hi_s,
-            "interval_sources": list(iv.sources)}
+    return {
+        "predicted_step_s": res.step_time_s,
+        "predicted_exposed_s": res.overhead_s,
+        "predicted_compute_s": res.compute_s,
+        "n_buckets": res.n_collectives,
+        "predicted_p10_s": iv.lo_s,
+        "predicted_p90_s": iv.hi_s,
+        "interval_sources": list(iv.sources),
+    }
 
 
 def make_row(spec: StrategySpec, rec: dict[str, Any], pred: dict[str, Any]) -> dict[str, Any]:
@@ -197,8 +203,10 @@ def measure_beside_compute(
     compute: list[list[float]] = [[] for _ in groups]
     for rnd in range(rounds):
         for g, members in enumerate(groups):
-            say(f"round {rnd + 1}/{rounds}, group {g + 1}/{len(groups)}: compute-only + {len(members)} configurations "
-                f"interleaved, {steps_per_round} steps each")  # fmt: skip
+            say(
+                f"round {rnd + 1}/{rounds}, group {g + 1}/{len(groups)}: compute-only + {len(members)} configurations "
+                f"interleaved, {steps_per_round} steps each"
+            )
             cfgs = [("compute", None)] + [
                 (configs[k].name, configs[k].bucket_mb, configs[k].bucket_cap_mb_list) for k in members
             ]
@@ -231,8 +239,20 @@ def validate_on_pool(
     scales: list[float] = []
     with RecordWriter(spec.out) as writer:
         steps_per_round, times, compute = measure_beside_compute(
-            pool, spec.model, configs, labels, bs, rounds=spec.rounds, steps=spec.steps, warmup=spec.warmup,
-            optimizer=spec.optimizer, group_size=spec.group_size, writer=writer, env=env, link_mbit=link_mbit, say=say,
+            pool,
+            spec.model,
+            configs,
+            labels,
+            bs,
+            rounds=spec.rounds,
+            steps=spec.steps,
+            warmup=spec.warmup,
+            optimizer=spec.optimizer,
+            group_size=spec.group_size,
+            writer=writer,
+            env=env,
+            link_mbit=link_mbit,
+            say=say,
         )
         for k, cfg in enumerate(configs):
             comp = summarize(compute[k])
@@ -240,14 +260,29 @@ def validate_on_pool(
             if k % spec.group_size == 0:
                 scales.append(scale)
             meas = summarize(times[k])
-            rec = {"median_s": meas.median_s, "p10_s": meas.p10_s, "p90_s": meas.p90_s,
-                   "compute_median_s": comp.median_s, "exposed_comm_s": meas.median_s - comp.median_s,
-                   "link_mbit": link_mbit}  # fmt: skip
-            row = make_row(cfg, rec, predicted_row(prof.scaled(scale) if scale != 1.0 else prof, params, cfg, p, compute[k]))
+            rec = {
+                "median_s": meas.median_s,
+                "p10_s": meas.p10_s,
+                "p90_s": meas.p90_s,
+                "compute_median_s": comp.median_s,
+                "exposed_comm_s": meas.median_s - comp.median_s,
+                "link_mbit": link_mbit,
+            }
+            row = make_row(
+                cfg, rec, predicted_row(prof.scaled(scale) if scale != 1.0 else prof, params, cfg, p, compute[k])
+            )
             row["compute_scale"] = scale
             rows.append(row)
-            writer.write(make_record("validation_row", env, model=spec.model, step_times_s=times[k],
-                                     compute_step_times_s=compute[k], validation=row))  # fmt: skip
+            writer.write(
+                make_record(
+                    "validation_row",
+                    env,
+                    model=spec.model,
+                    step_times_s=times[k],
+                    compute_step_times_s=compute[k],
+                    validation=row,
+                )
+            )
             say(
                 f"{labels[k]}: measured {row['measured_median_s'] * 1e3:.2f} ms "
                 f"(p10 {row['measured_p10_s'] * 1e3:.2f}, p90 {row['measured_p90_s'] * 1e3:.2f}), "
@@ -265,8 +300,13 @@ def validate_on_pool(
         f"configurations beside a compute-only baseline",
         "rescale_compute": spec.rescale_compute,
         "compute_scale": scales,
-        "params": {"o_us": params.o_us, "w_gbps": params.w_gbps, "contention_c": params.contention_c,
-                   "comm_contention_c": params.comm_contention_c, "channels": params.channels},
+        "params": {
+            "o_us": params.o_us,
+            "w_gbps": params.w_gbps,
+            "contention_c": params.contention_c,
+            "comm_contention_c": params.comm_contention_c,
+            "channels": params.channels,
+        },
         "measured_compute_s": summarize([t for ts in compute[:: spec.group_size] for t in ts]).median_s,
         "predicted_compute_s": prof.compute_s,
         **summary,
@@ -314,5 +354,3 @@ def save_validation(res: dict[str, Any], path: str | Path) -> Path:
     from simulator.jsonio import dumps_finite, write_whole
 
     return write_whole(path, dumps_finite(res) + "\n")
-
-

@@ -81,8 +81,12 @@ def predict(
 
     prof = _profile(model, batch_size, device)
     cost = resolve_cost(network, world_size=world_size, o_us=o_us, w_gbps=w_gbps)
-    spec = strategy if isinstance(strategy, StrategySpec) else StrategySpec(
-        strategy, bucket_mb=bucket_mb, bucket_cap_mb_list=tuple(bucket_cap_mb_list) if bucket_cap_mb_list else None
+    spec = (
+        strategy
+        if isinstance(strategy, StrategySpec)
+        else StrategySpec(
+            strategy, bucket_mb=bucket_mb, bucket_cap_mb_list=tuple(bucket_cap_mb_list) if bucket_cap_mb_list else None
+        )
     )
     return _predict(prof, cost, spec, world_size, **predict_kw)
 

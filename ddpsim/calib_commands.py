@@ -31,7 +31,9 @@ def _sizes(text: str) -> tuple[int, ...]:
         )
     odd = [s for s in sizes if s % 4]
     if odd:
-        raise argparse.ArgumentTypeError(f"message sizes must be whole float32 elements (multiples of 4 bytes), got {odd}")
+        raise argparse.ArgumentTypeError(
+            f"message sizes must be whole float32 elements (multiples of 4 bytes), got {odd}"
+        )
     return sizes
 
 
@@ -81,9 +83,15 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     for link in runnable:
         multi = len(links) > 1
         spec = CalibrateSpec(
-            model=args.model, backend=args.backend, world_size=args.world_size, batch_size=args.batch_size,
-            link_mbit=link, records=_out_path(args.records, link, multi), profile_steps=args.profile_steps,
-            contention_steps=args.contention_steps, sizes_bytes=args.sizes,
+            model=args.model,
+            backend=args.backend,
+            world_size=args.world_size,
+            batch_size=args.batch_size,
+            link_mbit=link,
+            records=_out_path(args.records, link, multi),
+            profile_steps=args.profile_steps,
+            contention_steps=args.contention_steps,
+            sizes_bytes=args.sizes,
         )
         params = calibrate(spec, progress=not args.quiet)
         out = params.save(_out_path(args.out, link, multi))
@@ -97,11 +105,17 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                 f"(95% CI {lin.w_ci_gbps[0]:.4g} .. {lin.w_ci_gbps[1]:.4g} GB/s)"
                 + (f"; configured link {link:g} Mbit/s" if link else "")
             )
-            print(f"  fit error: relative RMS {lin.rel_rms * 100:.2f}%, worst {lin.max_abs_rel_err * 100:.2f}% over {lin.n_points} sizes")
-            print(f"  contention: compute x{1 + params.contention_c:.3f} while communicating, communication x{1 + params.comm_contention_c:.3f} while computing")
+            print(
+                f"  fit error: relative RMS {lin.rel_rms * 100:.2f}%, worst {lin.max_abs_rel_err * 100:.2f}% over {lin.n_points} sizes"
+            )
+            print(
+                f"  contention: compute x{1 + params.contention_c:.3f} while communicating, communication x{1 + params.comm_contention_c:.3f} while computing"
+            )
             print(f"  memory copy {params.copy_bytes_per_s / 1e9:.2f} GB/s; channels {params.channels}")
             prof = params.profile()
-            print(f"  profile {prof.model}: forward {prof.forward_s * 1e3:.2f} ms, backward {prof.backward_s * 1e3:.2f} ms, optimizer {prof.optimizer_s * 1e3:.2f} ms")
+            print(
+                f"  profile {prof.model}: forward {prof.forward_s * 1e3:.2f} ms, backward {prof.backward_s * 1e3:.2f} ms, optimizer {prof.optimizer_s * 1e3:.2f} ms"
+            )
     if args.json and not results:
         emit_json(args, {"skipped": skipped})  # stdout stays JSON when every link was skipped
     elif args.json:
@@ -127,8 +141,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     links = args.link_mbit or [None]
     spec = ValidateSpec(
-        model=args.model, strategies=args.strategy, bucket_mb=tuple(args.bucket_mb), batch_size=args.batch_size,
-        steps=args.steps, warmup=args.warmup, out=args.records, rounds=args.rounds, group_size=args.group_size,
+        model=args.model,
+        strategies=args.strategy,
+        bucket_mb=tuple(args.bucket_mb),
+        batch_size=args.batch_size,
+        steps=args.steps,
+        warmup=args.warmup,
+        out=args.records,
+        rounds=args.rounds,
+        group_size=args.group_size,
         rescale_compute=not args.no_rescale,
     )
     from realrun.workloads import load_workload
@@ -148,8 +169,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
             if params is None or (multi and link != params.link_mbit):
                 say("no params for this link: calibrating first")
                 # next to --out, never over ./params.json or into ./calibration.jsonl
-                cal = CalibrateSpec(model=args.model, backend=args.backend, world_size=world, batch_size=args.batch_size,
-                                    link_mbit=link, records=_out_path(_beside(args.out, "calibration.jsonl"), link, True))
+                cal = CalibrateSpec(
+                    model=args.model,
+                    backend=args.backend,
+                    world_size=world,
+                    batch_size=args.batch_size,
+                    link_mbit=link,
+                    records=_out_path(_beside(args.out, "calibration.jsonl"), link, True),
+                )
                 params = calibrate_on_pool(pool, cal, say)
                 saved = params.save(_out_path(_beside(args.out, "params.json"), link, True))
                 say(f"calibration written to {saved} (records {cal.records})")
@@ -180,17 +207,36 @@ def _beside(out: str, name: str) -> str:
     return str(p.with_name(f"{p.stem}.{name}"))
 
 
-def _validate_timelines(pool: Any, params: Any, res: dict[str, Any], spec: Any, args: argparse.Namespace,
-                        link: float | None, multi: bool, say: Any) -> list[dict[str, Any]]:  # fmt: skip
+def _validate_timelines(
+    pool: Any,
+    params: Any,
+    res: dict[str, Any],
+    spec: Any,
+    args: argparse.Namespace,
+    link: float | None,
+    multi: bool,
+    say: Any,
+) -> list[dict[str, Any]]:
     """``--timeline DIR``: each configuration once more with per-bucket timelines recorded (after the
     interleaved validation, so the recording cannot disturb it), compared with its prediction."""
     from calibration.timeline import timelines_on_pool
 
     out = Path(args.timeline) / (f"{link:g}mbit" if multi and link else "")
     configs = [(c.name, c.bucket_mb, c.bucket_cap_mb_list) for c in spec.configs()]
-    decs = timelines_on_pool(pool, spec.model, configs, out, params, batch_size=res["batch_size"], steps=spec.steps,
-                             warmup=spec.warmup, optimizer=spec.optimizer, rescale=spec.rescale_compute, say=say,
-                             meta={"command": "validate", "link_mbit": link})  # fmt: skip
+    decs = timelines_on_pool(
+        pool,
+        spec.model,
+        configs,
+        out,
+        params,
+        batch_size=res["batch_size"],
+        steps=spec.steps,
+        warmup=spec.warmup,
+        optimizer=spec.optimizer,
+        rescale=spec.rescale_compute,
+        say=say,
+        meta={"command": "validate", "link_mbit": link},
+    )
     for d in decs:
         if not args.json:
             print(d["table"])
@@ -205,7 +251,13 @@ def _validation_plots(res: dict[str, Any], out_dir: Path, link: float | None) ->
     rows = [r for r in res["rows"] if r["bucket_mb"] is not None]
     paths = [str(plot_pred_vs_measured(res["rows"], out_dir / f"pred_vs_measured{tag}.png", quantity="both"))]
     if rows:
-        paths.append(str(plot_bucket_sweep(rows, out_dir / f"bucket_sweep{tag}.png", title=f"{res['model']} p={res['world_size']}{tag}")))
+        paths.append(
+            str(
+                plot_bucket_sweep(
+                    rows, out_dir / f"bucket_sweep{tag}.png", title=f"{res['model']} p={res['world_size']}{tag}"
+                )
+            )
+        )
     return paths
 
 
@@ -216,7 +268,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
     out = Path(args.plot_dir)
     if not (args.allreduce or args.validation or args.scaling):
-        raise ValueError("nothing to plot: give --allreduce RECORDS.jsonl, --validation RESULT.json or --scaling RESULT.json")
+        raise ValueError(
+            "nothing to plot: give --allreduce RECORDS.jsonl, --validation RESULT.json or --scaling RESULT.json"
+        )
     for flag, path in (("--allreduce", args.allreduce), ("--validation", args.validation), ("--scaling", args.scaling)):
         if path is not None and not Path(path).is_file():
             raise ValueError(f"{flag} {path}: no such file")
@@ -257,22 +311,39 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     c = sub.add_parser("calibrate", help="measure this machine and fit o, w, contention and the compute profile")
-    c.add_argument("--model", default="gpt", help="workload to profile (built-in or path/to/file.py:build_fn; default gpt)")
+    c.add_argument(
+        "--model", default="gpt", help="workload to profile (built-in or path/to/file.py:build_fn; default gpt)"
+    )
     c.add_argument("--backend", default="gloo", choices=("gloo", "nccl"), help="collective backend")
     c.add_argument("--world-size", type=local_world(1), default=2, help="ranks started here")
-    c.add_argument("--batch-size", type=number(int, 1, 1 << 20), default=None, help="samples per rank (default: the workload's)")
-    c.add_argument("--link-mbit", type=link_list, default=None, metavar="RATE,...",
-                   help="emulate links of these rates (Mbit/s, or with units: 1Gbit/s; needs root), e.g. 100,400")
+    c.add_argument(
+        "--batch-size", type=number(int, 1, 1 << 20), default=None, help="samples per rank (default: the workload's)"
+    )
+    c.add_argument(
+        "--link-mbit",
+        type=link_list,
+        default=None,
+        metavar="RATE,...",
+        help="emulate links of these rates (Mbit/s, or with units: 1Gbit/s; needs root), e.g. 100,400",
+    )
     c.add_argument("--profile-steps", type=steps, default=20, help="timed steps of the gradient-ready profile")
-    c.add_argument("--contention-steps", type=steps, default=10,
-                   help="timed steps of the contention probe, alone and overlapped")
-    c.add_argument("--sizes", type=_sizes, default=None,
-                   help="all-reduce message sizes to fit o and w on, as in bench-allreduce --sizes (e.g. 4K,64K,1M "
-                        "or 4K:64M:4); default 4 KiB up by factors of 4 to 64 MiB on loopback, to about half a "
-                        "second per call over an emulated link")
+    c.add_argument(
+        "--contention-steps", type=steps, default=10, help="timed steps of the contention probe, alone and overlapped"
+    )
+    c.add_argument(
+        "--sizes",
+        type=_sizes,
+        default=None,
+        help="all-reduce message sizes to fit o and w on, as in bench-allreduce --sizes (e.g. 4K,64K,1M "
+        "or 4K:64M:4); default 4 KiB up by factors of 4 to 64 MiB on loopback, to about half a "
+        "second per call over an emulated link",
+    )
     c.add_argument("--out", default="params.json", help="fitted parameters (JSON, written whole)")
-    c.add_argument("--records", default="calibration.jsonl",
-                   help="measurement records, appended (a new file, or one holding ddpsim records)")
+    c.add_argument(
+        "--records",
+        default="calibration.jsonl",
+        help="measurement records, appended (a new file, or one holding ddpsim records)",
+    )
     c.add_argument("--json", action="store_true", help="print the fitted parameters as JSON")
     c.add_argument("--quiet", action="store_true", help="no progress lines")
     c.set_defaults(func=cmd_calibrate, _outputs={"out": "file", "records": "jsonl"})
@@ -281,30 +352,71 @@ def add_commands(sub: Any) -> None:
     v.add_argument("--params", default=None, help="params from `ddpsim calibrate` (default: calibrate first)")
     v.add_argument("--model", default="gpt", help="workload (built-in or path/to/file.py:build_fn)")
     v.add_argument("--strategy", type=_strategies, default=STRATEGIES, help="comma list or 'all' (default all)")
-    v.add_argument("--bucket-mb", type=float_list, default=[0.25, 1, 4, 16, 64, 256], help="bucket sizes in MiB for bucketed strategies")
+    v.add_argument(
+        "--bucket-mb",
+        type=float_list,
+        default=[0.25, 1, 4, 16, 64, 256],
+        help="bucket sizes in MiB for bucketed strategies",
+    )
     v.add_argument("--backend", default="gloo", choices=("gloo", "nccl"), help="collective backend")
     v.add_argument("--world-size", type=local_world(1), default=None, help="ranks (default: the params' world size)")
-    v.add_argument("--batch-size", type=number(int, 1, 1 << 20), default=None, help="samples per rank (default: the workload's)")
+    v.add_argument(
+        "--batch-size", type=number(int, 1, 1 << 20), default=None, help="samples per rank (default: the workload's)"
+    )
     v.add_argument("--steps", type=steps, default=20, help="timed steps per configuration and round")
     v.add_argument("--warmup", type=number(int, 0, 100_000), default=3, help="untimed steps first")
-    v.add_argument("--rounds", type=number(int, 1, 1000), default=2, help="rounds of interleaved steps, records written after each (default 2)")
-    v.add_argument("--group-size", type=number(int, 1, 1000), default=12, help="configurations built side by side and stepped in turn (default 12)")
-    v.add_argument("--no-rescale", action="store_true", help="keep the calibrated compute profile as is (default: scale it to the compute-only baseline measured beside the configurations)")
-    v.add_argument("--link-mbit", type=link_list, default=None, metavar="RATE,...",
-                   help="validate over emulated links of these rates, Mbit/s or with units (calibrates each)")
-    v.add_argument("--out", default="validation.json",
-                   help="summary and rows (JSON); without --params the calibration goes beside it (OUT.params.json)")
-    v.add_argument("--records", default="validation.jsonl", help="raw step records (JSONL, appended; a new file or one holding ddpsim records)")
+    v.add_argument(
+        "--rounds",
+        type=number(int, 1, 1000),
+        default=2,
+        help="rounds of interleaved steps, records written after each (default 2)",
+    )
+    v.add_argument(
+        "--group-size",
+        type=number(int, 1, 1000),
+        default=12,
+        help="configurations built side by side and stepped in turn (default 12)",
+    )
+    v.add_argument(
+        "--no-rescale",
+        action="store_true",
+        help="keep the calibrated compute profile as is (default: scale it to the compute-only baseline measured beside the configurations)",
+    )
+    v.add_argument(
+        "--link-mbit",
+        type=link_list,
+        default=None,
+        metavar="RATE,...",
+        help="validate over emulated links of these rates, Mbit/s or with units (calibrates each)",
+    )
+    v.add_argument(
+        "--out",
+        default="validation.json",
+        help="summary and rows (JSON); without --params the calibration goes beside it (OUT.params.json)",
+    )
+    v.add_argument(
+        "--records",
+        default="validation.jsonl",
+        help="raw step records (JSONL, appended; a new file or one holding ddpsim records)",
+    )
     v.add_argument("--plot-dir", default=None, help="write predicted-vs-measured and bucket-sweep PNGs here")
-    v.add_argument("--timeline", default=None, metavar="DIR",
-                   help="also run each configuration with per-bucket timelines recorded; write per configuration a "
-                        "Chrome trace (measured beside predicted), an error decomposition (JSON) and a PNG here")  # fmt: skip
+    v.add_argument(
+        "--timeline",
+        default=None,
+        metavar="DIR",
+        help="also run each configuration with per-bucket timelines recorded; write per configuration a "
+        "Chrome trace (measured beside predicted), an error decomposition (JSON) and a PNG here",
+    )
     v.add_argument("--json", action="store_true", help="print the results as JSON")
     v.add_argument("--quiet", action="store_true", help="no progress lines")
-    v.set_defaults(func=cmd_validate, _outputs={"out": "file", "records": "jsonl", "plot_dir": "dir", "timeline": "dir"})
+    v.set_defaults(
+        func=cmd_validate, _outputs={"out": "file", "records": "jsonl", "plot_dir": "dir", "timeline": "dir"}
+    )
 
     p = sub.add_parser("plot", help="plots from result files (never re-runs)")
-    p.add_argument("--allreduce", default=None, metavar="RECORDS.jsonl", help="all-reduce records (bench-allreduce or calibrate)")
+    p.add_argument(
+        "--allreduce", default=None, metavar="RECORDS.jsonl", help="all-reduce records (bench-allreduce or calibrate)"
+    )
     p.add_argument("--validation", default=None, metavar="RESULT.json", help="a `ddpsim validate` result")
     p.add_argument("--scaling", default=None, metavar="RESULT.json", help="a scaling result (rows with world_size)")
     p.add_argument("--plot-dir", default="plots", help="folder for the PNGs")

@@ -56,7 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     calib_commands.add_commands(sub)
     for p in sub.choices.values():  # the same two switches on every command
         if "--json" not in p._option_string_actions:
-            p.add_argument("--json", action="store_true", help="print the results as one JSON object (schema ddpsim.cli/1)")
+            p.add_argument(
+                "--json", action="store_true", help="print the results as one JSON object (schema ddpsim.cli/1)"
+            )
         if "--quiet" not in p._option_string_actions:
             p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     return parser

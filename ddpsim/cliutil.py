@@ -28,8 +28,9 @@ def _fmt(v: float) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def number(cast: Callable[[str], Any] = float, lo: float | None = None, hi: float | None = None,
-           lo_open: bool = False) -> Callable[[str], Any]:  # fmt: skip
+def number(
+    cast: Callable[[str], Any] = float, lo: float | None = None, hi: float | None = None, lo_open: bool = False
+) -> Callable[[str], Any]:
     """An argparse type: ``cast`` the text to a finite number ``lo <= v <= hi`` (``lo < v`` with ``lo_open``).
 
     ``nan`` and ``inf`` are refused everywhere: no flag of ddpsim means "unbounded".
@@ -136,7 +137,9 @@ def rate(unit_bytes_per_s: float, unit_name: str, hi: float) -> Callable[[str], 
     def parse(text: str) -> float:
         m = _RATE_RE.match(text.replace(" ", ""))
         if not m:
-            raise argparse.ArgumentTypeError(f"not a rate: {text!r} (e.g. 100GB/s, 400Gbit/s or a number of {unit_name})")
+            raise argparse.ArgumentTypeError(
+                f"not a rate: {text!r} (e.g. 100GB/s, 400Gbit/s or a number of {unit_name})"
+            )
         try:
             v = float(m.group(1))
         except ValueError:
@@ -276,7 +279,12 @@ def dumps_json(obj: Any, indent: int | None = 1) -> str:
 
 def emit_json(args: argparse.Namespace, results: Any) -> None:
     """Print the one ``--json`` envelope of every command on stdout."""
-    env = {"schema": CLI_SCHEMA, "command": getattr(args, "command", None), "inputs": inputs_of(args), "results": results}
+    env = {
+        "schema": CLI_SCHEMA,
+        "command": getattr(args, "command", None),
+        "inputs": inputs_of(args),
+        "results": results,
+    }
     sys.stdout.write(dumps_json(env) + "\n")
 
 

@@ -57,7 +57,9 @@ def parse_strategies(text: str) -> list[str]:
     names = parse_list(text, "strategy", str)
     bad = [n for n in names if n not in STRATEGY_CHOICES]
     if bad:
-        raise ValueError(f"unknown strategy {', '.join(map(repr, bad))}; choose from {', '.join(STRATEGY_CHOICES)} or all")
+        raise ValueError(
+            f"unknown strategy {', '.join(map(repr, bad))}; choose from {', '.join(STRATEGY_CHOICES)} or all"
+        )
     return list(dict.fromkeys(names))
 
 
@@ -152,17 +154,28 @@ def _workload(spec: str) -> Any:
 
 
 def add_check_arguments(p: Any) -> None:
-    p.add_argument("--model", required=True, help="workload: mlp, cnn, micro-dlrm, gpt[:opts] or path/to/file.py:build_fn")
+    p.add_argument(
+        "--model", required=True, help="workload: mlp, cnn, micro-dlrm, gpt[:opts] or path/to/file.py:build_fn"
+    )
     p.add_argument("--strategy", default="all", help=f"comma list of {', '.join(STRATEGY_CHOICES)}, or all (default)")
     p.add_argument("--world-size", type=local_world(2), default=2, help="ranks")
-    p.add_argument("--bucket-mb", type=bucket_mib, default=None, help="bucket size in MiB for bucketed (default 1), torch-ddp, sharded")
+    p.add_argument(
+        "--bucket-mb",
+        type=bucket_mib,
+        default=None,
+        help="bucket size in MiB for bucketed (default 1), torch-ddp, sharded",
+    )
     p.add_argument("--batch-size", type=batch, default=4, help="samples per rank per step")
     p.add_argument("--steps", type=steps, default=3, help="float64 steps compared with single-process training")
     p.add_argument("--accum-steps", type=steps, default=50, help="float32 steps of the loss-vs-accumulation check")
     p.add_argument("--optimizer", default="sgd", choices=("sgd", "adam"), help="optimizer")
     p.add_argument("--lr", type=lr, default=0.01, help="learning rate")
-    p.add_argument("--find-unused-parameters", dest="find_unused", action="store_true",
-                   help="find_unused_parameters=True (needed by torch-ddp when some parameters get no gradient)")  # fmt: skip
+    p.add_argument(
+        "--find-unused-parameters",
+        dest="find_unused",
+        action="store_true",
+        help="find_unused_parameters=True (needed by torch-ddp when some parameters get no gradient)",
+    )
     p.add_argument("--find-unused", dest="find_unused", action="store_true", help=argparse.SUPPRESS)  # old spelling
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--timeout-s", type=timeout_s, default=600.0, help="a check that takes longer fails, seconds")
@@ -181,9 +194,17 @@ def check_main(args: Any) -> int:
     _workload(args.model)  # a bad --model fails here, with its message, before ranks start
     with RankPool(args.world_size, timeout_s=args.timeout_s) as pool:
         results = run_checks(
-            pool, args.model, strategies, bucket_mb=args.bucket_mb, steps=args.steps, accum_steps=args.accum_steps,
-            batch_size=args.batch_size, optimizer=args.optimizer, lr=args.lr, find_unused=args.find_unused,
-        )  # fmt: skip
+            pool,
+            args.model,
+            strategies,
+            bucket_mb=args.bucket_mb,
+            steps=args.steps,
+            accum_steps=args.accum_steps,
+            batch_size=args.batch_size,
+            optimizer=args.optimizer,
+            lr=args.lr,
+            find_unused=args.find_unused,
+        )
     if args.json:
         emit_json(args, [r.to_dict() for r in results])
     else:
@@ -195,16 +216,29 @@ def check_main(args: Any) -> int:
 
 
 def add_profile_arguments(p: Any) -> None:
-    p.add_argument("--model", required=True, help="workload: mlp, cnn, micro-dlrm, gpt[:opts] or path/to/file.py:build_fn")
+    p.add_argument(
+        "--model", required=True, help="workload: mlp, cnn, micro-dlrm, gpt[:opts] or path/to/file.py:build_fn"
+    )
     p.add_argument("--batch-size", type=batch, default=None, help="samples per rank (default: the workload's)")
-    p.add_argument("--world-size", type=local_world(1), default=None,
-                   help="ranks computing at once, as in the DDP runs to predict (default 2; under torchrun: "
-                        "its world); no communication")  # fmt: skip
+    p.add_argument(
+        "--world-size",
+        type=local_world(1),
+        default=None,
+        help="ranks computing at once, as in the DDP runs to predict (default 2; under torchrun: "
+        "its world); no communication",
+    )
     p.add_argument("--steps", type=steps, default=30, help="timed steps with hooks, and as many without")
     p.add_argument("--warmup", type=warmup, default=5, help="untimed steps first")
     p.add_argument("--optimizer", default="sgd", choices=("sgd", "adam"), help="optimizer timed")
-    p.add_argument("--out", default=None, metavar="PROFILE.json", help="write the profile (simulator format, JSON) here")
-    p.add_argument("--records", default=None, metavar="RECORDS.jsonl", help="also append a 'grad_profile' record to this JSONL file")
+    p.add_argument(
+        "--out", default=None, metavar="PROFILE.json", help="write the profile (simulator format, JSON) here"
+    )
+    p.add_argument(
+        "--records",
+        default=None,
+        metavar="RECORDS.jsonl",
+        help="also append a 'grad_profile' record to this JSONL file",
+    )
     p.add_argument("--json", action="store_true", help="print the profile as JSON")
     p.add_argument("--timeout-s", type=timeout_s, default=600.0, help="a run that takes longer fails, seconds")
     p.set_defaults(_outputs={"out": "file", "records": "jsonl"})
@@ -248,16 +282,24 @@ def _report_profile(prof: Any, args: Any) -> int:
         emit_json(args, prof.to_dict())
         return 0
     info = prof.env["profile"]
-    print(f"profile of {args.model}: {len(prof.params)} parameter tensors, {prof.total_grad_bytes / 2**20:.2f} MiB of gradients")
-    print(f"  per rank: batch {prof.samples_per_step}, {prof.env.get('world_size')} ranks at once, "
-          f"{prof.env.get('threads_per_rank')} threads each, optimizer {info['optimizer']}")  # fmt: skip
-    print(f"  forward {prof.forward_s * 1e3:.2f} ms, backward {prof.backward_s * 1e3:.2f} ms "
-          f"(hooked {info['backward_hooked_s'] * 1e3:.2f} ms, hook-free {info['backward_hookfree_s'] * 1e3:.2f} ms, "
-          f"scale {info['hook_scale']:.4f}), optimizer {prof.optimizer_s * 1e3:.2f} ms")  # fmt: skip
+    print(
+        f"profile of {args.model}: {len(prof.params)} parameter tensors, {prof.total_grad_bytes / 2**20:.2f} MiB of gradients"
+    )
+    print(
+        f"  per rank: batch {prof.samples_per_step}, {prof.env.get('world_size')} ranks at once, "
+        f"{prof.env.get('threads_per_rank')} threads each, optimizer {info['optimizer']}"
+    )
+    print(
+        f"  forward {prof.forward_s * 1e3:.2f} ms, backward {prof.backward_s * 1e3:.2f} ms "
+        f"(hooked {info['backward_hooked_s'] * 1e3:.2f} ms, hook-free {info['backward_hookfree_s'] * 1e3:.2f} ms, "
+        f"scale {info['hook_scale']:.4f}), optimizer {prof.optimizer_s * 1e3:.2f} ms"
+    )
     ready = prof.ready_times_s()
     first = prof.ready_order[0]
-    print(f"  first gradient ready {ready[first] * 1e3:.2f} ms after backward start ({prof.params[first].name}); "
-          f"last at {max(ready) * 1e3:.2f} ms; tail after it {prof.backward_tail_s * 1e3:.2f} ms")  # fmt: skip
+    print(
+        f"  first gradient ready {ready[first] * 1e3:.2f} ms after backward start ({prof.params[first].name}); "
+        f"last at {max(ready) * 1e3:.2f} ms; tail after it {prof.backward_tail_s * 1e3:.2f} ms"
+    )
     if args.out is not None:
         print(f"  written to {args.out}")
     return 0
@@ -267,35 +309,82 @@ def _report_profile(prof: Any, args: Any) -> int:
 
 
 def add_bench_arguments(p: Any) -> None:
-    p.add_argument("--model", required=True, help="workload: mlp, cnn, micro-dlrm, gpt[:opts] or path/to/file.py:build_fn")
-    p.add_argument("--strategy", default="torch-ddp", help=f"comma list of {', '.join(STRATEGY_CHOICES)}, or all (default torch-ddp)")
-    p.add_argument("--bucket-mb", type=bucket_mb_list_arg, default=None,
-                   help="bucket sizes in MiB, e.g. 1,10,100,1000; 'default' = torch's (25 MiB, 1 MiB first bucket). "
-                        "Applies to bucketed (required), torch-ddp and sharded; others have no buckets")  # fmt: skip
-    p.add_argument("--bucket-cap-mb-list", type=number_list(bucket_mib), default=None, metavar="MIB,...",
-                   help="one more torch-ddp/sharded configuration with per-bucket caps in MiB, e.g. 1,4,25 (torch 2.13)")  # fmt: skip
-    p.add_argument("--world-size", type=world_sizes(1), default=None,
-                   help="ranks, or a list for a scaling table: 1,2,4 (default 2; under torchrun: its world)")  # fmt: skip
+    p.add_argument(
+        "--model", required=True, help="workload: mlp, cnn, micro-dlrm, gpt[:opts] or path/to/file.py:build_fn"
+    )
+    p.add_argument(
+        "--strategy",
+        default="torch-ddp",
+        help=f"comma list of {', '.join(STRATEGY_CHOICES)}, or all (default torch-ddp)",
+    )
+    p.add_argument(
+        "--bucket-mb",
+        type=bucket_mb_list_arg,
+        default=None,
+        help="bucket sizes in MiB, e.g. 1,10,100,1000; 'default' = torch's (25 MiB, 1 MiB first bucket). "
+        "Applies to bucketed (required), torch-ddp and sharded; others have no buckets",
+    )
+    p.add_argument(
+        "--bucket-cap-mb-list",
+        type=number_list(bucket_mib),
+        default=None,
+        metavar="MIB,...",
+        help="one more torch-ddp/sharded configuration with per-bucket caps in MiB, e.g. 1,4,25 (torch 2.13)",
+    )
+    p.add_argument(
+        "--world-size",
+        type=world_sizes(1),
+        default=None,
+        help="ranks, or a list for a scaling table: 1,2,4 (default 2; under torchrun: its world)",
+    )
     p.add_argument("--steps", type=steps, default=20, help="timed steps per configuration")
-    p.add_argument("--warmup", type=warmup, default=5, help="untimed steps first (torch DDP rebuilds buckets in step 2)")
-    p.add_argument("--rounds", type=number(int, 1, 1000), default=1,
-                   help="repeat all configurations this many times, interleaved, so drift on a busy machine "
-                        "hits them alike; one record per configuration and round")  # fmt: skip
+    p.add_argument(
+        "--warmup", type=warmup, default=5, help="untimed steps first (torch DDP rebuilds buckets in step 2)"
+    )
+    p.add_argument(
+        "--rounds",
+        type=number(int, 1, 1000),
+        default=1,
+        help="repeat all configurations this many times, interleaved, so drift on a busy machine "
+        "hits them alike; one record per configuration and round",
+    )
     p.add_argument("--batch-size", type=batch, default=None, help="samples per rank (default: the workload's)")
     p.add_argument("--optimizer", default="sgd", choices=("sgd", "adam"), help="optimizer")
-    p.add_argument("--out", default=None, metavar="RECORDS.jsonl",
-                   help="append one 'ddp_step' JSONL record per configuration, as taken (a new file, or one holding ddpsim records)")  # fmt: skip
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="RECORDS.jsonl",
+        help="append one 'ddp_step' JSONL record per configuration, as taken (a new file, or one holding ddpsim records)",
+    )
     p.add_argument("--json", action="store_true", help="print the records (rounds combined) as JSON")
-    p.add_argument("--trace-dir", default=None, help="save a torch profiler trace (Chrome JSON) of one step per configuration and rank")
-    p.add_argument("--link-mbit", type=link_mbit, default=None, metavar="RATE",
-                   help="run the ranks over an emulated link of this rate, Mbit/s or with units (1Gbit/s); network namespaces + tbf, root only")  # fmt: skip
-    p.add_argument("--timeout-s", type=timeout_s, default=900.0, help="a configuration that takes longer fails, seconds")
-    p.add_argument("--timeline", default=None, metavar="DIR",
-                   help="after the timed rounds, run each configuration again with per-bucket timelines recorded and "
-                        "write per configuration a Chrome trace (measured beside predicted), an error decomposition "
-                        "(JSON) and a PNG here")  # fmt: skip
-    p.add_argument("--params", default=None,
-                   help="params from `ddpsim calibrate` for the predicted side of --timeline (default: calibrate first)")
+    p.add_argument(
+        "--trace-dir",
+        default=None,
+        help="save a torch profiler trace (Chrome JSON) of one step per configuration and rank",
+    )
+    p.add_argument(
+        "--link-mbit",
+        type=link_mbit,
+        default=None,
+        metavar="RATE",
+        help="run the ranks over an emulated link of this rate, Mbit/s or with units (1Gbit/s); network namespaces + tbf, root only",
+    )
+    p.add_argument(
+        "--timeout-s", type=timeout_s, default=900.0, help="a configuration that takes longer fails, seconds"
+    )
+    p.add_argument(
+        "--timeline",
+        default=None,
+        metavar="DIR",
+        help="after the timed rounds, run each configuration again with per-bucket timelines recorded and "
+        "write per configuration a Chrome trace (measured beside predicted), an error decomposition "
+        "(JSON) and a PNG here",
+    )
+    p.add_argument(
+        "--params",
+        default=None,
+        help="params from `ddpsim calibrate` for the predicted side of --timeline (default: calibrate first)",
+    )
     p.set_defaults(_outputs={"out": "jsonl", "trace_dir": "dir", "timeline": "dir"})
 
 
@@ -333,8 +422,12 @@ def bench_main(args: Any) -> int:
     world_sizes = list(args.world_size) if args.world_size is not None else [2]
     caps = list(args.bucket_cap_mb_list) if args.bucket_cap_mb_list else None
     configs = bench_configs(strategies, parse_bucket_mbs(args.bucket_mb), caps)
-    for name, v, lo in (("--steps", args.steps, 1), ("--warmup", args.warmup, 0), ("--rounds", args.rounds, 1),
-                        ("--batch-size", args.batch_size, 1)):  # fmt: skip
+    for name, v, lo in (
+        ("--steps", args.steps, 1),
+        ("--warmup", args.warmup, 0),
+        ("--rounds", args.rounds, 1),
+        ("--batch-size", args.batch_size, 1),
+    ):
         _check_positive(name, v, lo)
     w = _workload(args.model)
     bs = args.batch_size or w.default_batch_size
@@ -356,16 +449,28 @@ def bench_main(args: Any) -> int:
             say(f"bench-ddp: P={p} round {rnd + 1}/{args.rounds}: compute only {comp['median_s'] * 1e3:.2f} ms")
             for strategy, bucket, cap_list in configs:
                 rec = measure_ddp(
-                    pool, args.model, strategy, bucket, cap_list, bs, args.steps, args.warmup,
-                    args.optimizer, compute=comp, trace_dir=args.trace_dir, link_mbit=args.link_mbit,
-                )  # fmt: skip
+                    pool,
+                    args.model,
+                    strategy,
+                    bucket,
+                    cap_list,
+                    bs,
+                    args.steps,
+                    args.warmup,
+                    args.optimizer,
+                    compute=comp,
+                    trace_dir=args.trace_dir,
+                    link_mbit=args.link_mbit,
+                )
                 rec["round"] = rnd
                 writer.write(rec)
                 records.append(rec)
                 b = "list" if cap_list else ("-" if bucket is None else f"{bucket:g} MiB")
-                say(f"bench-ddp: P={p} {strategy} {b}: {rec['median_s'] * 1e3:.2f} ms "
+                say(
+                    f"bench-ddp: P={p} {strategy} {b}: {rec['median_s'] * 1e3:.2f} ms "
                     f"[{rec['p10_s'] * 1e3:.2f}, {rec['p90_s'] * 1e3:.2f}], exposed "
-                    f"{rec['exposed_comm_s'] * 1e3:.2f} ms")  # fmt: skip
+                    f"{rec['exposed_comm_s'] * 1e3:.2f} ms"
+                )
             if args.timeline and rnd == args.rounds - 1:
                 _bench_timelines(pool, args, configs, bs, say, lead)
 
@@ -405,14 +510,30 @@ def _bench_timelines(pool: Any, args: Any, configs: Any, bs: int, say: Any, lead
         say("bench-ddp --timeline: no --params: calibrating first")
         out = Path(args.timeline)
         out.mkdir(parents=True, exist_ok=True)
-        cal = CalibrateSpec(model=args.model, world_size=pool.world_size, batch_size=bs, link_mbit=args.link_mbit,
-                            records=str(out / "calibration.jsonl") if lead else None)  # fmt: skip
+        cal = CalibrateSpec(
+            model=args.model,
+            world_size=pool.world_size,
+            batch_size=bs,
+            link_mbit=args.link_mbit,
+            records=str(out / "calibration.jsonl") if lead else None,
+        )
         params = calibrate_on_pool(pool, cal, say)
         if lead:
             params.save(out / f"params-p{pool.world_size}.json")
-    decs = timelines_on_pool(pool, args.model, configs, args.timeline, params, batch_size=bs, steps=args.steps,
-                             warmup=args.warmup, optimizer=args.optimizer, say=say, write=lead,
-                             meta={"command": "bench-ddp", "link_mbit": args.link_mbit})  # fmt: skip
+    decs = timelines_on_pool(
+        pool,
+        args.model,
+        configs,
+        args.timeline,
+        params,
+        batch_size=bs,
+        steps=args.steps,
+        warmup=args.warmup,
+        optimizer=args.optimizer,
+        say=say,
+        write=lead,
+        meta={"command": "bench-ddp", "link_mbit": args.link_mbit},
+    )
     for d in decs:
         print(d["table"], file=sys.stderr if args.json else sys.stdout)
 

@@ -63,24 +63,53 @@ def _arg_type(fn: Any, name: str) -> Any:
 
 def add_arguments(p: Any) -> None:
     p.add_argument("--backend", default="gloo", choices=("gloo", "nccl"), help="gloo (CPU) or nccl (GPU)")
-    p.add_argument("--world-size", type=world_sizes(2, MAX_WORLD_SIZE), default=None,
-                   help="ranks: 2, 4, 6 or a list like 2,4,6 (default 2; under torchrun: its world)")  # fmt: skip
+    p.add_argument(
+        "--world-size",
+        type=world_sizes(2, MAX_WORLD_SIZE),
+        default=None,
+        help="ranks: 2, 4, 6 or a list like 2,4,6 (default 2; under torchrun: its world)",
+    )
     p.add_argument("--sizes", type=_arg_type(parse_sizes, "sizes"), default=DEFAULT_SIZES, help=SIZES_HELP)
-    p.add_argument("--impl", type=_arg_type(parse_impls, "impl"), default="native", help=f"comma list of {', '.join(IMPLS)}")
+    p.add_argument(
+        "--impl", type=_arg_type(parse_impls, "impl"), default="native", help=f"comma list of {', '.join(IMPLS)}"
+    )
     p.add_argument("--dtype", default="float32", choices=tuple(DTYPES), help="element type")
-    p.add_argument("--iters", type=number(int, 1, 1_000_000), default=None, help="timed iterations per point (default: by size)")
-    p.add_argument("--warmup", type=number(int, 0, 100_000), default=None, help="untimed iterations per point (default: by size)")
-    p.add_argument("--out", default=None, metavar="RECORDS.jsonl",
-                   help="append one JSONL record per point to this file, as taken (a new file, or one holding ddpsim records)")  # fmt: skip
+    p.add_argument(
+        "--iters", type=number(int, 1, 1_000_000), default=None, help="timed iterations per point (default: by size)"
+    )
+    p.add_argument(
+        "--warmup", type=number(int, 0, 100_000), default=None, help="untimed iterations per point (default: by size)"
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="RECORDS.jsonl",
+        help="append one JSONL record per point to this file, as taken (a new file, or one holding ddpsim records)",
+    )
     p.add_argument("--plot", default=None, metavar="PNG", help="draw time vs size (log-log) from the records")
-    p.add_argument("--from", dest="from_records", default=None, metavar="JSONL",
-                   help="with --plot: plot this records file (bench-allreduce or calibrate records) and run nothing")  # fmt: skip
+    p.add_argument(
+        "--from",
+        dest="from_records",
+        default=None,
+        metavar="JSONL",
+        help="with --plot: plot this records file (bench-allreduce or calibrate records) and run nothing",
+    )
     p.add_argument("--json", action="store_true", help="print the records as JSON instead of the table")
-    p.add_argument("--link-mbit", type=link_mbit, default=None, metavar="RATE",
-                   help="emulate a link of this rate per rank, Mbit/s (or with units: 1Gbit/s); network namespaces + tbf, root only")  # fmt: skip
-    p.add_argument("--interleave", action="store_true",
-                   help="alternate the implementations call by call (fairer comparison on a busy machine)")  # fmt: skip
-    p.add_argument("--timeout-s", type=timeout_s, default=600.0, help="a point that takes longer fails the run, seconds")
+    p.add_argument(
+        "--link-mbit",
+        type=link_mbit,
+        default=None,
+        metavar="RATE",
+        help="emulate a link of this rate per rank, Mbit/s (or with units: 1Gbit/s); network namespaces + tbf, root only",
+    )
+    p.add_argument(
+        "--interleave",
+        action="store_true",
+        help="alternate the implementations call by call (fairer comparison on a busy machine)",
+    )
+    p.add_argument(
+        "--timeout-s", type=timeout_s, default=600.0, help="a point that takes longer fails the run, seconds"
+    )
     p.set_defaults(_outputs={"out": "jsonl", "plot": "file"})
 
 
@@ -115,8 +144,10 @@ def _report(records: list[dict[str, Any]], args: Any) -> int:
             _plot(records, args.plot)
         except (OSError, ValueError) as e:  # the measurement is taken: keep it, say where
             where = args.out or rescue_records(records, "bench-allreduce")
-            print(f"ddpsim: error: the plot {args.plot} could not be written ({e}); "
-                  f"the records are in {where}", file=sys.stderr)  # fmt: skip
+            print(
+                f"ddpsim: error: the plot {args.plot} could not be written ({e}); the records are in {where}",
+                file=sys.stderr,
+            )
             return 1
         if not args.quiet:
             print(f"bench-allreduce: plot written to {args.plot}", file=sys.stderr)
@@ -168,8 +199,11 @@ def main(args: Any) -> int:
             return 0
     est = estimate_total_s(spec)
     if est > 60 and not args.quiet:
-        print(f"bench-allreduce: note: this sweep will take roughly {est / 60:.0f} min or more "
-              "(large messages; choose --sizes/--iters to shorten)", file=sys.stderr)  # fmt: skip
+        print(
+            f"bench-allreduce: note: this sweep will take roughly {est / 60:.0f} min or more "
+            "(large messages; choose --sizes/--iters to shorten)",
+            file=sys.stderr,
+        )
     records = run_spawned(spec, args.out, progress=not args.quiet)
     return _report(records, args)
 

@@ -13,9 +13,9 @@ from simulator.profile import GradProfile
 from simulator.strategies import STRATEGIES, StrategySpec
 
 from .cliutil import emit_json, gbps_both, number, number_list, rate
+from .resolve import DEFAULT_NETWORK
 
 MIB = 1024 * 1024
-from .resolve import DEFAULT_NETWORK
 
 # ---- argument types (argparse turns their ArgumentTypeError into one line, exit 2) ----
 # One number type for every flag of every command (ddpsim.cliutil.number): finite, bounded.
@@ -43,27 +43,61 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
         help="built-in model name (see `ddpsim models`) or a profile JSON written by `ddpsim profile` "
         "(default: the profile in --params, else gpt2-small)",
     )
-    g.add_argument("--batch-size", type=number(int, 1, 1 << 20), default=None, help="per-rank batch size, samples (built-in models; default: the model's)")
-    g.add_argument("--device", default=None, help="device spec for FLOP-based compute (default: h100-sxm); see `ddpsim models`")
     g.add_argument(
-        "--compute-scale", type=number(float, 0, 1e6, lo_open=True), default=1.0, help="multiply every compute time by this factor"
+        "--batch-size",
+        type=number(int, 1, 1 << 20),
+        default=None,
+        help="per-rank batch size, samples (built-in models; default: the model's)",
+    )
+    g.add_argument(
+        "--device", default=None, help="device spec for FLOP-based compute (default: h100-sxm); see `ddpsim models`"
+    )
+    g.add_argument(
+        "--compute-scale",
+        type=number(float, 0, 1e6, lo_open=True),
+        default=1.0,
+        help="multiply every compute time by this factor",
     )
 
 
 def add_network_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("network (a preset, a calibration, or o and w given directly)")
-    g.add_argument("--network", default=None, help=f"preset name or JSON file (default {DEFAULT_NETWORK}); built-in: {', '.join(list_networks())}")
-    g.add_argument("--params", default=None, help="fitted parameters from `ddpsim calibrate` (cost model and, unless --model is given, the profile)")
+    g.add_argument(
+        "--network",
+        default=None,
+        help=f"preset name or JSON file (default {DEFAULT_NETWORK}); built-in: {', '.join(list_networks())}",
+    )
+    g.add_argument(
+        "--params",
+        default=None,
+        help="fitted parameters from `ddpsim calibrate` (cost model and, unless --model is given, the profile)",
+    )
     add_o_w_args(g)
-    g.add_argument("--channels", type=number(int, 1, 64), default=None, help="collectives in flight at once (NCCL 1, gloo 2; default from the preset)")
-    g.add_argument("--contention", type=contention, default=None, help="compute slowdown while communicating: compute runs 1+c times slower, c <= 100 (default 0 or fitted)")
+    g.add_argument(
+        "--channels",
+        type=number(int, 1, 64),
+        default=None,
+        help="collectives in flight at once (NCCL 1, gloo 2; default from the preset)",
+    )
+    g.add_argument(
+        "--contention",
+        type=contention,
+        default=None,
+        help="compute slowdown while communicating: compute runs 1+c times slower, c <= 100 (default 0 or fitted)",
+    )
 
 
 def add_o_w_args(g: Any) -> None:
     """``--o-us`` and ``--w`` (bandwidth with units; ``--w-gbps`` is the old spelling)."""
-    g.add_argument("--o-us", type=o_us, default=None, help="per-call all-reduce overhead o, microseconds (overrides the preset)")
     g.add_argument(
-        "--w", dest="w_gbps", type=w_rate, default=None, metavar="RATE",
+        "--o-us", type=o_us, default=None, help="per-call all-reduce overhead o, microseconds (overrides the preset)"
+    )
+    g.add_argument(
+        "--w",
+        dest="w_gbps",
+        type=w_rate,
+        default=None,
+        metavar="RATE",
         help="all-reduce algorithm bandwidth w (nccl-tests algbw): a number is GB/s = 1e9 bytes/s; "
         "or with units: 100GB/s, 400Gbit/s, 800Mbit/s (overrides the preset)",
     )
@@ -72,9 +106,13 @@ def add_o_w_args(g: Any) -> None:
 
 def add_strategy_args(p: argparse.ArgumentParser, sweep: bool = False) -> None:
     g = p.add_argument_group("strategy")
-    g.add_argument("--strategy", choices=STRATEGIES, default="torch-ddp", help="data-parallel strategy (default torch-ddp)")
+    g.add_argument(
+        "--strategy", choices=STRATEGIES, default="torch-ddp", help="data-parallel strategy (default torch-ddp)"
+    )
     if sweep:
-        g.add_argument("--bucket-mb", type=float_list, default=None, help="explicit bucket sizes in MiB, e.g. 1,4,25,100")
+        g.add_argument(
+            "--bucket-mb", type=float_list, default=None, help="explicit bucket sizes in MiB, e.g. 1,4,25,100"
+        )
     else:
         g.add_argument(
             "--bucket-mb",
@@ -82,13 +120,32 @@ def add_strategy_args(p: argparse.ArgumentParser, sweep: bool = False) -> None:
             default=None,
             help="bucket size in MiB as torch's bucket_cap_mb (torch-ddp: unset = 25 MiB with a 1 MiB first bucket)",
         )
-        g.add_argument("--bucket-cap-mb-list", dest="bucket_mb_list", type=float_list, default=None, metavar="MIB,...",
-                       help="per-bucket caps in MiB (torch 2.13 bucket_cap_mb_list), e.g. 1,4,25")  # fmt: skip
-        g.add_argument("--bucket-mb-list", dest="bucket_mb_list", type=float_list, help=argparse.SUPPRESS)  # old spelling
-    g.add_argument("--find-unused-parameters", action="store_true", help="torch DDP find_unused_parameters=True (no bucket rebuild)")
+        g.add_argument(
+            "--bucket-cap-mb-list",
+            dest="bucket_mb_list",
+            type=float_list,
+            default=None,
+            metavar="MIB,...",
+            help="per-bucket caps in MiB (torch 2.13 bucket_cap_mb_list), e.g. 1,4,25",
+        )
+        g.add_argument(
+            "--bucket-mb-list", dest="bucket_mb_list", type=float_list, help=argparse.SUPPRESS
+        )  # old spelling
+    g.add_argument(
+        "--find-unused-parameters",
+        action="store_true",
+        help="torch DDP find_unused_parameters=True (no bucket rebuild)",
+    )
     g.add_argument("--static-graph", action="store_true", help="torch DDP static_graph=True")
-    g.add_argument("--gradient-as-bucket-view", action="store_true", help="torch DDP gradient_as_bucket_view=True (no copy-out)")
-    g.add_argument("--accum-steps", type=number(int, 1, 10000), default=1, help="micro-batches per step with no_sync() on all but the last")
+    g.add_argument(
+        "--gradient-as-bucket-view", action="store_true", help="torch DDP gradient_as_bucket_view=True (no copy-out)"
+    )
+    g.add_argument(
+        "--accum-steps",
+        type=number(int, 1, 10000),
+        default=1,
+        help="micro-batches per step with no_sync() on all but the last",
+    )
 
 
 def add_sim_args(p: argparse.ArgumentParser) -> None:
@@ -217,12 +274,28 @@ def cmd_predict(args: argparse.Namespace) -> int:
     prof, cost, p = _resolve_all(args)
     spec = resolve_strategy(args)
     res = predict(
-        prof, cost, spec, p, ranks=args.ranks, jitter_sigma=args.jitter, repeats=args.repeats, seed=args.seed,
+        prof,
+        cost,
+        spec,
+        p,
+        ranks=args.ranks,
+        jitter_sigma=args.jitter,
+        repeats=args.repeats,
+        seed=args.seed,
         record_events=bool(args.trace),
     )
     first = None
     if spec.name in ("torch-ddp", "sharded") and not spec.first_step and not spec.bucket_cap_mb_list:
-        first = predict(prof, cost, replace(spec, first_step=True), p, ranks=args.ranks, jitter_sigma=args.jitter, repeats=args.repeats, seed=args.seed)
+        first = predict(
+            prof,
+            cost,
+            replace(spec, first_step=True),
+            p,
+            ranks=args.ranks,
+            jitter_sigma=args.jitter,
+            repeats=args.repeats,
+            seed=args.seed,
+        )
     if args.trace:
         from simulator.trace import write_chrome_trace
 
@@ -261,7 +334,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             raise ValueError(f"--grid must be LO:HI:N in MiB (e.g. 0.1:1000:64): {e}") from None
     else:
         grid = default_grid_mb(prof, args.points)
-    res = sweep(prof, cost, replace(spec, bucket_mb=grid[0]), p, grid, ranks=args.ranks, jitter_sigma=args.jitter, repeats=args.repeats, seed=args.seed)
+    res = sweep(
+        prof,
+        cost,
+        replace(spec, bucket_mb=grid[0]),
+        p,
+        grid,
+        ranks=args.ranks,
+        jitter_sigma=args.jitter,
+        repeats=args.repeats,
+        seed=args.seed,
+    )
     if args.plot:
         from simulator.sweep_plot import plot_sweep
 
@@ -272,14 +355,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         emit_json(args, d)
         return 0
     out = sys.stdout.write
-    out(f"{prof.model}: {res.total_grad_bytes / MIB:.1f} MiB of gradients, {p} ranks, {spec.name}, network {res.cost_label}\n")
+    out(
+        f"{prof.model}: {res.total_grad_bytes / MIB:.1f} MiB of gradients, {p} ranks, {spec.name}, network {res.cost_label}\n"
+    )
     out(f"compute (no communication) {res.best.compute_s * 1e3:.3f} ms\n\n")
     out(f"  {'bucket MiB':>11} {'buckets':>7} {'step ms':>11} {'exposed ms':>11}\n")
     for mb, r in zip(res.bucket_mb, res.rows):
         mark = "  <- best" if r is res.best else ""
         out(f"  {mb:>11.4g} {r.n_collectives:>7} {r.step_time_s * 1e3:>11.3f} {r.overhead_s * 1e3:>11.3f}{mark}\n")
     cf = res.closed
-    out(f"\nbest bucket: {res.best_bucket_mb:.4g} MiB -> step {res.best.step_time_s * 1e3:.3f} ms, exposed {res.best.overhead_s * 1e3:.3f} ms\n")
+    out(
+        f"\nbest bucket: {res.best_bucket_mb:.4g} MiB -> step {res.best.step_time_s * 1e3:.3f} ms, exposed {res.best.overhead_s * 1e3:.3f} ms\n"
+    )
     out(
         f"closed form (o={cf.o_s * 1e6:.1f} us, w={gbps_both(cf.w_bytes_per_s)}, s={cf.total_grad_bytes / MIB:.1f} MiB): "
         f"b* = sqrt(s w o) = {cf.best_bucket_mb:.4g} MiB, T_min = 2 sqrt(s o / w) = {cf.t_min_s * 1e3:.3f} ms\n"
@@ -294,11 +381,14 @@ def cmd_models(args: argparse.Namespace) -> int:
 
     if args.json:
         nets = {name: load_network(name) for name in list_networks()}
-        emit_json(args, {
-            "models": zoo.list_models(),
-            "devices": zoo.list_devices(),
-            "networks": [{"name": n, "description": net.description} for n, net in nets.items()],
-        })  # fmt: skip
+        emit_json(
+            args,
+            {
+                "models": zoo.list_models(),
+                "devices": zoo.list_devices(),
+                "networks": [{"name": n, "description": net.description} for n, net in nets.items()],
+            },
+        )
         return 0
     print("models:")
     for name in zoo.list_models():
@@ -314,12 +404,16 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: Any) -> None:
-    p = sub.add_parser("predict", help="predict one step's time and exposed communication", description=cmd_predict.__doc__)
+    p = sub.add_parser(
+        "predict", help="predict one step's time and exposed communication", description=cmd_predict.__doc__
+    )
     add_model_args(p)
     add_network_args(p)
     add_strategy_args(p)
     add_sim_args(p)
-    p.add_argument("--first-step", action="store_true", help="model DDP's first iteration (one bucket) instead of the steady state")
+    p.add_argument(
+        "--first-step", action="store_true", help="model DDP's first iteration (one bucket) instead of the steady state"
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--trace", default=None, metavar="OUT.json", help="write the predicted step as a Chrome trace")
     p.set_defaults(func=cmd_predict, _outputs={"trace": "file"})
@@ -332,7 +426,9 @@ def add_commands(sub: Any) -> None:
     s.add_argument("--points", type=number(int, 2, 10000), default=64, help="grid points, log-spaced")
     s.add_argument("--grid", default=None, metavar="LO:HI:N", help="explicit log grid in MiB")
     s.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    s.add_argument("--plot", default=None, metavar="OUT.png", help="write step time and exposed overhead vs bucket size")
+    s.add_argument(
+        "--plot", default=None, metavar="OUT.png", help="write step time and exposed overhead vs bucket size"
+    )
     s.set_defaults(func=cmd_sweep, _outputs={"plot": "file"})
 
     m = sub.add_parser("models", help="list built-in models, devices and networks")

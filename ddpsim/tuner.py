@@ -126,7 +126,9 @@ class TuneResult:
             "interval": self.interval.to_dict() if self.interval else None,
             "default_interval": self.default_interval.to_dict() if self.default_interval else None,
             "near_best_range_mb": list(self.near_best_range_mb),
-            "recommended_bucket_mb_list": list(self.recommended_bucket_mb_list) if self.recommended_bucket_mb_list else None,
+            "recommended_bucket_mb_list": list(self.recommended_bucket_mb_list)
+            if self.recommended_bucket_mb_list
+            else None,
             "list_step_time_s": self.list_step_time_s,
             "list_gain_pct": self.list_gain_pct,
             "best_strategy": self.best_strategy,
@@ -178,13 +180,17 @@ def recommend(
     if default.step_time_s <= band:
         keep, advice = True, f"torch's default is within {NEAR_BEST_PCT:g}% of the best predicted step"
     elif gain_band is not None and gain_band[0] <= 0:
-        keep, advice = True, (
-            f"the predicted gain ({gain_pct:+.1f}%) is not sure: over the measured errors it ranges "
-            f"{gain_band[0]:+.1f}% to {gain_band[1]:+.1f}%"
+        keep, advice = (
+            True,
+            (
+                f"the predicted gain ({gain_pct:+.1f}%) is not sure: over the measured errors it ranges "
+                f"{gain_band[0]:+.1f}% to {gain_band[1]:+.1f}%"
+            ),
         )
     elif gain_pct < noise_pct:
-        keep, advice = True, (
-            f"the predicted gain ({gain_pct:+.1f}%) is within the measured step-to-step noise (+-{noise_pct:.1f}%)"
+        keep, advice = (
+            True,
+            (f"the predicted gain ({gain_pct:+.1f}%) is within the measured step-to-step noise (+-{noise_pct:.1f}%)"),
         )
     else:
         keep, advice = False, f"predicted {gain_pct:+.1f}% faster than the default"
@@ -265,8 +271,13 @@ def _round_recommendation(
 
 
 def _strategy_row(name: str, bucket_mb: float | None, r: StepResult) -> dict[str, Any]:
-    return {"strategy": name, "bucket_mb": bucket_mb, "step_time_s": r.step_time_s, "overhead_s": r.overhead_s,
-            "n_collectives": r.n_collectives}
+    return {
+        "strategy": name,
+        "bucket_mb": bucket_mb,
+        "step_time_s": r.step_time_s,
+        "overhead_s": r.overhead_s,
+        "n_collectives": r.n_collectives,
+    }
 
 
 def format_tune(res: TuneResult) -> str:
@@ -274,7 +285,11 @@ def format_tune(res: TuneResult) -> str:
         return f"{s * 1e3:.2f} ms"
 
     iv = f" ({res.interval.describe_ms()})" if res.interval is not None and res.interval.sources else ""
-    div = f" ({res.default_interval.describe_ms()})" if res.default_interval is not None and res.default_interval.sources else ""
+    div = (
+        f" ({res.default_interval.describe_ms()})"
+        if res.default_interval is not None and res.default_interval.sources
+        else ""
+    )
     if res.keep_default:
         head = [
             "Recommended: keep the default, DistributedDataParallel(model) with bucket_cap_mb unset",
@@ -321,7 +336,9 @@ def format_tune(res: TuneResult) -> str:
     lines.append(f"\n  {'strategy':<11} {'bucket MiB':>10} {'step ms':>10} {'exposed ms':>11} {'calls':>6}")
     for r in sorted(res.strategies, key=lambda r: r["step_time_s"]):
         b = f"{r['bucket_mb']:.3g}" if r["bucket_mb"] is not None else "-"
-        lines.append(f"  {r['strategy']:<11} {b:>10} {r['step_time_s'] * 1e3:>10.3f} {r['overhead_s'] * 1e3:>11.3f} {r['n_collectives']:>6}")
+        lines.append(
+            f"  {r['strategy']:<11} {b:>10} {r['step_time_s'] * 1e3:>10.3f} {r['overhead_s'] * 1e3:>11.3f} {r['n_collectives']:>6}"
+        )
     return "\n".join(lines)
 
 

@@ -141,7 +141,9 @@ class AllreduceBenchSpec:
             raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
         for s in self.sizes_bytes:
             if s < DTYPES[self.dtype] or s % DTYPES[self.dtype]:
-                raise ValueError(f"message size {s} bytes is not a positive multiple of {self.dtype}'s {DTYPES[self.dtype]} bytes")
+                raise ValueError(
+                    f"message size {s} bytes is not a positive multiple of {self.dtype}'s {DTYPES[self.dtype]} bytes"
+                )
         if self.iters is not None and self.iters < 1:
             raise ValueError(f"--iters must be >= 1, got {self.iters}")
         if self.warmup is not None and self.warmup < 0:
@@ -218,9 +220,18 @@ def measure(ctx: Any, impls: tuple[str, ...], count: int, dtype: str, iters: int
 
 
 # ------------------------------------------------------------------ records and table
-def point_record(spec: AllreduceBenchSpec, impl: str, world_size: int, msg_bytes: int, iters: int, warmup: int,
-                 per_rank_times_s: list[list[float]], env: dict[str, Any], run_id: str,
-                 wrong: int | None = None) -> dict[str, Any]:  # fmt: skip
+def point_record(
+    spec: AllreduceBenchSpec,
+    impl: str,
+    world_size: int,
+    msg_bytes: int,
+    iters: int,
+    warmup: int,
+    per_rank_times_s: list[list[float]],
+    env: dict[str, Any],
+    run_id: str,
+    wrong: int | None = None,
+) -> dict[str, Any]:
     times_s = max_over_ranks(per_rank_times_s)
     summ = summarize(times_s)
     algbw = msg_bytes / summ.median_s / 1e9
@@ -266,13 +277,19 @@ def format_table(records: list[dict[str, Any]]) -> str:
         if k != key:
             key = k
             link = f"tbf {link_mbit:g} Mbit/s" if link_mbit else "local"
-            lines.append(f"# backend {r['backend']}, world size {r['world_size']}, link {link}; "
-                         "GB/s = 1e9 B/s, busbw = algbw*2(p-1)/p (broadcast: algbw)")  # fmt: skip
-            lines.append("# time: median of separated calls, a barrier before each (nccl-tests: mean of "
-                         "back-to-back calls); #wrong: elements that differ from the expected result")  # fmt: skip
-            lines.append(f"#{'impl':>9} {'size':>12} {'count':>11} {'type':>8} {'time(us)':>11} "
-                         f"{'algbw(GB/s)':>11} {'busbw(GB/s)':>11} {'#wrong':>6} {'p10(us)':>10} {'p90(us)':>10} {'iters':>6}"
-                         + (f" {'algbw(Mbit/s)':>13}" if link_mbit else ""))  # fmt: skip
+            lines.append(
+                f"# backend {r['backend']}, world size {r['world_size']}, link {link}; "
+                "GB/s = 1e9 B/s, busbw = algbw*2(p-1)/p (broadcast: algbw)"
+            )
+            lines.append(
+                "# time: median of separated calls, a barrier before each (nccl-tests: mean of "
+                "back-to-back calls); #wrong: elements that differ from the expected result"
+            )
+            lines.append(
+                f"#{'impl':>9} {'size':>12} {'count':>11} {'type':>8} {'time(us)':>11} "
+                f"{'algbw(GB/s)':>11} {'busbw(GB/s)':>11} {'#wrong':>6} {'p10(us)':>10} {'p90(us)':>10} {'iters':>6}"
+                + (f" {'algbw(Mbit/s)':>13}" if link_mbit else "")
+            )
         w = r.get("wrong")
         lines.append(
             f"{r['impl']:>10} {r['msg_bytes']:>12} {r['count']:>11} {r['dtype']:>8} {r['median_s'] * 1e6:>11.1f} "
@@ -298,8 +315,15 @@ def _human(n: int) -> str:
     return f"{n} B"
 
 
-def sweep(spec: AllreduceBenchSpec, world_size: int, call: Callable[..., dict[str, Any]], writer: RecordWriter,
-          progress: bool, run_id: str, t_start: float) -> list[dict[str, Any]]:  # fmt: skip
+def sweep(
+    spec: AllreduceBenchSpec,
+    world_size: int,
+    call: Callable[..., dict[str, Any]],
+    writer: RecordWriter,
+    progress: bool,
+    run_id: str,
+    t_start: float,
+) -> list[dict[str, Any]]:
     """Every (size, impl) point at one world size; ``call(impls, count, dtype, iters, warmup)`` is ``measure``.
 
     Implementations are measured one after the other, or together (interleaved) with ``spec.interleave``.
@@ -312,14 +336,28 @@ def sweep(spec: AllreduceBenchSpec, world_size: int, call: Callable[..., dict[st
             measured = call(impls, msg_bytes // DTYPES[spec.dtype], spec.dtype, iters, warmup)
             for impl in impls:
                 per_rank = measured["per_impl"][impl]
-                rec = point_record(spec, impl, world_size, msg_bytes, iters, warmup, per_rank, measured["env"], run_id,
-                                   wrong=measured.get("wrong", {}).get(impl))  # fmt: skip
+                rec = point_record(
+                    spec,
+                    impl,
+                    world_size,
+                    msg_bytes,
+                    iters,
+                    warmup,
+                    per_rank,
+                    measured["env"],
+                    run_id,
+                    wrong=measured.get("wrong", {}).get(impl),
+                )
                 writer.write(rec)
                 records.append(rec)
                 if progress:
-                    print(f"bench-allreduce: p={world_size} {impl} {_human(msg_bytes)}: median "
-                          f"{rec['median_s'] * 1e3:.3f} ms, {rec['algbw_gbps']:.3f} GB/s, {iters} iters "
-                          f"(elapsed {time.monotonic() - t_start:.1f} s)", file=sys.stderr, flush=True)  # fmt: skip
+                    print(
+                        f"bench-allreduce: p={world_size} {impl} {_human(msg_bytes)}: median "
+                        f"{rec['median_s'] * 1e3:.3f} ms, {rec['algbw_gbps']:.3f} GB/s, {iters} iters "
+                        f"(elapsed {time.monotonic() - t_start:.1f} s)",
+                        file=sys.stderr,
+                        flush=True,
+                    )
     return records
 
 

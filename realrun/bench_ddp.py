@@ -240,13 +240,24 @@ def measure_interleaved(
         times = max_over_ranks([r[k] for r in per_rank])
         s = summarize(times)
         ratios = [t / f for t, f in zip(times, first)]
-        out.append({
-            "strategy": strategy, "bucket_mb": bucket_mb, "bucket_cap_mb_list": list(rest[0]) if rest and rest[0] else None,
-            "model": workload_spec, "batch_size": bs,
-            "world_size": pool.world_size, "steps": steps, "warmup": warmup, "step_times_s": times,
-            "median_s": s.median_s, "p10_s": s.p10_s, "p90_s": s.p90_s,
-            "ratio_to_first": summarize(ratios).median_s, "ratios_to_first": ratios,
-        })  # fmt: skip
+        out.append(
+            {
+                "strategy": strategy,
+                "bucket_mb": bucket_mb,
+                "bucket_cap_mb_list": list(rest[0]) if rest and rest[0] else None,
+                "model": workload_spec,
+                "batch_size": bs,
+                "world_size": pool.world_size,
+                "steps": steps,
+                "warmup": warmup,
+                "step_times_s": times,
+                "median_s": s.median_s,
+                "p10_s": s.p10_s,
+                "p90_s": s.p90_s,
+                "ratio_to_first": summarize(ratios).median_s,
+                "ratios_to_first": ratios,
+            }
+        )
     return out
 
 
@@ -254,7 +265,9 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=-]+", "_", text).strip("_")[:80]
 
 
-def trace_path_template(trace_dir: str | Path, spec: str, strategy: str, bucket_mb: float | None, world_size: int) -> str:
+def trace_path_template(
+    trace_dir: str | Path, spec: str, strategy: str, bucket_mb: float | None, world_size: int
+) -> str:
     b = "default" if bucket_mb is None else f"{bucket_mb:g}MB"
     name = f"{_safe(spec)}_{strategy}_{b}_p{world_size}_rank{{rank}}.trace.json"
     return str(Path(trace_dir) / name)
@@ -324,15 +337,26 @@ def measure_ddp(
     if compute is None:
         compute = measure_compute(pool, workload_spec, bs, steps, warmup, optimizer)
     elif (compute["model"], compute["batch_size"], compute["optimizer"], compute["world_size"]) != (
-        workload_spec, bs, optimizer, pool.world_size
+        workload_spec,
+        bs,
+        optimizer,
+        pool.world_size,
     ):
         raise ValueError("the compute baseline given is of another workload, batch size, optimizer or world size")
     trace = None
     if trace_dir is not None:
         trace = trace_path_template(trace_dir, workload_spec, strategy, bucket_mb, pool.world_size)
     per_rank = pool.run(
-        _step_task, workload_spec, strategy, bucket_mb,
-        list(bucket_cap_mb_list) if bucket_cap_mb_list else None, bs, steps, warmup, optimizer, trace,
+        _step_task,
+        workload_spec,
+        strategy,
+        bucket_mb,
+        list(bucket_cap_mb_list) if bucket_cap_mb_list else None,
+        bs,
+        steps,
+        warmup,
+        optimizer,
+        trace,
     )
     rank_times = [r["step_times_s"] for r in per_rank]
     times = max_over_ranks(rank_times)
@@ -460,7 +484,9 @@ def format_scaling(records: Sequence[dict[str, Any]]) -> str:
     for r in records:
         key = (r["strategy"], r["bucket_mb"] if not r.get("bucket_cap_mb_list") else tuple(r["bucket_cap_mb_list"]))
         groups.setdefault(key, []).append(r)
-    lines = [f"{'strategy':<10} {'bucket_mb':>9} {'P':>2} {'tokens/s':>10} {'samples/s':>10} {'speedup':>8} {'efficiency':>10}"]
+    lines = [
+        f"{'strategy':<10} {'bucket_mb':>9} {'P':>2} {'tokens/s':>10} {'samples/s':>10} {'speedup':>8} {'efficiency':>10}"
+    ]
     for (strategy, bucket), rs in groups.items():
         rs = sorted(rs, key=lambda r: r["world_size"])
         base = rs[0]
@@ -477,8 +503,16 @@ def format_scaling(records: Sequence[dict[str, Any]]) -> str:
 
 def _config_key(r: dict[str, Any]) -> tuple[Any, ...]:
     caps = tuple(r["bucket_cap_mb_list"]) if r.get("bucket_cap_mb_list") else None
-    return (r["model"], r["strategy"], r["bucket_mb"], caps, r["world_size"], r["batch_size"], r.get("optimizer"),
-            r.get("link_mbit"))  # fmt: skip
+    return (
+        r["model"],
+        r["strategy"],
+        r["bucket_mb"],
+        caps,
+        r["world_size"],
+        r["batch_size"],
+        r.get("optimizer"),
+        r.get("link_mbit"),
+    )
 
 
 def combine_records(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -217,15 +217,26 @@ def check_strategy(
         bucket_mb = None
     label = strategy if isinstance(strategy, str) else getattr(strategy, "__name__", "custom")
     results: list[CheckResult] = []
-    common = dict(spec=spec, strategy=strategy, bucket_mb=bucket_mb, batch_size=batch_size, optimizer=optimizer, lr=lr,
-                  find_unused=find_unused)
+    common = dict(
+        spec=spec,
+        strategy=strategy,
+        bucket_mb=bucket_mb,
+        batch_size=batch_size,
+        optimizer=optimizer,
+        lr=lr,
+        find_unused=find_unused,
+    )
     outs = pool.run(_train_task, steps=steps, dtype_name="float64", references=("whole", "accum"), **common)
     whole = next(o["whole"] for o in outs if "whole" in o)
     accum = next(o["accum"] for o in outs if "accum" in o)
     rel = _rel(whole["max_abs_diff"], whole["max_abs_weight"])
     results.append(
         CheckResult(
-            "weights_match_single", label, rel <= WEIGHTS_RTOL, rel, WEIGHTS_RTOL,
+            "weights_match_single",
+            label,
+            rel <= WEIGHTS_RTOL,
+            rel,
+            WEIGHTS_RTOL,
             f"{steps} steps float64: max |w_ddp - w_single| = {whole['max_abs_diff']:.3g}, "
             f"max |w| = {whole['max_abs_weight']:.3g}",
         )
@@ -233,14 +244,26 @@ def check_strategy(
     rank_diff = max(o["rank_diff"] for o in outs)
     rel_rank = _rel(rank_diff, whole["max_abs_weight"])
     results.append(
-        CheckResult("ranks_agree", label, rel_rank <= RANKS_RTOL, rel_rank, RANKS_RTOL,
-                    f"max |w_rank - w_rank0| over {pool.world_size} ranks after {steps} steps = {rank_diff:.3g}")
+        CheckResult(
+            "ranks_agree",
+            label,
+            rel_rank <= RANKS_RTOL,
+            rel_rank,
+            RANKS_RTOL,
+            f"max |w_rank - w_rank0| over {pool.world_size} ranks after {steps} steps = {rank_diff:.3g}",
+        )
     )
     ddp_l, acc_l = outs[0]["losses"], accum["losses"]
     worst = max(_rel(abs(a - b), abs(b)) for a, b in zip(ddp_l, acc_l))
     results.append(
-        CheckResult("loss_matches_accumulation_f64", label, worst <= LOSS_RTOL_F64, worst, LOSS_RTOL_F64,
-                    f"{steps} steps float64: worst relative loss difference per step = {worst:.3g}")
+        CheckResult(
+            "loss_matches_accumulation_f64",
+            label,
+            worst <= LOSS_RTOL_F64,
+            worst,
+            LOSS_RTOL_F64,
+            f"{steps} steps float64: worst relative loss difference per step = {worst:.3g}",
+        )
     )
     if float32_loss:
         outs32 = pool.run(_train_task, steps=accum_steps, dtype_name="float32", references=("accum",), **common)
@@ -249,9 +272,15 @@ def check_strategy(
         rel32 = _rel(abs(a - b), abs(b))
         ok = rel32 < LOSS_RTOL_F32 and math.isfinite(a)
         results.append(
-            CheckResult("loss_matches_accumulation_f32", label, ok, rel32, LOSS_RTOL_F32,
-                        f"{accum_steps} steps float32: final loss DDP {a:.6g} vs accumulation {b:.6g} "
-                        f"(first {outs32[0]['losses'][0]:.6g})")
+            CheckResult(
+                "loss_matches_accumulation_f32",
+                label,
+                ok,
+                rel32,
+                LOSS_RTOL_F32,
+                f"{accum_steps} steps float32: final loss DDP {a:.6g} vs accumulation {b:.6g} "
+                f"(first {outs32[0]['losses'][0]:.6g})",
+            )
         )
     return results
 
@@ -262,8 +291,14 @@ def check_data_sharding(pool: Any, n: int = 37) -> list[CheckResult]:
     got = pool.run(_shard_task, n)[0]
     once = sorted(got) == list(range(n))
     results = [
-        CheckResult("sharding_covers_once", "-", once, float(len(got) - len(set(got))), 0.0,
-                    f"{n} samples over {p} ranks: {len(got)} assigned, {len(set(got))} distinct")
+        CheckResult(
+            "sharding_covers_once",
+            "-",
+            once,
+            float(len(got) - len(set(got))),
+            0.0,
+            f"{n} samples over {p} ranks: {len(got)} assigned, {len(set(got))} distinct",
+        )
     ]
     m = 8 * p
     e0, e1, e0_again = pool.run(_sampler_task, m, (0, 1, 0))[0]
@@ -272,9 +307,15 @@ def check_data_sharding(pool: Any, n: int = 37) -> list[CheckResult]:
     repeat = e0 == e0_again
     ok = covers and reshuffled and repeat
     results.append(
-        CheckResult("sampler_reshuffles", "-", ok, None, None,
-                    f"{m} samples, {p} ranks: each epoch covers once: {covers}; epoch 1 order differs from 0: "
-                    f"{reshuffled}; set_epoch(0) again repeats epoch 0: {repeat}")
+        CheckResult(
+            "sampler_reshuffles",
+            "-",
+            ok,
+            None,
+            None,
+            f"{m} samples, {p} ranks: each epoch covers once: {covers}; epoch 1 order differs from 0: "
+            f"{reshuffled}; set_epoch(0) again repeats epoch 0: {repeat}",
+        )
     )
     return results
 
@@ -302,7 +343,9 @@ def format_results(results: Sequence[CheckResult]) -> str:
     for r in results:
         val = "" if r.value is None else f"{r.value:.3g}"
         tol = "" if r.tolerance is None else f"{r.tolerance:.3g}"
-        lines.append(f"{r.strategy:<11} {r.check:<31} {'pass' if r.passed else 'FAIL':<6} {val:>10} {tol:>8}  {r.detail}")
+        lines.append(
+            f"{r.strategy:<11} {r.check:<31} {'pass' if r.passed else 'FAIL':<6} {val:>10} {tol:>8}  {r.detail}"
+        )
     n_fail = sum(not r.passed for r in results)
     lines.append(f"{len(results) - n_fail} passed, {n_fail} failed")
     return "\n".join(lines)

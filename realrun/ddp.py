@@ -514,7 +514,9 @@ def make_ddp(
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; allowed: {', '.join(STRATEGIES)}")
     if bucket_mb is not None and strategy not in BUCKET_STRATEGIES:
-        raise ValueError(f"strategy {strategy!r} has no buckets; a bucket size applies to {', '.join(BUCKET_STRATEGIES)}")
+        raise ValueError(
+            f"strategy {strategy!r} has no buckets; a bucket size applies to {', '.join(BUCKET_STRATEGIES)}"
+        )
     if bucket_mb is not None and not bucket_mb > 0:
         raise ValueError(f"bucket size must be > 0 MiB, got {bucket_mb}")
     if bucket_cap_mb_list is not None:

@@ -31,7 +31,9 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
 
-def _cpu_sdpa_flop(query_shape: Any, key_shape: Any, value_shape: Any, *args: Any, out_shape: Any = None, **kw: Any) -> int:
+def _cpu_sdpa_flop(
+    query_shape: Any, key_shape: Any, value_shape: Any, *args: Any, out_shape: Any = None, **kw: Any
+) -> int:
     # torch 2.13's registry lacks the CPU flash kernel (aten._scaled_dot_product_flash_attention_for_cpu);
     # count it as the other SDPA kernels are counted (no discount for a causal mask).
     return sdpa_flop_count(query_shape, key_shape, value_shape)

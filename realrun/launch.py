@@ -366,7 +366,9 @@ class RankPool:
                 "tasks must be module-level functions with picklable arguments"
             ) from None
         try:
-            return self._exchange(payload, float(timeout_s) if timeout_s is not None else self.timeout_s, _task_name(fn))
+            return self._exchange(
+                payload, float(timeout_s) if timeout_s is not None else self.timeout_s, _task_name(fn)
+            )
         except RunFailure:
             raise
         except BaseException:  # Ctrl-C or an error here, mid-call: the ranks are in an unknown state
@@ -410,7 +412,12 @@ class RankPool:
                         elif msg[0] == "err":
                             events[w.rank] = self._raised_event(w, msg[1], what)
                         else:
-                            events[w.rank] = _Event(w.rank, "raised", time.monotonic(), f"rank {w.rank} sent an unexpected {msg[0]!r} message")
+                            events[w.rank] = _Event(
+                                w.rank,
+                                "raised",
+                                time.monotonic(),
+                                f"rank {w.rank} sent an unexpected {msg[0]!r} message",
+                            )
                         continue
                     code = w.proc.poll()
                     if code is not None or w.eof:
@@ -497,7 +504,9 @@ class RankPool:
         # waiting for it) is the cause: lead with it, the others' errors are consequences.
         hung_first = bool(hung) and all(e.collective for e in reported)
         if hung_first and reported:
-            lines.append(f"{ranks} stopped answering during {what} (the other ranks' collectives failed waiting for it); killed")
+            lines.append(
+                f"{ranks} stopped answering during {what} (the other ranks' collectives failed waiting for it); killed"
+            )
         elif hung_first:
             lines.append(f"{ranks} did not answer within {timeout_s:g} s during {what}; killed")
         else:
@@ -589,9 +598,7 @@ def run_under_torchrun(
     from .worker import bind_device
 
     device = bind_device(backend, local_rank)
-    dist.init_process_group(
-        backend, rank=rank, world_size=world_size, timeout=datetime.timedelta(seconds=pg_timeout_s)
-    )
+    dist.init_process_group(backend, rank=rank, world_size=world_size, timeout=datetime.timedelta(seconds=pg_timeout_s))
     try:
         result = fn(RankContext(rank, world_size, backend, device, local_rank), *args, **kwargs)
         # every rank done with its collectives before any tears its group down: without it a rank

@@ -127,8 +127,7 @@ class EmulatedNetwork:
     @property
     def rank_env(self) -> list[dict[str, str]]:
         return [
-            {"GLOO_SOCKET_IFNAME": ifc, "TP_SOCKET_IFNAME": ifc, "NCCL_SOCKET_IFNAME": ifc}
-            for ifc in self.rank_ifaces
+            {"GLOO_SOCKET_IFNAME": ifc, "TP_SOCKET_IFNAME": ifc, "NCCL_SOCKET_IFNAME": ifc} for ifc in self.rank_ifaces
         ]
 
     def pool_kwargs(self) -> dict[str, Any]:
@@ -155,12 +154,25 @@ class EmulatedNetwork:
         _run(["ip", "-n", name, "link", "set", "lo", "up"])
 
     def _tbf(self, ns: str, dev: str) -> None:
-        _run([
-            "tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "tbf",
-            "rate", f"{self.link_mbit:g}mbit",
-            "burst", str(tbf_burst_bytes(self.link_mbit)),
-            "latency", f"{self.queue_latency_ms:g}ms",
-        ])  # fmt: skip
+        _run(
+            [
+                "tc",
+                "-n",
+                ns,
+                "qdisc",
+                "add",
+                "dev",
+                dev,
+                "root",
+                "tbf",
+                "rate",
+                f"{self.link_mbit:g}mbit",
+                "burst",
+                str(tbf_burst_bytes(self.link_mbit)),
+                "latency",
+                f"{self.queue_latency_ms:g}ms",
+            ]
+        )
 
     def _build(self) -> None:
         self._add_ns(self.hub)

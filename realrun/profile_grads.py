@@ -63,13 +63,16 @@ def _measure_steps(
 
     def make_hook(i: int) -> Any:
         if cuda:
+
             def hook(_p: Any) -> None:
                 ev = torch.cuda.Event(enable_timing=True)
                 ev.record()
                 stamps[i] = ev
         else:
+
             def hook(_p: Any) -> None:
                 stamps[i] = perf()
+
         return hook
 
     def clock() -> Any:
@@ -143,9 +146,7 @@ def _measure_steps(
     }
 
 
-def _profile_task(
-    ctx: Any, spec: str, batch_size: int, steps: int, warmup: int, optimizer: str
-) -> dict[str, Any]:
+def _profile_task(ctx: Any, spec: str, batch_size: int, steps: int, warmup: int, optimizer: str) -> dict[str, Any]:
     """On one rank: the workload's steps, every rank stepping at once (a barrier before each)."""
     import torch.distributed as dist
 
@@ -157,7 +158,9 @@ def _profile_task(
     device = ctx.device
     model = w.build().to(device)
     opt = make_optimizer("naive", model, optimizer)
-    batches = [cast_batch(w.make_batch(batch_size, 1000 + k * ctx.world_size + ctx.rank), device=device) for k in range(4)]
+    batches = [
+        cast_batch(w.make_batch(batch_size, 1000 + k * ctx.world_size + ctx.rank), device=device) for k in range(4)
+    ]
     out = _measure_steps(model, lambda b: w.loss(model, b), batches, opt, steps, warmup, device, dist.barrier)
     if ctx.rank == 0:
         out["env"] = environment(ctx.backend, ctx.world_size, device=device)
@@ -208,7 +211,9 @@ def profile_module(
         loss = loss_of(inputs)
     except Exception as e:  # noqa: BLE001 - the user's inputs: one clear message
         shapes = ", ".join(str(tuple(getattr(t, "shape", ()))) for t in inputs)
-        raise ValueError(f"the example inputs (shapes {shapes}) do not fit the model: {type(e).__name__}: {e}") from None
+        raise ValueError(
+            f"the example inputs (shapes {shapes}) do not fit the model: {type(e).__name__}: {e}"
+        ) from None
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
         raise ValueError("loss_fn(output) must return a scalar tensor")
     opt = make_optimizer("naive", model, optimizer)
@@ -241,14 +246,28 @@ def profile_grads(
     bs = batch_size or w.default_batch_size
     per_rank = pool.run(_profile_task, workload_spec, bs, steps, warmup, optimizer)
     return _combine(
-        per_rank, workload_spec, bs, w.tokens_per_sample, steps, warmup, optimizer,
-        ranks=pool.world_size, threads=getattr(pool, "threads_per_rank", None),
+        per_rank,
+        workload_spec,
+        bs,
+        w.tokens_per_sample,
+        steps,
+        warmup,
+        optimizer,
+        ranks=pool.world_size,
+        threads=getattr(pool, "threads_per_rank", None),
     )
 
 
 def _combine(
-    per_rank: list[dict[str, Any]], model: str, bs: int, tokens_per_sample: int, steps: int, warmup: int,
-    optimizer: str, ranks: int, threads: int | None,
+    per_rank: list[dict[str, Any]],
+    model: str,
+    bs: int,
+    tokens_per_sample: int,
+    steps: int,
+    warmup: int,
+    optimizer: str,
+    ranks: int,
+    threads: int | None,
 ) -> GradProfile:
     """Per parameter the median over steps on each rank, then the median over ranks."""
     fwd = _median([_median(r["forward_s"]) for r in per_rank])
@@ -258,7 +277,11 @@ def _combine(
     scale = free / hooked if hooked > 0 else 1.0
     specs = [
         ParamSpec(
-            name=d["name"], numel=d["numel"], dtype=d["dtype"], shape=tuple(d["shape"]), requires_grad=d["requires_grad"]
+            name=d["name"],
+            numel=d["numel"],
+            dtype=d["dtype"],
+            shape=tuple(d["shape"]),
+            requires_grad=d["requires_grad"],
         )
         for d in per_rank[0]["params"]
     ]

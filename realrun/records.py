@@ -108,7 +108,8 @@ def _seal_last_line(path: Path) -> None:
             json.loads(fh.read().decode("utf-8"))
         except ValueError:
             warnings.warn(
-                f"{path}: removed an incomplete last line ({end - start} bytes; a writer was interrupted) before appending"
+                f"{path}: removed an incomplete last line ({end - start} bytes; a writer was interrupted) before appending",
+                stacklevel=2,
             )
             fh.truncate(start)
         else:
@@ -176,7 +177,9 @@ def iter_records(path: str | Path, kind: str | None = None) -> Iterator[dict[str
             rec = json.loads(line)
         except json.JSONDecodeError:
             if lineno == len(lines):
-                warnings.warn(f"{p}: last line {lineno} is incomplete (a writer was interrupted); skipped")
+                warnings.warn(
+                    f"{p}: last line {lineno} is incomplete (a writer was interrupted); skipped", stacklevel=2
+                )
                 continue
             raise ValueError(f"{p}:{lineno}: not a JSON record") from None
         if not isinstance(rec, dict) or rec.get("schema") != RECORD_SCHEMA:

@@ -89,7 +89,9 @@ class TimelineRecorder:
             self._trainable = [p for p in net.module.parameters() if p.requires_grad]
             self._index_of = {id(p): k for k, p in enumerate(self._trainable)}
             self._bucket_members: dict[tuple[int, int, int], tuple[int, ...]] = {}
-            self._handles = [p.register_post_accumulate_grad_hook(self._param_hook(k)) for k, p in enumerate(self._trainable)]
+            self._handles = [
+                p.register_post_accumulate_grad_hook(self._param_hook(k)) for k, p in enumerate(self._trainable)
+            ]
             net.register_comm_hook(self, _timed_allreduce_hook)
         elif isinstance(net, _GradSync):
             self.kind = type(net).__name__
@@ -148,8 +150,16 @@ class TimelineRecorder:
 
     # ---- the step loop calls these ---------------------------------------------------
     def begin_step(self, t0: float) -> None:
-        self._cur = {"t0": t0, "_rows": [], "_futs": [], "_ready": {}, "_param_ready": {}, "_graph_cb": False,
-                     "_graph_end": None, "marks": {}}  # fmt: skip
+        self._cur = {
+            "t0": t0,
+            "_rows": [],
+            "_futs": [],
+            "_ready": {},
+            "_param_ready": {},
+            "_graph_cb": False,
+            "_graph_end": None,
+            "marks": {},
+        }
 
     def mark(self, name: str) -> None:
         if self._cur is not None:
@@ -177,8 +187,16 @@ class TimelineRecorder:
                 t_ready = max(ts) if ts else None
             else:
                 t_ready = step["_ready"].get(idx)
-            buckets.append({"index": idx, "bytes": int(nbytes), "n_params": int(n_params), "ready_s": rel(t_ready),
-                            "launch_s": rel(t_launch), "complete_s": rel(t_done)})  # fmt: skip
+            buckets.append(
+                {
+                    "index": idx,
+                    "bytes": int(nbytes),
+                    "n_params": int(n_params),
+                    "ready_s": rel(t_ready),
+                    "launch_s": rel(t_launch),
+                    "complete_s": rel(t_done),
+                }
+            )
         buckets.sort(key=lambda b: (b["launch_s"], b["index"]))
         return {
             "forward_end_s": marks.get("backward_start"),
@@ -220,8 +238,17 @@ def recorded_step(rec: TimelineRecorder, t0: float, net: Any, opt: Any, batch: A
 
 
 # ---- what the recording costs -----------------------------------------------------------------
-def _overhead_task(ctx: Any, spec: str, strategy: str, bucket_mb: float | None, batch_size: int, steps: int,
-                   warmup: int, optimizer: str, sides: tuple[str, ...]) -> dict[str, list[float]]:  # fmt: skip
+def _overhead_task(
+    ctx: Any,
+    spec: str,
+    strategy: str,
+    bucket_mb: float | None,
+    batch_size: int,
+    steps: int,
+    warmup: int,
+    optimizer: str,
+    sides: tuple[str, ...],
+) -> dict[str, list[float]]:
     """Copies of one configuration stepped in turn (A B C, C B A, ...): per-rank step times per side.
 
     Sides: ``plain`` (as ``bench-ddp`` runs it), ``recorded`` (a ``TimelineRecorder`` attached),
@@ -276,9 +303,16 @@ def _overhead_task(ctx: Any, spec: str, strategy: str, bucket_mb: float | None, 
     return times
 
 
-def measure_recording_overhead(pool: Any, spec: str, strategy: str, bucket_mb: float | None = None,
-                               batch_size: int | None = None, steps: int = 100, warmup: int = 5,
-                               optimizer: str = "sgd") -> dict[str, Any]:  # fmt: skip
+def measure_recording_overhead(
+    pool: Any,
+    spec: str,
+    strategy: str,
+    bucket_mb: float | None = None,
+    batch_size: int | None = None,
+    steps: int = 100,
+    warmup: int = 5,
+    optimizer: str = "sgd",
+) -> dict[str, Any]:
     """Step time with and without the timeline recording, interleaved step by step on the same ranks.
 
     Returns per side the slowest-rank step times with median, p10, p90, and the paired ratios
@@ -294,8 +328,16 @@ def measure_recording_overhead(pool: Any, spec: str, strategy: str, bucket_mb: f
     bs = batch_size or load_workload(spec).default_batch_size
     sides = ("plain", "torch_hook", "recorded") if strategy in ("torch-ddp", "sharded") else ("plain", "recorded")
     per_rank = pool.run(_overhead_task, spec, strategy, bucket_mb, bs, steps, warmup, optimizer, sides)
-    out: dict[str, Any] = {"model": spec, "strategy": strategy, "bucket_mb": bucket_mb, "batch_size": bs,
-                           "world_size": pool.world_size, "steps": steps, "warmup": warmup, "sides": list(sides)}  # fmt: skip
+    out: dict[str, Any] = {
+        "model": spec,
+        "strategy": strategy,
+        "bucket_mb": bucket_mb,
+        "batch_size": bs,
+        "world_size": pool.world_size,
+        "steps": steps,
+        "warmup": warmup,
+        "sides": list(sides),
+    }
     for side in sides:
         t = max_over_ranks([r[side] for r in per_rank])
         s = summarize(t)
@@ -307,8 +349,17 @@ def measure_recording_overhead(pool: Any, spec: str, strategy: str, bucket_mb: f
     return out
 
 
-def _timeline_task(ctx: Any, spec: str, strategy: str, bucket_mb: float | None, batch_size: int, steps: int,
-                   warmup: int, optimizer: str, baseline: bool) -> dict[str, Any]:  # fmt: skip
+def _timeline_task(
+    ctx: Any,
+    spec: str,
+    strategy: str,
+    bucket_mb: float | None,
+    batch_size: int,
+    steps: int,
+    warmup: int,
+    optimizer: str,
+    baseline: bool,
+) -> dict[str, Any]:
     """On one rank: recorded steps of one configuration; with ``baseline``, each recorded step alternates
     with a compute-only step of a bare copy of the module (no wrapper, no communication), so the
     baseline sees the same load as the recorded steps (this machine's drifts by tens of percent in minutes)."""
@@ -328,8 +379,10 @@ def _timeline_task(ctx: Any, spec: str, strategy: str, bucket_mb: float | None, 
     if baseline:
         bare = w.build().to(device)
         bare_opt = make_optimizer("naive", bare, optimizer)
-    batches = [cast_batch(w.make_batch(batch_size, 1000 + k * ctx.world_size + ctx.rank), device=device)
-               for k in range(N_BATCHES)]  # fmt: skip
+    batches = [
+        cast_batch(w.make_batch(batch_size, 1000 + k * ctx.world_size + ctx.rank), device=device)
+        for k in range(N_BATCHES)
+    ]
     times: list[float] = []
     compute: list[float] = []
     steps_tl: list[dict[str, Any]] = []

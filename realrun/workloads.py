@@ -215,7 +215,12 @@ _BUILTINS: dict[str, tuple[type, Callable, Callable[[Any], torch.Tensor], str]] 
     "mlp": (MLPConfig, _mlp, mean_square_loss, "toy MLP, 4 x 1024 wide, 3.4M parameters (13 MiB)"),
     "cnn": (CNNConfig, _cnn, mean_square_loss, "CIFAR-sized toy CNN on synthetic 3x32x32 input"),
     "micro-dlrm": (DLRMConfig, _dlrm, identity_loss, "8 embedding-bag tables + bottom/top MLP, about 1M parameters"),
-    "gpt": (GPTConfig, _gpt, identity_loss, "small GPT-style LM, 4.2M parameters (16 MiB), tied head; options n_layer, n_head, n_embd, block_size, vocab_size"),
+    "gpt": (
+        GPTConfig,
+        _gpt,
+        identity_loss,
+        "small GPT-style LM, 4.2M parameters (16 MiB), tied head; options n_layer, n_head, n_embd, block_size, vocab_size",
+    ),
 }
 
 BUILTIN_NAMES = tuple(_BUILTINS)
@@ -298,7 +303,9 @@ def _check_user_workload(w: Workload, path: Path) -> None:
         raise ValueError(f"{path}: example_batch(2) raised {type(e).__name__}: {e}") from None
     tensors = batch if isinstance(batch, tuple) else (batch,)
     if not tensors or not all(isinstance(t, torch.Tensor) for t in tensors):
-        raise ValueError(f"{path}: example_batch must return a tensor or a tuple of tensors, got {type(batch).__name__}")
+        raise ValueError(
+            f"{path}: example_batch must return a tensor or a tuple of tensors, got {type(batch).__name__}"
+        )
     if any(t.dim() == 0 or t.shape[0] != 2 for t in tensors):
         shapes = ", ".join(str(tuple(t.shape)) for t in tensors)
         raise ValueError(f"{path}: example_batch(2) must return tensors with 2 rows along dim 0, got shapes {shapes}")

@@ -269,7 +269,9 @@ class LlamaConfig:
     seq_len: int
 
 
-LLAMA3_70B = LlamaConfig(n_layer=80, hidden=8192, n_head=64, n_kv_head=8, intermediate=28672, vocab_size=128256, seq_len=8192)
+LLAMA3_70B = LlamaConfig(
+    n_layer=80, hidden=8192, n_head=64, n_kv_head=8, intermediate=28672, vocab_size=128256, seq_len=8192
+)
 
 
 def llama_params(cfg: LlamaConfig) -> list[dict[str, Any]]:
@@ -325,8 +327,16 @@ class Qwen3MoeConfig:
 
 
 QWEN3_235B = Qwen3MoeConfig(
-    n_layer=94, hidden=4096, n_head=64, n_kv_head=4, head_dim=128, moe_intermediate=1536,
-    n_experts=128, experts_per_token=8, vocab_size=151936, seq_len=4096,
+    n_layer=94,
+    hidden=4096,
+    n_head=64,
+    n_kv_head=4,
+    head_dim=128,
+    moe_intermediate=1536,
+    n_experts=128,
+    experts_per_token=8,
+    vocab_size=151936,
+    seq_len=4096,
 )
 
 

@@ -170,7 +170,7 @@ def ddp_bucket_limits(
         cap = mb_to_bytes(max(bucket_cap_mb_list))
         return cap, cap, per
     using_default = bucket_cap_mb is None
-    cap = mb_to_bytes(DEFAULT_BUCKET_CAP_MB if using_default else bucket_cap_mb)
+    cap = mb_to_bytes(DEFAULT_BUCKET_CAP_MB if bucket_cap_mb is None else bucket_cap_mb)
     first = DEFAULT_FIRST_BUCKET_BYTES if using_default else cap
     return cap, first, ()
 

@@ -40,11 +40,17 @@ def linear_time_s(msg_bytes: float, o_s: float, w_bytes_per_s: float) -> float:
     return o_s + msg_bytes / w_bytes_per_s
 
 
-def ring_allreduce_time_s(msg_bytes: float, p: int, alpha_s: float, beta_s_per_byte: float, gamma_s_per_byte: float) -> float:
+def ring_allreduce_time_s(
+    msg_bytes: float, p: int, alpha_s: float, beta_s_per_byte: float, gamma_s_per_byte: float
+) -> float:
     """Ring all-reduce (reduce-scatter then all-gather): ``2(p-1)a + 2(p-1)/p nb + (p-1)/p ng``."""
     if p <= 1:
         return 0.0
-    return 2 * (p - 1) * alpha_s + 2 * (p - 1) / p * msg_bytes * beta_s_per_byte + (p - 1) / p * msg_bytes * gamma_s_per_byte
+    return (
+        2 * (p - 1) * alpha_s
+        + 2 * (p - 1) / p * msg_bytes * beta_s_per_byte
+        + (p - 1) / p * msg_bytes * gamma_s_per_byte
+    )
 
 
 def recursive_doubling_allreduce_time_s(
@@ -62,7 +68,11 @@ def rabenseifner_allreduce_time_s(
     ``2 lg p a + 2(p-1)/p nb + (p-1)/p ng``."""
     if p <= 1:
         return 0.0
-    return 2 * _lg(p) * alpha_s + 2 * (p - 1) / p * msg_bytes * beta_s_per_byte + (p - 1) / p * msg_bytes * gamma_s_per_byte
+    return (
+        2 * _lg(p) * alpha_s
+        + 2 * (p - 1) / p * msg_bytes * beta_s_per_byte
+        + (p - 1) / p * msg_bytes * gamma_s_per_byte
+    )
 
 
 def reduce_bcast_allreduce_time_s(

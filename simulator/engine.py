@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -102,7 +102,7 @@ class Rows(Sequence[BucketRow]):
             name, msg, n_params = pl.post_names(k - n), int(pl.post_msg_bytes[k - n]), 1
         return BucketRow(k, name, msg, n_params, float(self._ready[k]), float(self._start[k]), float(self._end[k]))
 
-    def __getitem__(self, k):  # type: ignore[override]
+    def __getitem__(self, k):
         if isinstance(k, slice):
             return tuple(self._row(i) for i in range(*k.indices(len(self))))
         if k < 0:
@@ -372,7 +372,7 @@ class _Step:
         setattr(self, attr, self.env.event())
         ev.succeed()
 
-    def _progress(self, work_s: float, rate: Callable[[], float], changed: str) -> Iterator[simpy.Event]:
+    def _progress(self, work_s: float, rate: Callable[[], float], changed: str) -> Generator[simpy.Event, Any, None]:
         """Do ``work_s`` seconds of work at ``rate()``, re-timed whenever the event named ``changed`` fires."""
         env = self.env
         remaining = work_s
@@ -385,7 +385,7 @@ class _Step:
                 break
             remaining -= (env.now - t0) * r
 
-    def _compute(self, work_s: float) -> Iterator[simpy.Event]:
+    def _compute(self, work_s: float) -> Generator[simpy.Event, Any, None]:
         if work_s <= 0:
             return
         if self.comm_track:
@@ -412,7 +412,7 @@ class _Step:
         if self.contention and (was == 0) != (self.busy == 0):
             self._signal("busy_changed")
 
-    def _comm_work(self, work_s: float, shared: bool) -> Iterator[simpy.Event]:
+    def _comm_work(self, work_s: float, shared: bool) -> Generator[simpy.Event, Any, None]:
         cc = self.cost.comm_contention
         shared = shared and self.shared
         if not shared and cc == 0:
@@ -448,7 +448,7 @@ class _Step:
                 ev.succeed()
         return ev
 
-    def _channel(self) -> Iterator[simpy.Event]:
+    def _channel(self) -> Generator[simpy.Event, Any, None]:
         env = self.env
         while True:
             while not self.queue:
@@ -469,7 +469,9 @@ class _Step:
                 if c < self.n_main:
                     self.events.append((self.start_s[c], env.now, -1, "allreduce", self.plan.names(c)))
                 else:
-                    self.events.append((self.start_s[c], env.now, -1, "broadcast", self.plan.post_names(c - self.n_main)))
+                    self.events.append(
+                        (self.start_s[c], env.now, -1, "broadcast", self.plan.post_names(c - self.n_main))
+                    )
             ev = self.waiters.get(c)
             if ev is not None:
                 ev.succeed()
@@ -479,13 +481,13 @@ class _Step:
                     self.all_main_done.succeed()
 
     # ---- ranks --------------------------------------------------------------------------------
-    def _span(self, rank: int, kind: str, name: Callable[[], str], work_s: float) -> Iterator[simpy.Event]:
+    def _span(self, rank: int, kind: str, name: Callable[[], str], work_s: float) -> Generator[simpy.Event, Any, None]:
         t0 = self.env.now
         yield from self._compute(work_s)
         if self.record and work_s > 0:
             self.events.append((t0, self.env.now, rank, kind, name()))
 
-    def _rank(self, r: int) -> Iterator[simpy.Event]:
+    def _rank(self, r: int) -> Generator[simpy.Event, Any, None]:
         env, st, plan, f = self.env, self.st, self.plan, self.factors[r]
         prof = st.profile
         seg_work = st.seg_work.tolist()

@@ -70,8 +70,14 @@ class LinkLevel:
 
     def __post_init__(self) -> None:
         _require(math.isfinite(self.alpha_s) and self.alpha_s >= 0, f"alpha_s must be >= 0, got {self.alpha_s}")
-        _require(math.isfinite(self.bw_bytes_per_s) and self.bw_bytes_per_s > 0, f"bw_bytes_per_s must be > 0, got {self.bw_bytes_per_s}")
-        _require(math.isfinite(self.gamma_s_per_byte) and self.gamma_s_per_byte >= 0, f"gamma_s_per_byte must be >= 0, got {self.gamma_s_per_byte}")
+        _require(
+            math.isfinite(self.bw_bytes_per_s) and self.bw_bytes_per_s > 0,
+            f"bw_bytes_per_s must be > 0, got {self.bw_bytes_per_s}",
+        )
+        _require(
+            math.isfinite(self.gamma_s_per_byte) and self.gamma_s_per_byte >= 0,
+            f"gamma_s_per_byte must be >= 0, got {self.gamma_s_per_byte}",
+        )
         _require(len(self.algorithms) > 0, "algorithms must name at least one algorithm")
         for a in self.algorithms:
             _require(a in C.ALGORITHMS, f"unknown algorithm {a!r}; allowed: {', '.join(C.ALGORITHMS)}")
@@ -101,8 +107,10 @@ class LinkLevel:
         for key in ("alpha_s", "bw_bytes_per_s"):
             _require(key in d, f"field {where}{key!r} is missing")
         algs = d.get("algorithms", ["ring"])
-        _require(isinstance(algs, list) and all(isinstance(a, str) for a in algs),
-                 f"field '{where}algorithms' must be a list of names, got {algs!r}")  # fmt: skip
+        _require(
+            isinstance(algs, list) and all(isinstance(a, str) for a in algs),
+            f"field '{where}algorithms' must be a list of names, got {algs!r}",
+        )
         try:
             return cls(
                 alpha_s=_num(d, "alpha_s", where=where),
@@ -152,6 +160,7 @@ class NetworkSpec:
             f"network {self.name!r} needs a 'linear' block or 'intra'/'inter' levels",
         )
         if has_linear:
+            assert self.linear_o_s is not None
             _require(self.linear_o_s >= 0, f"network {self.name!r}: linear o_s must be >= 0")
             _require(
                 self.linear_w_bytes_per_s is not None and self.linear_w_bytes_per_s > 0,
@@ -281,7 +290,10 @@ class CostModel:
 
     def __post_init__(self) -> None:
         if self.network is None:
-            _require(self.o_s is not None and self.w_bytes_per_s is not None, "a cost model needs o and w, or a network")
+            _require(
+                self.o_s is not None and self.w_bytes_per_s is not None, "a cost model needs o and w, or a network"
+            )
+            assert self.o_s is not None and self.w_bytes_per_s is not None
             _require(self.o_s >= 0, f"per-call overhead o must be >= 0 s, got {self.o_s}")
             _require(self.w_bytes_per_s > 0, f"bandwidth w must be > 0, got {self.w_bytes_per_s}")
         _require(self.channels >= 1, f"channels must be >= 1, got {self.channels}")
@@ -317,7 +329,10 @@ class CostModel:
     def label(self) -> str:
         if self.network is not None:
             return self.network.name
-        return f"o={self.o_s * 1e6:.1f}us w={self.w_bytes_per_s / 1e9:.3g}GB/s ({self.w_bytes_per_s * 8 / 1e9:.3g}Gbit/s)"
+        assert self.o_s is not None and self.w_bytes_per_s is not None  # __post_init__: o and w, or a network
+        return (
+            f"o={self.o_s * 1e6:.1f}us w={self.w_bytes_per_s / 1e9:.3g}GB/s ({self.w_bytes_per_s * 8 / 1e9:.3g}Gbit/s)"
+        )
 
     # --- per call -----------------------------------------------------------
     def allreduce_parts_s(self, msg_bytes: float, p: int) -> tuple[float, float]:
@@ -350,6 +365,7 @@ class CostModel:
 
     def _affine(self, msg_bytes: float, p: int) -> tuple[float, float]:
         if self.network is None:
+            assert self.o_s is not None and self.w_bytes_per_s is not None  # __post_init__: o and w, or a network
             ref = self.ref_world_size
             if ref is None or ref == p:
                 return self.o_s, 1.0 / self.w_bytes_per_s
@@ -363,10 +379,12 @@ class CostModel:
         t0, slope = net.call_overhead_s, 0.0
         if g > 1:
             level = net.intra or net.inter
+            assert level is not None  # NetworkSpec: intra or inter when there is no linear block
             _, a0, a1 = level.best(msg_bytes, g)
             t0, slope = t0 + a0, slope + a1
         if nodes > 1:
             level = net.inter or net.intra
+            assert level is not None
             _, b0, b1 = level.best(msg_bytes / g, nodes)
             t0, slope = t0 + b0, slope + b1 / g
         return t0, slope

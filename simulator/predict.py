@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import random
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from .engine import BucketRow, Event, RunOutcome, rank_factors, simulate_step
 from .network import CostModel
@@ -115,8 +116,19 @@ def predict(
     """
     check_args(world_size, ranks, jitter_sigma, repeats)
     plan = comm_plan_arrays(profile, strategy, world_size)
-    return predict_plan(profile, cost, strategy, world_size, plan, ranks=ranks, jitter_sigma=jitter_sigma,
-                        repeats=repeats, seed=seed, record_events=record_events, model=model)
+    return predict_plan(
+        profile,
+        cost,
+        strategy,
+        world_size,
+        plan,
+        ranks=ranks,
+        jitter_sigma=jitter_sigma,
+        repeats=repeats,
+        seed=seed,
+        record_events=record_events,
+        model=model,
+    )
 
 
 def predict_plan(
@@ -142,7 +154,14 @@ def predict_plan(
         factors = rank_factors(world_size, ranks, jitter_sigma, [rng.random() for _ in range(ranks)])
         outcomes.append(
             simulate_step(
-                profile, plan, cost, world_size, factors, strategy.accum_steps, record=record_events and k == 0, model=model
+                profile,
+                plan,
+                cost,
+                world_size,
+                factors,
+                strategy.accum_steps,
+                record=record_events and k == 0,
+                model=model,
             )
         )
     times = sorted(o.step_time_s for o in outcomes)

@@ -157,7 +157,10 @@ def comm_plan(profile: GradProfile, spec: StrategySpec, world_size: int) -> Comm
     if spec.name == "flat":
         # flatten before, unflatten after: both copies counted after backward
         return CommPlan(
-            "after_backward", (Collective("flat", "allreduce", total, tuple(trainable)),), copy_in=False, copy_out_bytes=2 * total
+            "after_backward",
+            (Collective("flat", "allreduce", total, tuple(trainable)),),
+            copy_in=False,
+            copy_out_bytes=2 * total,
         )
     # The hand-written hook-driven variants launch in a fixed index order, reverse registration
     # (realrun/ddp.py: every rank must issue the same sequence, as torch's reducer walks
@@ -166,6 +169,7 @@ def comm_plan(profile: GradProfile, spec: StrategySpec, world_size: int) -> Comm
         colls = tuple(Collective(ps[i].name, "allreduce", ps[i].nbytes, (i,)) for i in reversed(trainable))
         return CommPlan("in_order", colls, copy_in=False, copy_out_bytes=0, python_hooks=True)
     if spec.name == "bucketed":
+        assert spec.bucket_mb is not None  # StrategySpec: bucketed needs a size
         colls = _bucket_colls(profile, simple_buckets(profile, spec.bucket_mb))
         return CommPlan("in_order", colls, copy_in=True, copy_out_bytes=total, python_hooks=True)
     # torch-ddp and sharded share DDP's reducer
@@ -183,7 +187,12 @@ def comm_plan(profile: GradProfile, spec: StrategySpec, world_size: int) -> Comm
         return CommPlan("in_order", colls, copy_in=True, copy_out_bytes=copy_out)
     post = tuple(Collective(f"bcast:{ps[i].name}", "broadcast", ps[i].nbytes, (i,)) for i in trainable)
     return CommPlan(
-        "in_order", colls, copy_in=True, copy_out_bytes=copy_out, optimizer_fraction=1.0 / world_size, post_optimizer=post
+        "in_order",
+        colls,
+        copy_in=True,
+        copy_out_bytes=copy_out,
+        optimizer_fraction=1.0 / world_size,
+        post_optimizer=post,
     )
 
 
@@ -312,6 +321,7 @@ def comm_plan_arrays(profile: GradProfile, spec: StrategySpec, world_size: int) 
     total = pa.total_grad_bytes
     if spec.name == "bucketed":  # reverse registration order, launched in index order (buckets.reverse_order_buckets)
         members = np.flatnonzero(pa.pos >= 0)[::-1]
+        assert spec.bucket_mb is not None  # StrategySpec: bucketed needs a size
         starts = bucket_starts(pa.nbytes[members], [mb_to_bytes(spec.bucket_mb)])
         msg, last, n = _runs(pa, members, starts)
         return PlanArrays(
@@ -344,6 +354,15 @@ def comm_plan_arrays(profile: GradProfile, spec: StrategySpec, world_size: int) 
     trainable = np.flatnonzero(pa.pos >= 0)
     names = tuple(f"bcast:{ps[i].name}" for i in trainable.tolist())
     return PlanArrays(
-        "in_order", msg, last, n, _bucket_name, True, copy_out,
-        optimizer_fraction=1.0 / world_size, post_msg_bytes=pa.nbytes[trainable], post_names=names.__getitem__, key=key,
+        "in_order",
+        msg,
+        last,
+        n,
+        _bucket_name,
+        True,
+        copy_out,
+        optimizer_fraction=1.0 / world_size,
+        post_msg_bytes=pa.nbytes[trainable],
+        post_names=names.__getitem__,
+        key=key,
     )

@@ -95,7 +95,9 @@ def sweep(
 ) -> SweepResult:
     """Predict every bucket size of the grid (default: ``default_grid_mb``) for a bucketed strategy."""
     if strategy.name not in ("bucketed", "torch-ddp", "sharded"):
-        raise ValueError(f"a bucket sweep needs a bucketed strategy (bucketed, torch-ddp, sharded), not {strategy.name!r}")
+        raise ValueError(
+            f"a bucket sweep needs a bucketed strategy (bucketed, torch-ddp, sharded), not {strategy.name!r}"
+        )
     grid = list(bucket_mb) if bucket_mb is not None else default_grid_mb(profile)
     check_args(world_size, **{k: v for k, v in predict_kw.items() if k in ("ranks", "jitter_sigma", "repeats")})
     # Many caps give the same buckets (every cap below the smallest tensor, every cap between two

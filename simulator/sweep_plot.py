@@ -23,7 +23,9 @@ def plot_sweep(sweep: Mapping[str, Any], out_png: str | Path) -> Path:
     ax.axvline(sweep["best_bucket_mb"], color="C2", lw=1, label=f"best {sweep['best_bucket_mb']:.3g} MiB")
     cf = sweep["closed_form"]
     if cf.get("best_bucket_mb"):
-        ax.axvline(cf["best_bucket_mb"], color="C3", lw=1, ls=":", label=f"closed form b* {cf['best_bucket_mb']:.3g} MiB")
+        ax.axvline(
+            cf["best_bucket_mb"], color="C3", lw=1, ls=":", label=f"closed form b* {cf['best_bucket_mb']:.3g} MiB"
+        )
     ax.set_xscale("log")
     ax.set_xlabel("bucket size (MiB)")
     ax.set_ylabel("ms")

@@ -34,7 +34,15 @@ def chrome_trace(events: Sequence[Event], meta: dict[str, Any] | None = None) ->
             pid, tid = rank, 0
         pids.add(pid)
         out.append(
-            {"name": name, "cat": kind, "ph": "X", "ts": start * 1e6, "dur": (end - start) * 1e6, "pid": pid, "tid": tid}
+            {
+                "name": name,
+                "cat": kind,
+                "ph": "X",
+                "ts": start * 1e6,
+                "dur": (end - start) * 1e6,
+                "pid": pid,
+                "tid": tid,
+            }
         )
     for pid in sorted(pids):
         label = "communication (all ranks)" if pid == COMM_PID else f"rank {pid} compute"

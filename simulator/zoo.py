@@ -191,7 +191,9 @@ class ModelSpec:
             seen.add(p.name)
         _require(isinstance(self.defaults, Mapping), f"model {self.name!r}: defaults must be an object")
         bs = self.defaults.get("batch_size", 1)
-        _require(_is_count(bs) and bs >= 1, f"model {self.name!r}: defaults.batch_size must be an integer >= 1, got {bs!r}")
+        _require(
+            _is_count(bs) and bs >= 1, f"model {self.name!r}: defaults.batch_size must be an integer >= 1, got {bs!r}"
+        )
         _require(
             _is_count(self.tokens_per_sample) and self.tokens_per_sample >= 1,
             f"model {self.name!r}: tokens_per_sample must be an integer >= 1, got {self.tokens_per_sample!r}",
@@ -263,12 +265,19 @@ class DeviceSpec:
 
     def __post_init__(self) -> None:
         _require(isinstance(self.name, str) and self.name != "", "device name must be a non-empty string")
-        _require(self.dtype in DTYPE_BYTES, f"device {self.name!r}: unknown dtype {self.dtype!r}; allowed: {', '.join(DTYPE_BYTES)}")
+        _require(
+            self.dtype in DTYPE_BYTES,
+            f"device {self.name!r}: unknown dtype {self.dtype!r}; allowed: {', '.join(DTYPE_BYTES)}",
+        )
         for key in ("peak_flops", "mem_bw_bytes_per_s"):
             v = getattr(self, key)
             _require(_is_number(v) and v > 0, f"device {self.name!r}: {key} must be a number > 0, got {v!r}")
-        _require(_is_number(self.mfu) and 0 < self.mfu <= 1, f"device {self.name!r}: mfu must be in (0, 1], got {self.mfu!r}")
-        _require(isinstance(self.source, Mapping), f"device {self.name!r}: source must be an object with one entry per value")
+        _require(
+            _is_number(self.mfu) and 0 < self.mfu <= 1, f"device {self.name!r}: mfu must be in (0, 1], got {self.mfu!r}"
+        )
+        _require(
+            isinstance(self.source, Mapping), f"device {self.name!r}: source must be an object with one entry per value"
+        )
         missing = [k for k in ("peak_flops", "mem_bw_bytes_per_s", "mfu") if not self.source.get(k)]
         _require(not missing, f"device {self.name!r}: no source given for {', '.join(missing)}")
 
@@ -386,8 +395,7 @@ def profile_from_flops(
         op_flops = sum(spec.params[i].fwd_flops_per_sample for i in group)
         bwd_s[group[-1]] = BACKWARD_FLOPS_PER_FORWARD_FLOP * batch * op_flops / rate_flops
     params = tuple(
-        ParamSpec(name=p.name, numel=p.numel, dtype=p.dtype, bwd_s=t, shape=p.shape)
-        for p, t in zip(spec.params, bwd_s)
+        ParamSpec(name=p.name, numel=p.numel, dtype=p.dtype, bwd_s=t, shape=p.shape) for p, t in zip(spec.params, bwd_s)
     )
     fwd_flops_per_step = batch * spec.fwd_flops_per_sample
     return GradProfile(
@@ -435,7 +443,7 @@ def load_profile(
             f"(built-in name or {MODEL_SCHEMA} file)",
         )
         return GradProfile.load(path)
-    return profile_from_flops(load_model_spec(spec), device or DEFAULT_DEVICE, batch_size)
+    return profile_from_flops(load_model_spec(str(spec)), device or DEFAULT_DEVICE, batch_size)
 
 
 def model_summary(name: str | ModelSpec) -> dict[str, Any]:

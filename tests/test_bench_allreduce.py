@@ -80,7 +80,16 @@ def test_record_uses_the_slowest_rank_and_nccl_tests_bandwidths():
     assert bc["kind"] == "broadcast" and bc["busbw_gbps"] == bc["algbw_gbps"]
     table = ba.format_table([rec, bc]).splitlines()
     assert "median of separated calls" in table[1]
-    assert table[2].split()[1:9] == ["impl", "size", "count", "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong"]
+    assert table[2].split()[1:9] == [
+        "impl",
+        "size",
+        "count",
+        "type",
+        "time(us)",
+        "algbw(GB/s)",
+        "busbw(GB/s)",
+        "#wrong",
+    ]
     assert table[3].split()[:8] == ["native", "8000000", "2000000", "float32", "3000.0", "2.667", "4.000", "n/a"]
     assert table[-1].startswith("# Avg bus bandwidth")
 
@@ -101,11 +110,18 @@ class FakeRanks:
 
 @pytest.mark.parametrize("interleave, expected_calls", [(False, 4), (True, 2)])
 def test_sweep_measures_impls_apart_or_interleaved(interleave, expected_calls):
-    spec = ba.AllreduceBenchSpec(sizes_bytes=(4096, 8192), impls=("native", "ring"), iters=2, warmup=0, interleave=interleave)
+    spec = ba.AllreduceBenchSpec(
+        sizes_bytes=(4096, 8192), impls=("native", "ring"), iters=2, warmup=0, interleave=interleave
+    )
     fake = FakeRanks()
     recs = ba.sweep(spec, 2, fake, RecordWriter(None), False, "run", 0.0)
     assert len(fake.asked) == expected_calls
-    assert [(r["msg_bytes"], r["impl"]) for r in recs] == [(4096, "native"), (4096, "ring"), (8192, "native"), (8192, "ring")]
+    assert [(r["msg_bytes"], r["impl"]) for r in recs] == [
+        (4096, "native"),
+        (4096, "ring"),
+        (8192, "native"),
+        (8192, "ring"),
+    ]
     assert {r["interleaved"] for r in recs} == {interleave}
     assert recs[0]["times_s"] == [0.002, 0.002]  # the slower rank
 
@@ -155,8 +171,24 @@ def test_bad_input_exits_2_with_one_line(argv, message, capsys):
 @pytest.mark.slow
 def test_bench_end_to_end_writes_records_table_and_plot(tmp_path, capsys):
     out, png = tmp_path / "r.jsonl", tmp_path / "r.png"
-    argv = ["bench-allreduce", "--world-size", "2", "--sizes", "4K,64K", "--impl", "native,ring,naive,broadcast",
-            "--iters", "6", "--warmup", "1", "--out", str(out), "--plot", str(png), "--interleave"]  # fmt: skip
+    argv = [
+        "bench-allreduce",
+        "--world-size",
+        "2",
+        "--sizes",
+        "4K,64K",
+        "--impl",
+        "native,ring,naive,broadcast",
+        "--iters",
+        "6",
+        "--warmup",
+        "1",
+        "--out",
+        str(out),
+        "--plot",
+        str(png),
+        "--interleave",
+    ]
     assert _main(argv) == 0
     captured = capsys.readouterr()
     recs = read_records(out)
@@ -182,9 +214,26 @@ def test_bench_end_to_end_writes_records_table_and_plot(tmp_path, capsys):
 @pytest.mark.slow
 def test_python_m_ddpsim_under_torchrun(tmp_path):
     out = tmp_path / "tr.jsonl"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-           "-m", "ddpsim", "bench-allreduce", "--sizes", "4K", "--iters", "3", "--warmup", "1", "--json",
-           "--out", str(out)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        "-m",
+        "ddpsim",
+        "bench-allreduce",
+        "--sizes",
+        "4K",
+        "--iters",
+        "3",
+        "--warmup",
+        "1",
+        "--json",
+        "--out",
+        str(out),
+    ]
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # gloo on CPU, also on a machine with a GPU
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -29,11 +29,17 @@ def pool(rank_pool):
 
 def test_measure_ddp_record(pool, tmp_path):
     comp = measure_compute(pool, TINY_GPT, batch_size=4, steps=5, warmup=1)
-    rec = measure_ddp(pool, TINY_GPT, "torch-ddp", bucket_mb=0.01, batch_size=4, steps=5, warmup=2, compute=comp,
-                      trace_dir=tmp_path)  # fmt: skip
+    rec = measure_ddp(
+        pool, TINY_GPT, "torch-ddp", bucket_mb=0.01, batch_size=4, steps=5, warmup=2, compute=comp, trace_dir=tmp_path
+    )
     assert rec["kind"] == "ddp_step" and rec["schema"] == "ddpsim.record/1"
     assert (rec["model"], rec["strategy"], rec["bucket_mb"], rec["world_size"], rec["backend"]) == (
-        TINY_GPT, "torch-ddp", 0.01, 2, "gloo")
+        TINY_GPT,
+        "torch-ddp",
+        0.01,
+        2,
+        "gloo",
+    )
     # the step time of a step is the slower rank's; statistics are of those raw times
     per_rank = rec["rank_step_times_s"]
     assert rec["step_times_s"] == [max(a, b) for a, b in zip(*per_rank)] and len(rec["step_times_s"]) == 5
@@ -59,11 +65,30 @@ def test_measure_ddp_strategies_without_buckets_record_null(pool):
 
 
 def _rec(strategy, bucket, times, comp, world=2, rnd=0):
-    return {"model": "m", "strategy": strategy, "bucket_mb": bucket, "bucket_cap_mb_list": None, "world_size": world,
-            "batch_size": 4, "optimizer": "sgd", "link_mbit": None, "steps": len(times), "step_times_s": times,
-            "rank_step_times_s": [times, times], "compute_step_times_s": comp, "tokens_per_sample": 10,
-            "peak_mem_bytes": 100 + rnd, "round": rnd, "median_s": 0, "p10_s": 0, "p90_s": 0,
-            "compute_median_s": 0, "exposed_comm_s": 0, "samples_per_s": 0, "tokens_per_s": 0}  # fmt: skip
+    return {
+        "model": "m",
+        "strategy": strategy,
+        "bucket_mb": bucket,
+        "bucket_cap_mb_list": None,
+        "world_size": world,
+        "batch_size": 4,
+        "optimizer": "sgd",
+        "link_mbit": None,
+        "steps": len(times),
+        "step_times_s": times,
+        "rank_step_times_s": [times, times],
+        "compute_step_times_s": comp,
+        "tokens_per_sample": 10,
+        "peak_mem_bytes": 100 + rnd,
+        "round": rnd,
+        "median_s": 0,
+        "p10_s": 0,
+        "p90_s": 0,
+        "compute_median_s": 0,
+        "exposed_comm_s": 0,
+        "samples_per_s": 0,
+        "tokens_per_s": 0,
+    }
 
 
 def test_combine_records_concatenates_rounds():
@@ -78,8 +103,9 @@ def test_combine_records_concatenates_rounds():
     assert m["samples_per_s"] == pytest.approx(2 * 4 / 0.20) and m["tokens_per_s"] == pytest.approx(400.0)
     assert m["peak_mem_bytes"] == 101 and "round" not in m
     assert "bucketed" in format_table(out)
-    scaling = format_scaling(combine_records([_rec("flat", None, [0.1], [0.1], world=1),
-                                              _rec("flat", None, [0.1], [0.1], world=2)]))
+    scaling = format_scaling(
+        combine_records([_rec("flat", None, [0.1], [0.1], world=1), _rec("flat", None, [0.1], [0.1], world=2)])
+    )
     # P=1: 4/0.1 = 40 samples/s; P=2: 80 samples/s -> speed-up 2.00, efficiency 100%
     assert " 2.00" in scaling and "100.0%" in scaling
 
@@ -108,22 +134,48 @@ def test_profile_grads(pool, tmp_path):
 
 def test_bench_ddp_command(tmp_path, capsys):
     out = tmp_path / "r.jsonl"
-    rc = ddpsim(["bench-ddp", "--model", TINY_GPT, "--strategy", "bucketed,flat", "--bucket-mb", "0.01,1",
-                 "--steps", "3", "--warmup", "1", "--rounds", "2", "--batch-size", "2", "--out", str(out), "--json"])  # fmt: skip
+    rc = ddpsim(
+        [
+            "bench-ddp",
+            "--model",
+            TINY_GPT,
+            "--strategy",
+            "bucketed,flat",
+            "--bucket-mb",
+            "0.01,1",
+            "--steps",
+            "3",
+            "--warmup",
+            "1",
+            "--rounds",
+            "2",
+            "--batch-size",
+            "2",
+            "--out",
+            str(out),
+            "--json",
+        ]
+    )
     assert rc == 0
     combined = json.loads(capsys.readouterr().out)["results"]
     recs = read_records(out, "ddp_step")
     # 3 configurations (bucketed 0.01, bucketed 1, flat) x 2 rounds, appended as taken
     assert [(r["strategy"], r["bucket_mb"], r["round"]) for r in recs] == [
-        ("bucketed", 0.01, 0), ("bucketed", 1.0, 0), ("flat", None, 0),
-        ("bucketed", 0.01, 1), ("bucketed", 1.0, 1), ("flat", None, 1)]  # fmt: skip
+        ("bucketed", 0.01, 0),
+        ("bucketed", 1.0, 0),
+        ("flat", None, 0),
+        ("bucketed", 0.01, 1),
+        ("bucketed", 1.0, 1),
+        ("flat", None, 1),
+    ]
     assert [len(c["step_times_s"]) for c in combined] == [6, 6, 6]
 
 
 def test_check_command_fails_on_batchnorm(capsys):
     # BatchNorm's statistics depend on the shard: DDP cannot equal whole-batch training -> exit 1
-    rc = ddpsim(["check", "--model", f"{ROOT}/tests/data/bn_model.py:build", "--strategy", "bucketed",
-                 "--accum-steps", "3"])  # fmt: skip
+    rc = ddpsim(
+        ["check", "--model", f"{ROOT}/tests/data/bn_model.py:build", "--strategy", "bucketed", "--accum-steps", "3"]
+    )
     out = capsys.readouterr().out
     assert rc == 1
     assert "weights_match_single            FAIL" in out and "sharding_covers_once            pass" in out
@@ -150,9 +202,30 @@ def test_bench_ddp_under_torchrun(tmp_path):
     import sys
 
     out = tmp_path / "tr.jsonl"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "ddpsim",
-           "bench-ddp", "--model", TINY_GPT, "--strategy", "bucketed", "--bucket-mb", "1", "--steps", "2",
-           "--warmup", "1", "--json", "--out", str(out)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        "-m",
+        "ddpsim",
+        "bench-ddp",
+        "--model",
+        TINY_GPT,
+        "--strategy",
+        "bucketed",
+        "--bucket-mb",
+        "1",
+        "--steps",
+        "2",
+        "--warmup",
+        "1",
+        "--json",
+        "--out",
+        str(out),
+    ]
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # the CPU path (gloo), also on a machine with a GPU
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=180, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -164,8 +237,9 @@ def test_bench_ddp_under_torchrun(tmp_path):
 def test_measure_interleaved_pairs_steps(pool):
     from realrun.bench_ddp import measure_interleaved
 
-    res = measure_interleaved(pool, TINY_GPT, [("torch-ddp", 1.0), ("bucketed", 1.0), ("compute", None)],
-                              batch_size=2, steps=4, warmup=1)  # fmt: skip
+    res = measure_interleaved(
+        pool, TINY_GPT, [("torch-ddp", 1.0), ("bucketed", 1.0), ("compute", None)], batch_size=2, steps=4, warmup=1
+    )
     assert [(r["strategy"], len(r["step_times_s"])) for r in res] == [("torch-ddp", 4), ("bucketed", 4), ("compute", 4)]
     first, second = res[0]["step_times_s"], res[1]["step_times_s"]
     # the paired ratio is the median of per-round ratios, not a ratio of medians

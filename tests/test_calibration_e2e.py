@@ -63,8 +63,9 @@ def pool(rank_pool):
 def calibrated(pool, tmp_path_factory):
     d = tmp_path_factory.mktemp("calibrate")
     said: list[str] = []
-    spec = CalibrateSpec(model=TINY, sizes_bytes=SIZES, profile_steps=STEPS, contention_steps=STEPS,
-                         records=str(d / "calibration.jsonl"))  # fmt: skip
+    spec = CalibrateSpec(
+        model=TINY, sizes_bytes=SIZES, profile_steps=STEPS, contention_steps=STEPS, records=str(d / "calibration.jsonl")
+    )
     params = calibrate_on_pool(pool, spec, said.append)
     return params, params.save(d / "params.json"), Path(spec.records), said
 
@@ -72,8 +73,15 @@ def calibrated(pool, tmp_path_factory):
 @pytest.fixture(scope="module")
 def validated(pool, calibrated):
     params, params_path, _, _ = calibrated
-    spec = ValidateSpec(model=TINY, strategies=STRATEGIES, bucket_mb=BUCKETS_MB, steps=STEPS, warmup=1, rounds=2,
-                        out=str(params_path.parent / "validation.jsonl"))  # fmt: skip
+    spec = ValidateSpec(
+        model=TINY,
+        strategies=STRATEGIES,
+        bucket_mb=BUCKETS_MB,
+        steps=STEPS,
+        warmup=1,
+        rounds=2,
+        out=str(params_path.parent / "validation.jsonl"),
+    )
     return validate_on_pool(pool, params, spec, lambda msg: None), Path(spec.out)
 
 
@@ -104,8 +112,17 @@ def test_calibrated_params_are_positive_finite_and_of_this_run(calibrated):
     assert prof.total_grad_bytes == 4 * sum(p.numel() for p in module.parameters())
     assert prof.forward_s > 0 and prof.backward_s > 0
     # a progress line per phase
-    for phase in ("all-reduce and broadcast at 3 sizes, 4 KiB to 1 MiB", "all-reduce fit of medians", "all-reduce fit of means",
-                  "broadcast fit", "all-reduce streams", "streams: o =", "memory copy", "profiling", "contention:"):
+    for phase in (
+        "all-reduce and broadcast at 3 sizes, 4 KiB to 1 MiB",
+        "all-reduce fit of medians",
+        "all-reduce fit of means",
+        "broadcast fit",
+        "all-reduce streams",
+        "streams: o =",
+        "memory copy",
+        "profiling",
+        "contention:",
+    ):
         assert any(line.startswith(phase) for line in said), (phase, said)
 
 
@@ -113,7 +130,13 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
     params, _, records, _ = calibrated
     recs = read_records(records)
     # 3 sizes swept (native), the same 3 as back-to-back streams (impl "stream"), 3 broadcasts
-    assert Counter(r["kind"] for r in recs) == {"allreduce": 6, "broadcast": 3, "memcpy": 1, "profile": 1, "contention": 1}
+    assert Counter(r["kind"] for r in recs) == {
+        "allreduce": 6,
+        "broadcast": 3,
+        "memcpy": 1,
+        "profile": 1,
+        "contention": 1,
+    }
     ar = [r for r in recs if r["kind"] == "allreduce" and r["impl"] == "native"]
     streams = [r for r in recs if r["kind"] == "allreduce" and r["impl"] == "stream"]
     assert tuple(r["msg_bytes"] for r in ar) == SIZES == tuple(r["msg_bytes"] for r in streams)
@@ -121,15 +144,21 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
     # w: the mean call time over the sweep; o: the mean per-call time of consecutive calls (streams)
     sweep, stream = fit_linear(ar, world_size=2, statistic="mean"), fit_linear(streams, impl="stream", statistic="mean")
     assert (params.linear.w_bytes_per_s, params.linear.o_s, params.linear.o_ci_s) == (
-        sweep.w_bytes_per_s, stream.o_s, stream.o_ci_s)
+        sweep.w_bytes_per_s,
+        stream.o_s,
+        stream.o_ci_s,
+    )
     assert stream.to_dict() == params.probes["stream_fit"]
     assert fit_linear(ar, world_size=2).to_dict() == params.probes["allreduce_median_fit"]
     bc = [dict(r, kind="allreduce") for r in recs if r["kind"] == "broadcast"]
     assert fit_linear(bc, impl="broadcast", world_size=2, statistic="mean") == params.broadcast
     assert params.linear.n_samples == sum(len(r["times_s"]) for r in ar)
     (mem,) = [r for r in recs if r["kind"] == "memcpy"]
-    assert mem["copy_bytes_per_s"] == params.copy_bytes_per_s == statistics.median(
-        p["copy_bytes_per_s"] for p in mem["per_rank"])
+    assert (
+        mem["copy_bytes_per_s"]
+        == params.copy_bytes_per_s
+        == statistics.median(p["copy_bytes_per_s"] for p in mem["per_rank"])
+    )
     (cont,) = [r for r in recs if r["kind"] == "contention"]
     refit = fit_probe(cont["per_rank"])
     assert refit["contention_c"] == cont["contention_c"] == params.contention_c
@@ -160,13 +189,24 @@ def test_validation_rows_recompute(validated, calibrated):
     params = calibrated[0]
     rows = res["rows"]
     assert (res["schema"], res["model"], res["world_size"], res["backend"], res["link_mbit"]) == (
-        VALIDATION_SCHEMA, TINY, 2, "gloo", None)
+        VALIDATION_SCHEMA,
+        TINY,
+        2,
+        "gloo",
+        None,
+    )
     assert [(r["strategy"], r["bucket_mb"]) for r in rows] == [(s, b) for s in STRATEGIES for b in BUCKETS_MB]
     assert res["n_configs"] == len(rows) == 4
     prof = params.profile()
     for r in rows:
-        for k in ("measured_median_s", "measured_p10_s", "measured_p90_s", "measured_compute_s", "predicted_step_s",
-                  "predicted_compute_s"):
+        for k in (
+            "measured_median_s",
+            "measured_p10_s",
+            "measured_p90_s",
+            "measured_compute_s",
+            "predicted_step_s",
+            "predicted_compute_s",
+        ):
             assert _positive_finite(r[k]), (k, r)
         assert r["measured_p10_s"] <= r["measured_median_s"] <= r["measured_p90_s"]
         expected_err = (r["predicted_step_s"] - r["measured_median_s"]) / r["measured_median_s"] * 100
@@ -273,14 +313,18 @@ def test_appending_after_a_torn_line_loses_nothing(calibrated, tmp_path):
 def test_empty_measurement_is_a_clear_error(calibrated, tmp_path, capsys):
     _, _, records, _ = calibrated
     no_ar = tmp_path / "no_allreduce.jsonl"
-    no_ar.write_text("".join(line + "\n" for line in records.read_text().splitlines() if '"kind":"allreduce"' not in line))
+    no_ar.write_text(
+        "".join(line + "\n" for line in records.read_text().splitlines() if '"kind":"allreduce"' not in line)
+    )
     kinds = r"kinds found: broadcast, contention, memcpy, profile"
     with pytest.raises(ValueError, match=rf"none of the 6 records is an all-reduce measurement \({kinds}\)"):
         fit_linear(read_records(no_ar))
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    for path, msg in ((no_ar, "none of the 6 records is an all-reduce measurement"),
-                      (empty, "no records given: the measurement is empty")):
+    for path, msg in (
+        (no_ar, "none of the 6 records is an all-reduce measurement"),
+        (empty, "no records given: the measurement is empty"),
+    ):
         assert ddpsim(["plot", "--allreduce", str(path), "--plot-dir", str(tmp_path / "plots")]) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"ddpsim: error: {path}: {msg}") and err.count("\n") == 1, err
@@ -290,8 +334,10 @@ def test_empty_measurement_is_a_clear_error(calibrated, tmp_path, capsys):
 @pytest.fixture
 def no_ranks(monkeypatch):
     """Fail the test if a command starts ranks (bad input must be caught before that)."""
+
     def refuse(*a, **k):
         raise AssertionError("ranks were started")
+
     monkeypatch.setattr(calibrate_mod, "open_pool", refuse)
 
 
@@ -301,21 +347,28 @@ def test_params_of_another_schema_exit_2_with_one_line(calibrated, tmp_path, cap
     bad.write_text(json.dumps(dict(json.loads(path.read_text()), schema="ddpsim.params/0")))
     assert ddpsim(["validate", "--params", str(bad), "--model", TINY]) == 2
     err = capsys.readouterr().err
-    assert err == (f"ddpsim: error: params {bad}: params schema is 'ddpsim.params/0'; this ddpsim reads "
-                   "'ddpsim.params/1' (re-run ddpsim calibrate)\n")  # fmt: skip
+    assert err == (
+        f"ddpsim: error: params {bad}: params schema is 'ddpsim.params/0'; this ddpsim reads "
+        "'ddpsim.params/1' (re-run ddpsim calibrate)\n"
+    )
     # params of another model: refused before any rank starts
     assert ddpsim(["validate", "--params", str(path), "--model", "gpt"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"ddpsim: error: params were calibrated on model '{TINY}', not 'gpt'") and err.count("\n") == 1
+    assert (
+        err.startswith(f"ddpsim: error: params were calibrated on model '{TINY}', not 'gpt'") and err.count("\n") == 1
+    )
 
 
-@pytest.mark.parametrize("argv, msg", [
-    (["calibrate", "--world-size", "0"], "argument --world-size: must be >= 1, got 0"),
-    (["validate", "--world-size", "0"], "argument --world-size: must be >= 1, got 0"),
-    (["calibrate", "--world-size", "1"], "calibration needs at least 2 ranks to communicate, got --world-size 1"),
-    (["calibrate", "--sizes", "4K"], "argument --sizes: give at least two message sizes"),
-    (["calibrate", "--sizes", "4K,6"], "argument --sizes: message sizes must be whole float32 elements"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv, msg",
+    [
+        (["calibrate", "--world-size", "0"], "argument --world-size: must be >= 1, got 0"),
+        (["validate", "--world-size", "0"], "argument --world-size: must be >= 1, got 0"),
+        (["calibrate", "--world-size", "1"], "calibration needs at least 2 ranks to communicate, got --world-size 1"),
+        (["calibrate", "--sizes", "4K"], "argument --sizes: give at least two message sizes"),
+        (["calibrate", "--sizes", "4K,6"], "argument --sizes: message sizes must be whole float32 elements"),
+    ],
+)
 def test_bad_arguments_exit_2_with_one_line(argv, msg, capsys, no_ranks, tmp_path):
     assert _exit_code(argv + ["--out", str(tmp_path / "out.json")]) == 2
     err = capsys.readouterr().err
@@ -358,8 +411,18 @@ def test_validation_keeps_rounds_measured_before_a_failure(calibrated, tmp_path,
         calls.append([c[:2] for c in cfgs])
         if len(calls) == 2:
             raise RunFailure("rank 1 died (simulated)")
-        return [{"strategy": c[0], "bucket_mb": c[1], "model": model, "step_times_s": [0.020] * steps,
-                 "median_s": 0.020, "p10_s": 0.020, "p90_s": 0.020} for c in cfgs]  # fmt: skip
+        return [
+            {
+                "strategy": c[0],
+                "bucket_mb": c[1],
+                "model": model,
+                "step_times_s": [0.020] * steps,
+                "median_s": 0.020,
+                "p10_s": 0.020,
+                "p90_s": 0.020,
+            }
+            for c in cfgs
+        ]
 
     monkeypatch.setattr(bench_ddp, "measure_interleaved", fake_interleaved)
     fake_pool = type("FakePool", (), {"world_size": 2, "backend": "gloo"})()
@@ -370,14 +433,22 @@ def test_validation_keeps_rounds_measured_before_a_failure(calibrated, tmp_path,
     kept = read_records(out)
     assert calls[0] == [("compute", None), ("torch-ddp", 0.0625), ("torch-ddp", 1.0)]
     assert [(r["round"], r["strategy"], r["bucket_mb"]) for r in kept] == [
-        (0, "compute", None), (0, "torch-ddp", 0.0625), (0, "torch-ddp", 1.0)]
+        (0, "compute", None),
+        (0, "torch-ddp", 0.0625),
+        (0, "torch-ddp", 1.0),
+    ]
     assert all(r["step_times_s"] == [0.020, 0.020] for r in kept)
 
 
 # ---- the CLI contract (one subprocess each: starting ranks costs seconds) -------------
 def _ddpsim_json(args: list[str], cwd: Path) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "ddpsim", *args, "--json", "--quiet"], cwd=cwd,
-                          capture_output=True, text=True, timeout=240)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "ddpsim", *args, "--json", "--quiet"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     env = json.loads(proc.stdout)
     assert env["schema"] == "ddpsim.cli/1" and env["command"] == args[0]
@@ -386,23 +457,62 @@ def _ddpsim_json(args: list[str], cwd: Path) -> dict:
 
 def test_cli_calibrate_json_contract(tmp_path):
     out, recs = tmp_path / "params.json", tmp_path / "calibration.jsonl"
-    d = _ddpsim_json(["calibrate", "--model", TINY, "--sizes", "4K,64K", "--profile-steps", "3",
-                      "--contention-steps", "3", "--out", str(out), "--records", str(recs)], tmp_path)  # fmt: skip
+    d = _ddpsim_json(
+        [
+            "calibrate",
+            "--model",
+            TINY,
+            "--sizes",
+            "4K,64K",
+            "--profile-steps",
+            "3",
+            "--contention-steps",
+            "3",
+            "--out",
+            str(out),
+            "--records",
+            str(recs),
+        ],
+        tmp_path,
+    )
     assert _positive_finite(d["o_us"]) and _positive_finite(d["w_gbps"])  # units as in `ddpsim predict`
     params = Params.load(out)
     assert (d["o_us"], d["w_gbps"], d["params_file"]) == (params.o_us, params.w_gbps, str(out))
     assert d["linear"]["sizes_bytes"] == [4096, 65536]
     # the sweep, then the same sizes as back-to-back streams
     assert [(r["impl"], r["msg_bytes"]) for r in read_records(recs, "allreduce")] == [
-        ("native", 4096), ("native", 65536), ("stream", 4096), ("stream", 65536)]
+        ("native", 4096),
+        ("native", 65536),
+        ("stream", 4096),
+        ("stream", 65536),
+    ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["calibration.jsonl", "params.json"]  # nothing else written
 
 
 def test_cli_validate_json_contract(calibrated, tmp_path):
     _, path, _, _ = calibrated
-    d = _ddpsim_json(["validate", "--params", str(path), "--model", TINY, "--strategy", "torch-ddp", "--bucket-mb",
-                      "0.0625,1", "--steps", "3", "--warmup", "1", "--out", str(tmp_path / "v.json"),
-                      "--records", str(tmp_path / "v.jsonl")], tmp_path)  # fmt: skip
+    d = _ddpsim_json(
+        [
+            "validate",
+            "--params",
+            str(path),
+            "--model",
+            TINY,
+            "--strategy",
+            "torch-ddp",
+            "--bucket-mb",
+            "0.0625,1",
+            "--steps",
+            "3",
+            "--warmup",
+            "1",
+            "--out",
+            str(tmp_path / "v.json"),
+            "--records",
+            str(tmp_path / "v.jsonl"),
+        ],
+        tmp_path,
+    )
     rows = d["rows"]
     assert [(r["strategy"], r["bucket_mb"]) for r in rows] == [("torch-ddp", 0.0625), ("torch-ddp", 1.0)]
     for r in rows:

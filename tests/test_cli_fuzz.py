@@ -228,13 +228,20 @@ def tmp(tmp_path_factory) -> Path:
     (d / "notjson.json").write_text('{"schema": ')
     (d / "list.json").write_text("[1, 2, 3]\n")
     (d / "rows_other.json").write_text(json.dumps({"rows": [{"name": "x", "value": 3}]}))
-    (d / "prof_numel.json").write_text(json.dumps({"schema": "ddpsim.profile/1", "model": "x",
-                                                   "params": [{"name": "w", "numel": "abc"}]}))  # fmt: skip
+    (d / "prof_numel.json").write_text(
+        json.dumps({"schema": "ddpsim.profile/1", "model": "x", "params": [{"name": "w", "numel": "abc"}]})
+    )
     (d / "prof_params5.json").write_text(json.dumps({"schema": "ddpsim.profile/1", "model": "x", "params": 5}))
     (d / "exits.py").write_text("import sys\nsys.exit(0)\n")
     (d / "raises.py").write_text("raise RuntimeError('broken user module')\n")
-    net = {"schema": "ddpsim.network/1", "name": "n", "backend": "nccl", "gpus_per_node": 8,
-           "intra": {"alpha_s": 1e-6, "bw_bytes_per_s": 1e11}, "inter": {"alpha_s": 5e-6, "bw_bytes_per_s": 2.5e10}}  # fmt: skip
+    net = {
+        "schema": "ddpsim.network/1",
+        "name": "n",
+        "backend": "nccl",
+        "gpus_per_node": 8,
+        "intra": {"alpha_s": 1e-6, "bw_bytes_per_s": 1e11},
+        "inter": {"alpha_s": 5e-6, "bw_bytes_per_s": 2.5e10},
+    }
     for name, patch in {
         "net_intra5": {"intra": 5},
         "net_algs_empty": {"intra": {"alpha_s": 1e-6, "bw_bytes_per_s": 1e11, "algorithms": []}},
@@ -311,8 +318,13 @@ def test_missing_torch_says_how_to_install():
 
 def test_broken_pipe_is_silent():
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    p = subprocess.Popen([sys.executable, "-m", "ddpsim", "sweep", "--model", "gpt2-small"], cwd=ROOT, env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    p = subprocess.Popen(
+        [sys.executable, "-m", "ddpsim", "sweep", "--model", "gpt2-small"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     p.stdout.close()  # the reader leaves at once, like `| head -0`
     err = p.stderr.read().decode()
     p.wait(timeout=120)
@@ -325,7 +337,18 @@ def test_version():
 
 
 def test_every_flag_help_has_its_default(capsys):
-    for cmd in ("predict", "sweep", "bench-allreduce", "check", "profile", "bench-ddp", "calibrate", "validate", "plot", "tune"):
+    for cmd in (
+        "predict",
+        "sweep",
+        "bench-allreduce",
+        "check",
+        "profile",
+        "bench-ddp",
+        "calibrate",
+        "validate",
+        "plot",
+        "tune",
+    ):
         assert main([cmd, "--help"]) == 0
         out = capsys.readouterr().out
         assert "--json" in out and "--quiet" in out, cmd

@@ -27,8 +27,23 @@ def run_exit(capsys, *argv):
 def test_predict_json_contract(capsys, tmp_path):
     trace = tmp_path / "t.json"
     code, out, _ = run_cli(
-        capsys, "predict", "--model", "gpt2-small", "--world-size", "8", "--o-us", "50", "--w-gbps", "100",
-        "--strategy", "torch-ddp", "--bucket-mb", "25", "--json", "--trace", str(trace),
+        capsys,
+        "predict",
+        "--model",
+        "gpt2-small",
+        "--world-size",
+        "8",
+        "--o-us",
+        "50",
+        "--w-gbps",
+        "100",
+        "--strategy",
+        "torch-ddp",
+        "--bucket-mb",
+        "25",
+        "--json",
+        "--trace",
+        str(trace),
     )
     assert code == 0
     env = json.loads(out)
@@ -43,7 +58,9 @@ def test_predict_json_contract(capsys, tmp_path):
 
 
 def test_predict_table(capsys):
-    code, out, err = run_cli(capsys, "predict", "--model", "bert-base", "--world-size", "16", "--network", "nccl-a100-ib")
+    code, out, err = run_cli(
+        capsys, "predict", "--model", "bert-base", "--world-size", "16", "--network", "nccl-a100-ib"
+    )
     assert code == 0, err
     assert "step time" in out and "exposed comm" in out
 
@@ -51,8 +68,19 @@ def test_predict_table(capsys):
 def test_sweep_json_contract_and_closed_form(capsys, tmp_path):
     png = tmp_path / "s.png"
     code, out, _ = run_cli(
-        capsys, "sweep", "--model", "gpt2-xl", "--world-size", "4096", "--network", "nccl-h100-ib",
-        "--strategy", "torch-ddp", "--json", "--plot", str(png),
+        capsys,
+        "sweep",
+        "--model",
+        "gpt2-xl",
+        "--world-size",
+        "4096",
+        "--network",
+        "nccl-h100-ib",
+        "--strategy",
+        "torch-ddp",
+        "--json",
+        "--plot",
+        str(png),
     )
     assert code == 0
     d = json.loads(out)["results"]
@@ -68,8 +96,12 @@ def test_sweep_json_contract_and_closed_form(capsys, tmp_path):
 
 def test_o_w_override_a_preset(capsys):
     _, out1, _ = run_cli(capsys, "predict", "--model", "gpt2-small", "--network", "nccl-h100-ib", "--json")
-    _, out2, _ = run_cli(capsys, "predict", "--model", "gpt2-small", "--network", "nccl-h100-ib", "--w-gbps", "1", "--json")
-    _, out3, _ = run_cli(capsys, "predict", "--model", "gpt2-small", "--network", "nccl-h100-ib", "--w", "8Gbit/s", "--json")
+    _, out2, _ = run_cli(
+        capsys, "predict", "--model", "gpt2-small", "--network", "nccl-h100-ib", "--w-gbps", "1", "--json"
+    )
+    _, out3, _ = run_cli(
+        capsys, "predict", "--model", "gpt2-small", "--network", "nccl-h100-ib", "--w", "8Gbit/s", "--json"
+    )
     assert json.loads(out2)["results"]["step_time_s"] > json.loads(out1)["results"]["step_time_s"]
     assert json.loads(out3)["results"]["step_time_s"] == json.loads(out2)["results"]["step_time_s"]  # 8 Gbit/s = 1 GB/s
 

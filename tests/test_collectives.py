@@ -40,7 +40,11 @@ def compare(ctx, impl_name, numel, dtype_name, op, segment_bytes, shape2d, windo
         kwargs["segment_bytes"] = segment_bytes
     impl = ring_allreduce if impl_name == "ring" else naive_allreduce
     out = impl(x, **kwargs)
-    return out is x, bool(torch.equal(x, expected) if op == "sum" else torch.allclose(x, expected)), x.shape == expected.shape
+    return (
+        out is x,
+        bool(torch.equal(x, expected) if op == "sum" else torch.allclose(x, expected)),
+        x.shape == expected.shape,
+    )
 
 
 def bad_op(ctx):

@@ -40,7 +40,10 @@ def test_strategy_matches_single_process(pool, strategy):
     res = check_strategy(pool, SMALL_DLRM, strategy, steps=3, accum_steps=50, batch_size=4, lr=0.05)
     _assert_all_pass(res)
     assert {r.check for r in res} == {
-        "weights_match_single", "ranks_agree", "loss_matches_accumulation_f64", "loss_matches_accumulation_f32"
+        "weights_match_single",
+        "ranks_agree",
+        "loss_matches_accumulation_f64",
+        "loss_matches_accumulation_f32",
     }
 
 
@@ -62,8 +65,9 @@ def test_tied_and_frozen(pool, build, strategy):
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_unused_parameters_exact_with_find_unused(pool, strategy):
     # Adam would move a parameter whose gradient is zero instead of None: only exact semantics pass
-    res = check_strategy(pool, f"{TRICKY}:build_unused", strategy, steps=6, optimizer="adam", find_unused=True,
-                         float32_loss=False)  # fmt: skip
+    res = check_strategy(
+        pool, f"{TRICKY}:build_unused", strategy, steps=6, optimizer="adam", find_unused=True, float32_loss=False
+    )
     _assert_all_pass(res)
 
 

@@ -178,9 +178,7 @@ def test_hand_written_variants_launch_in_index_order_like_realrun():
     from simulator.profile import GradProfile, ParamSpec
     from simulator.strategies import StrategySpec
 
-    prof = GradProfile(
-        "reorder", (ParamSpec("a", 4, bwd_s=1e-3), ParamSpec("b", 4, bwd_s=9e-3)), ready_order=(0, 1)
-    )
+    prof = GradProfile("reorder", (ParamSpec("a", 4, bwd_s=1e-3), ParamSpec("b", 4, bwd_s=9e-3)), ready_order=(0, 1))
     cost = CostModel.linear(2e-3, 1e18, 2, channels=1)
     for name in ("individual", "bucketed"):
         spec = StrategySpec(name, bucket_mb=1e-5) if name == "bucketed" else StrategySpec(name)

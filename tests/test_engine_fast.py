@@ -46,7 +46,11 @@ def _profile(rng: random.Random, n: int) -> GradProfile:
     if rng.random() < 0.3:
         rng.shuffle(order)
     return GradProfile(
-        "r", params, ready_order=tuple(order), forward_s=rng.uniform(0, 0.01), optimizer_s=rng.uniform(0, 0.003),
+        "r",
+        params,
+        ready_order=tuple(order),
+        forward_s=rng.uniform(0, 0.01),
+        optimizer_s=rng.uniform(0, 0.003),
         backward_tail_s=rng.choice([0.0, 1e-4]),
     )
 
@@ -85,9 +89,13 @@ def test_analytic_path_equals_event_model(seed):
     fast = predict(prof, cost, spec, world, model="auto", **kw)
     ref = predict(prof, cost, spec, world, model="events", **kw)
     assert fast.n_sim_events == 0 < ref.n_sim_events  # the fast one really took the analytic path
-    for a, b in [(fast.step_time_s, ref.step_time_s), (fast.step_time_p10_s, ref.step_time_p10_s),
-                 (fast.step_time_p90_s, ref.step_time_p90_s), (fast.backward_end_s, ref.backward_end_s),
-                 (fast.comm_busy_s, ref.comm_busy_s)]:
+    for a, b in [
+        (fast.step_time_s, ref.step_time_s),
+        (fast.step_time_p10_s, ref.step_time_p10_s),
+        (fast.step_time_p90_s, ref.step_time_p90_s),
+        (fast.backward_end_s, ref.backward_end_s),
+        (fast.comm_busy_s, ref.comm_busy_s),
+    ]:
         assert _close(a, b), (a, b)
     assert len(fast.rows) == len(ref.rows)
     for f, r in zip(fast.rows, ref.rows):
@@ -148,8 +156,11 @@ def test_cost_over_arrays_equals_scalar(network):
         for cost in (
             [CostModel.from_network(load_network(network))]
             if network
-            else [CostModel.linear(5e-5, 1e10), CostModel.linear(5e-5, 1e10, ref_world_size=8),
-                  CostModel.linear(5e-5, 1e10, broadcast_o_s=1e-5, broadcast_w_bytes_per_s=3e9)]
+            else [
+                CostModel.linear(5e-5, 1e10),
+                CostModel.linear(5e-5, 1e10, ref_world_size=8),
+                CostModel.linear(5e-5, 1e10, broadcast_o_s=1e-5, broadcast_w_bytes_per_s=3e9),
+            ]
         ):
             lat, xfer = collective_parts(cost, "allreduce", msgs, p)
             blat, bxfer = collective_parts(cost, "broadcast", msgs, p)

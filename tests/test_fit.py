@@ -37,9 +37,21 @@ ENV = {"host": "synthetic", "backend": "gloo"}
 
 
 def _record(n: int, times: np.ndarray, p: int = 2, **kw) -> dict:
-    fields = dict(backend="gloo", world_size=p, impl="native", msg_bytes=n, count=n // 4, dtype="float32",
-                  iters=len(times), warmup=2, times_s=[float(t) for t in times], median_s=float(np.median(times)),
-                  p10_s=float(np.percentile(times, 10)), p90_s=float(np.percentile(times, 90)), link_mbit=None)
+    fields = dict(
+        backend="gloo",
+        world_size=p,
+        impl="native",
+        msg_bytes=n,
+        count=n // 4,
+        dtype="float32",
+        iters=len(times),
+        warmup=2,
+        times_s=[float(t) for t in times],
+        median_s=float(np.median(times)),
+        p10_s=float(np.percentile(times, 10)),
+        p90_s=float(np.percentile(times, 90)),
+        link_mbit=None,
+    )
     fields.update(kw)
     return make_record("allreduce", ENV, **fields)
 
@@ -82,7 +94,10 @@ def test_confidence_interval_covers_truth_about_95pct_and_is_narrow():
         f = fit_linear(linear_records(seed), n_boot=100, seed=seed)
         miss_o += not (f.o_ci_s[0] <= O_S <= f.o_ci_s[1])
         miss_w += not (f.w_ci_bytes_per_s[0] <= W_BPS <= f.w_ci_bytes_per_s[1])
-        widths += [(f.o_ci_s[1] - f.o_ci_s[0]) / 2 / f.o_s, (f.w_ci_bytes_per_s[1] - f.w_ci_bytes_per_s[0]) / 2 / f.w_bytes_per_s]
+        widths += [
+            (f.o_ci_s[1] - f.o_ci_s[0]) / 2 / f.o_s,
+            (f.w_ci_bytes_per_s[1] - f.w_ci_bytes_per_s[0]) / 2 / f.w_bytes_per_s,
+        ]
     assert miss_o <= 3 and miss_w <= 3, (miss_o, miss_w)
     assert max(widths) < 0.05, max(widths)
 
@@ -168,7 +183,8 @@ def ring_records(ps=(2, 4, 6), seed=20) -> list[dict]:
     rng = np.random.default_rng(seed)
     return [
         _record(n, ring_allreduce_time_s(n, p, ALPHA, BETA, GAMMA) * rng.lognormal(0, 0.05, 20), p=p)
-        for p in ps for n in SIZES
+        for p in ps
+        for n in SIZES
     ]
 
 
@@ -248,8 +264,14 @@ def test_fit_contention_from_runs_finds_the_c_of_the_predictor():
 # ---- params -----------------------------------------------------------------
 def _params(**kw) -> Params:
     fit = fit_linear(linear_records(seed=30), n_boot=20)
-    base = dict(backend="gloo", world_size=2, linear=fit, contention_c=0.2, env={"host": "x"},
-                source_records=["runs/allreduce.jsonl"])
+    base = dict(
+        backend="gloo",
+        world_size=2,
+        linear=fit,
+        contention_c=0.2,
+        env={"host": "x"},
+        source_records=["runs/allreduce.jsonl"],
+    )
     base.update(kw)
     return Params(**base)
 

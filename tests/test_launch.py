@@ -278,7 +278,9 @@ def test_a_rank_that_stopped_answering_leads_the_message(monkeypatch, tmp_path):
     monkeypatch.setattr(launch.time, "sleep", lambda s: None)
     now = _time.monotonic()
     events = {
-        0: launch._Event(0, "raised", now, "rank 0 raised DistBackendError: Timed out waiting 30000ms for recv", collective=True),
+        0: launch._Event(
+            0, "raised", now, "rank 0 raised DistBackendError: Timed out waiting 30000ms for recv", collective=True
+        ),
         1: launch._Event(1, "hung", now, ""),
     }
     with pytest.raises(RunFailure) as exc:

@@ -64,8 +64,14 @@ def test_plot_scaling_from_the_rows_file(tmp_path):
     rows = [r for r in read_rows(ROWS) if r["strategy"] == "torch-ddp" and r["bucket_mb"] == 4]
     assert [r["world_size"] for r in rows] == [2, 4, 6]
     check_png(plot_scaling(rows, tmp_path / "scaling.png"), (6.4, 4.4))
-    tput = [dict(r, predicted_throughput=64 * r["world_size"] / r["predicted_step_s"],
-                 measured_throughput=64 * r["world_size"] / r["measured_median_s"]) for r in rows]
+    tput = [
+        dict(
+            r,
+            predicted_throughput=64 * r["world_size"] / r["predicted_step_s"],
+            measured_throughput=64 * r["world_size"] / r["measured_median_s"],
+        )
+        for r in rows
+    ]
     check_png(plot_scaling(tput, tmp_path / "tput.png", metric="throughput"), (6.4, 4.4))
 
 
@@ -92,8 +98,8 @@ from calibration.fit import fit_linear
 from calibration.plots import plot_allreduce, plot_bucket_sweep, read_rows
 from realrun.records import read_records
 recs = read_records({str(RECORDS)!r}, "allreduce")
-plot_allreduce(recs, fit_linear(recs, n_boot=10), {str(tmp_path / 'a.png')!r})
-plot_bucket_sweep(read_rows({str(ROWS)!r}), {str(tmp_path / 'b.png')!r})
+plot_allreduce(recs, fit_linear(recs, n_boot=10), {str(tmp_path / "a.png")!r})
+plot_bucket_sweep(read_rows({str(ROWS)!r}), {str(tmp_path / "b.png")!r})
 bad = [m for m in ("matplotlib.pyplot", "torch") if m in sys.modules]
 print("imported:", bad)
 sys.exit(1 if bad else 0)

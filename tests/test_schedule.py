@@ -1,6 +1,5 @@
 """Non-uniform bucket schedules: the DP is optimal on a serial channel, and the caps reproduce its buckets."""
 
-
 import pytest
 
 from simulator.buckets import ddp_buckets
@@ -50,7 +49,10 @@ def test_dp_matches_brute_force_on_a_serial_channel():
 
 
 def test_schedule_never_worse_than_best_single_cap():
-    singles = [predict(PROF, COST, StrategySpec("torch-ddp", bucket_mb=mb), 2).step_time_s for mb in (0.01, 0.05, 0.1, 0.5, 1, 4)]
+    singles = [
+        predict(PROF, COST, StrategySpec("torch-ddp", bucket_mb=mb), 2).step_time_s
+        for mb in (0.01, 0.05, 0.1, 0.5, 1, 4)
+    ]
     assert best_schedule(PROF, COST, 2).result.step_time_s <= min(singles) + 1e-12
 
 
@@ -59,7 +61,9 @@ def test_a_seed_better_than_the_dp_is_kept_and_refined():
     # partition under the 2-channel model) must be kept when it beats the DP's answer
     cost2 = CostModel.linear(5e-4, 1e9, channels=2)
     parts = list(all_partitions(list(PROF.ready_order)))
-    step2 = lambda g: predict(PROF, cost2, StrategySpec("torch-ddp", bucket_cap_mb_list=caps_for(PROF, g)), 2).step_time_s  # noqa: E731
+    step2 = lambda g: (
+        predict(PROF, cost2, StrategySpec("torch-ddp", bucket_cap_mb_list=caps_for(PROF, g)), 2).step_time_s
+    )  # noqa: E731
     brute = min(parts, key=step2)
     sched = best_schedule(PROF, cost2, 2, seeds=(tuple(tuple(g) for g in brute),))
     assert sched.result.step_time_s == pytest.approx(step2(brute), rel=1e-12)

@@ -108,18 +108,40 @@ def test_recording_overhead_measurement_runs(pool):
 
 def test_bench_ddp_timeline_command(tmp_path, capsys):
     """``ddpsim bench-ddp --timeline DIR --params P``: trace, decomposition and PNG per configuration."""
-    from ddpsim.cli import main as ddpsim
     from pathlib import Path
 
-    base = json.loads((Path(__file__).resolve().parent.parent / "benchmarks/results/params-gpt-loopback.json").read_text())
+    from ddpsim.cli import main as ddpsim
+
+    base = json.loads(
+        (Path(__file__).resolve().parent.parent / "benchmarks/results/params-gpt-loopback.json").read_text()
+    )
     base["compute_profile"] = _profile(TINY_MLP).to_dict()
     base["probes"] = {"model": TINY_MLP}
     base.pop("profile", None)
     params = tmp_path / "params.json"
     params.write_text(json.dumps(base))
     out = tmp_path / "tl"
-    rc = ddpsim(["bench-ddp", "--model", TINY_MLP, "--strategy", "torch-ddp", "--bucket-mb", "0.1", "--steps", "3",
-                 "--warmup", "2", "--batch-size", "4", "--timeline", str(out), "--params", str(params)])  # fmt: skip
+    rc = ddpsim(
+        [
+            "bench-ddp",
+            "--model",
+            TINY_MLP,
+            "--strategy",
+            "torch-ddp",
+            "--bucket-mb",
+            "0.1",
+            "--steps",
+            "3",
+            "--warmup",
+            "2",
+            "--batch-size",
+            "4",
+            "--timeline",
+            str(out),
+            "--params",
+            str(params),
+        ]
+    )
     assert rc == 0
     printed = capsys.readouterr().out
     assert "exposed tail" in printed and "launch delay" in printed

@@ -17,10 +17,17 @@ from calibration.timeline import (
 
 
 def _tl(bwd_start, bwd_end, buckets, opt_start, opt_end, step):
-    return {"backward_start_s": bwd_start, "backward_end_s": bwd_end, "optimizer_start_s": opt_start,
-            "optimizer_end_s": opt_end, "step_s": step,
-            "buckets": [{"index": i, "bytes": nb, "n_params": 1, "ready_s": r, "launch_s": la, "complete_s": c}
-                        for i, (nb, r, la, c) in enumerate(buckets)]}  # fmt: skip
+    return {
+        "backward_start_s": bwd_start,
+        "backward_end_s": bwd_end,
+        "optimizer_start_s": opt_start,
+        "optimizer_end_s": opt_end,
+        "step_s": step,
+        "buckets": [
+            {"index": i, "bytes": nb, "n_params": 1, "ready_s": r, "launch_s": la, "complete_s": c}
+            for i, (nb, r, la, c) in enumerate(buckets)
+        ],
+    }
 
 
 # measured: forward 10 ms, backward to 50 ms; bucket 0 ready 20 launched 22 done 35; bucket 1 ready 48,
@@ -62,7 +69,8 @@ def test_decompose_known_errors():
     assert e["optimizer_s"] == pytest.approx(0.0)
     assert e["other_s"] == pytest.approx(-0.001)
     assert sum(e[k] for k in ("compute_s", "exposed_tail_s", "finalize_s", "optimizer_s", "other_s")) == pytest.approx(
-        e["step_s"])
+        e["step_s"]
+    )
     assert e["comm_sum_s"] == pytest.approx(0.010 - 0.022)
     assert e["launch_delay_sum_s"] == pytest.approx(-0.005)
     assert d["largest_term"] == "exposed_tail_s"
@@ -100,8 +108,15 @@ def test_trace_has_both_processes_and_args(tmp_path):
     assert len(ar) == 4 and all({"bytes", "bucket_index"} <= set(e["args"]) for e in ar)
     m0 = next(e for e in ar if e["pid"] == 1 and e["args"]["bucket_index"] == 0)
     assert m0["ts"] == pytest.approx(22000) and m0["dur"] == pytest.approx(13000) and m0["args"]["bytes"] == 1000
-    rec = {"model": "m", "strategy": "torch-ddp", "bucket_mb": 1.0, "world_size": 2, "step_times_s": [0.066],
-           "rank_step_times_s": [[0.066], [0.06]], "rank_timelines": [[MEAS], [MEAS]]}  # fmt: skip
+    rec = {
+        "model": "m",
+        "strategy": "torch-ddp",
+        "bucket_mb": 1.0,
+        "world_size": 2,
+        "step_times_s": [0.066],
+        "rank_step_times_s": [[0.066], [0.06]],
+        "rank_timelines": [[MEAS], [MEAS]],
+    }
     d = timeline_outputs(rec, PRED, tmp_path, "m_torch-ddp_1MB_p2")
     assert json.loads((tmp_path / "m_torch-ddp_1MB_p2.trace.json").read_text())["traceEvents"]
     assert (tmp_path / "m_torch-ddp_1MB_p2.png").stat().st_size > 1000
@@ -126,5 +141,6 @@ def test_predicted_timeline_from_the_simulator():
     assert tl["buckets"][0]["ready_s"] == pytest.approx(0.005 + 0.004)
     t = step_terms(tl)
     assert t["compute_s"] + t["exposed_tail_s"] + t["finalize_s"] + t["optimizer_s"] + t["other_s"] == pytest.approx(
-        tl["step_s"])
+        tl["step_s"]
+    )
     assert t["optimizer_s"] == pytest.approx(0.001)

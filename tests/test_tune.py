@@ -42,8 +42,11 @@ def toy(bias: bool = False) -> GradProfile:
     """Ready order: ``early`` (16 MiB) at 1 ms, then ``late_b`` and ``late_a`` (32 MiB each) together at 41 ms,
     which ends the backward (no forward, optimizer or tail: compute = 41 ms); with ``bias``, a 256-byte
     ``bias`` is ready at 41 ms too, last."""
-    params = [ParamSpec("late_a", 32 * MIB // 4), ParamSpec("late_b", 32 * MIB // 4, bwd_s=40 * MS),
-              ParamSpec("early", 16 * MIB // 4, bwd_s=1 * MS)]  # fmt: skip
+    params = [
+        ParamSpec("late_a", 32 * MIB // 4),
+        ParamSpec("late_b", 32 * MIB // 4, bwd_s=40 * MS),
+        ParamSpec("early", 16 * MIB // 4, bwd_s=1 * MS),
+    ]
     order = [2, 1, 0]
     if bias:
         params.append(ParamSpec("bias", 64))
@@ -110,7 +113,8 @@ def test_recommended_bucket_is_the_sweeps_argmin(case):
     again = predict(prof, cost, StrategySpec("torch-ddp", bucket_mb=res.recommended_bucket_mb), 2)
     assert again.step_time_s == pytest.approx(res.predicted_step_time_s, rel=1e-12)
     pow2_in_band = [
-        2.0**k for k in range(-6, 15)
+        2.0**k
+        for k in range(-6, 15)
         if sw.bucket_mb[0] <= 2.0**k <= sw.bucket_mb[-1]
         and predict(prof, cost, StrategySpec("torch-ddp", bucket_mb=2.0**k), 2).step_time_s <= band
     ]
@@ -202,8 +206,13 @@ def test_no_list_when_the_gain_is_under_1pct():
 
 
 # ---- the result ---------------------------------------------------------------------
-REQUIRED_KEYS = ("recommended_bucket_mb", "recommended_bucket_mb_list", "predicted_step_time_s", "default_bucket_mb",
-                 "default_step_time_s")  # fmt: skip
+REQUIRED_KEYS = (
+    "recommended_bucket_mb",
+    "recommended_bucket_mb_list",
+    "predicted_step_time_s",
+    "default_bucket_mb",
+    "default_step_time_s",
+)
 
 
 def test_to_dict_has_the_required_keys_and_is_json():
@@ -214,10 +223,19 @@ def test_to_dict_has_the_required_keys_and_is_json():
         assert k in d, k
     assert d["recommended_bucket_mb"] == 16.0 and d["recommended_bucket_mb_list"] == [8.0, 48.0]
     assert d["default_bucket_mb"] == 25
-    assert d["predicted_step_time_s"] == res.predicted_step_time_s and d["default_step_time_s"] == res.default_step_time_s
+    assert (
+        d["predicted_step_time_s"] == res.predicted_step_time_s and d["default_step_time_s"] == res.default_step_time_s
+    )
     assert d["gain_vs_default_pct"] == res.gain_vs_default_pct
     assert len(d["sweep"]) == len(res.sweep.rows) and d["verify"] is None
-    assert {s["strategy"] for s in d["strategies"]} == {"torch-ddp", "bucketed", "sharded", "individual", "flat", "naive"}
+    assert {s["strategy"] for s in d["strategies"]} == {
+        "torch-ddp",
+        "bucketed",
+        "sharded",
+        "individual",
+        "flat",
+        "naive",
+    }
     fastest = min(d["strategies"], key=lambda s: s["step_time_s"])
     assert (d["best_strategy"], d["best_strategy_step_time_s"]) == (fastest["strategy"], fastest["step_time_s"])
 
@@ -226,12 +244,12 @@ def test_to_dict_has_the_required_keys_and_is_json():
 BAD_MODULES = {
     "nonimport.py": "import a_module_that_does_not_exist_here\n",
     "raises.py": "import torch\ndef build():\n    raise RuntimeError('factory exploded')\n"
-                 "def example_batch(n):\n    return torch.randn(n, 4)\n",
+    "def example_batch(n):\n    return torch.randn(n, 4)\n",
     "frozen.py": "import torch\ndef build():\n    return torch.nn.Linear(4, 4).requires_grad_(False)\n"
-                 "def example_batch(n):\n    return torch.randn(n, 4)\n",
+    "def example_batch(n):\n    return torch.randn(n, 4)\n",
     "misfit.py": "import torch\ndef build():\n    return torch.nn.Linear(4, 4)\n"
-                 "def example_batch(n):\n    return torch.randn(n, 7)\n",
-}  # fmt: skip
+    "def example_batch(n):\n    return torch.randn(n, 7)\n",
+}
 
 
 @pytest.fixture
@@ -251,15 +269,24 @@ def _exit_code(argv: list[str]) -> int:
         return e.code
 
 
-@pytest.mark.parametrize("spec, msg", [
-    ("{d}/nonexistent.py:build", "--model '{d}/nonexistent.py:build': no such file {d}/nonexistent.py"),
-    ("{d}/nonimport.py:build", "{d}/nonimport.py does not import: ModuleNotFoundError: No module named "
-                               "'a_module_that_does_not_exist_here'"),
-    ("{d}/raises.py:build", "{d}/raises.py:build: build() raised RuntimeError: factory exploded"),
-    ("{d}/frozen.py:build", "{d}/frozen.py:build: the module from build() has no trainable parameters"),
-    ("{d}/misfit.py:build", "{d}/misfit.py:build: the batch from example_batch(2) (shapes (2, 7)) does not fit the model"),
-    ("{d}/raises.py:missing", "{d}/raises.py defines no function 'missing'"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "spec, msg",
+    [
+        ("{d}/nonexistent.py:build", "--model '{d}/nonexistent.py:build': no such file {d}/nonexistent.py"),
+        (
+            "{d}/nonimport.py:build",
+            "{d}/nonimport.py does not import: ModuleNotFoundError: No module named "
+            "'a_module_that_does_not_exist_here'",
+        ),
+        ("{d}/raises.py:build", "{d}/raises.py:build: build() raised RuntimeError: factory exploded"),
+        ("{d}/frozen.py:build", "{d}/frozen.py:build: the module from build() has no trainable parameters"),
+        (
+            "{d}/misfit.py:build",
+            "{d}/misfit.py:build: the batch from example_batch(2) (shapes (2, 7)) does not fit the model",
+        ),
+        ("{d}/raises.py:missing", "{d}/raises.py defines no function 'missing'"),
+    ],
+)
 def test_tune_bad_model_exit_2_one_line(spec, msg, tmp_path, capsys, no_ranks):
     pytest.importorskip("torch")
     for name, text in BAD_MODULES.items():
@@ -297,11 +324,30 @@ def test_tune_verify_on_a_model_from_a_test_file(tmp_path):
     params_path = params.save(tmp_path / "params.json")
     out = tmp_path / "tune"
     proc = subprocess.run(
-        [sys.executable, "-m", "ddpsim", "tune", "--model", "tests/data/tune_model.py:build",
-         "--params", str(params_path), "--verify", "--steps", "3", "--warmup", "1", "--out-dir", str(out),
-         "--json", "--quiet"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "ddpsim",
+            "tune",
+            "--model",
+            "tests/data/tune_model.py:build",
+            "--params",
+            str(params_path),
+            "--verify",
+            "--steps",
+            "3",
+            "--warmup",
+            "1",
+            "--out-dir",
+            str(out),
+            "--json",
+            "--quiet",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     d = json.loads(proc.stdout)["results"]
     for k in REQUIRED_KEYS:
@@ -313,7 +359,8 @@ def test_tune_verify_on_a_model_from_a_test_file(tmp_path):
     assert prof.samples_per_step == 8  # the file's BATCH_SIZE
     cost = params.cost_model()
     assert d["predicted_step_time_s"] == pytest.approx(
-        predict(prof, cost, StrategySpec("torch-ddp", bucket_mb=d["recommended_bucket_mb"]), 2).step_time_s, rel=1e-12)
+        predict(prof, cost, StrategySpec("torch-ddp", bucket_mb=d["recommended_bucket_mb"]), 2).step_time_s, rel=1e-12
+    )
     default_s = predict(prof, cost, StrategySpec("torch-ddp"), 2).step_time_s
     assert d["default_step_time_s"] == pytest.approx(default_s, rel=1e-12)
 
@@ -325,21 +372,29 @@ def test_tune_verify_on_a_model_from_a_test_file(tmp_path):
     # measured median and spread of both settings
     for name, r in (("recommended", rec), ("default", default)):
         assert (v[f"{name}_measured_s"], v[f"{name}_measured_p10_s"], v[f"{name}_measured_p90_s"]) == (
-            r["measured_median_s"], r["measured_p10_s"], r["measured_p90_s"])
+            r["measured_median_s"],
+            r["measured_p10_s"],
+            r["measured_p90_s"],
+        )
         assert 0 < r["measured_p10_s"] <= r["measured_median_s"] <= r["measured_p90_s"] < 10
         expected_err = (r["predicted_step_s"] - r["measured_median_s"]) / r["measured_median_s"] * 100
         assert r["error_pct"] == pytest.approx(expected_err, rel=1e-12)
     # verify predicts with the profile's compute scaled to the compute-only baseline measured beside the settings
     scaled = prof.scaled(v["measured_compute_s"] / prof.compute_s)
     assert rec["predicted_step_s"] == pytest.approx(
-        predict(scaled, cost, StrategySpec("torch-ddp", bucket_mb=d["recommended_bucket_mb"]), 2).step_time_s, rel=1e-9)
-    assert default["predicted_step_s"] == pytest.approx(predict(scaled, cost, StrategySpec("torch-ddp"), 2).step_time_s, rel=1e-9)
+        predict(scaled, cost, StrategySpec("torch-ddp", bucket_mb=d["recommended_bucket_mb"]), 2).step_time_s, rel=1e-9
+    )
+    assert default["predicted_step_s"] == pytest.approx(
+        predict(scaled, cost, StrategySpec("torch-ddp"), 2).step_time_s, rel=1e-9
+    )
     best = min(v["rows"], key=lambda r: r["measured_median_s"])
     assert v["best_measured_setting"] == best["setting"]
     assert v["recommended_vs_best_measured_pct"] == pytest.approx(
-        (rec["measured_median_s"] - best["measured_median_s"]) / best["measured_median_s"] * 100, abs=1e-12)
+        (rec["measured_median_s"] - best["measured_median_s"]) / best["measured_median_s"] * 100, abs=1e-12
+    )
     assert v["measured_gain_vs_default_pct"] == pytest.approx(
-        (default["measured_median_s"] - rec["measured_median_s"]) / default["measured_median_s"] * 100, abs=1e-12)
+        (default["measured_median_s"] - rec["measured_median_s"]) / default["measured_median_s"] * 100, abs=1e-12
+    )
     # the files say the same; the verify records were kept, one per setting
     assert json.loads((out / "tune.json").read_text()) == d
     recs = [json.loads(line) for line in (out / "verify.jsonl").read_text().splitlines()]
@@ -366,7 +421,9 @@ def test_python_api_tune_on_a_module(tmp_path):
         sys.path.pop(0)
     model = tune_model.build()
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    res = ddpsim.tune(model, tune_model.example_batch(8), tune_model.loss_fn, world_size=2, network=COST, steps=3, warmup=1)
+    res = ddpsim.tune(
+        model, tune_model.example_batch(8), tune_model.loss_fn, world_size=2, network=COST, steps=3, warmup=1
+    )
     assert isinstance(res, TuneResult) and res.world_size == 2 and res.default_bucket_mb == 25
     assert res.recommended_bucket_mb > 0 and math.isfinite(res.predicted_step_time_s)
     assert res.sweep.total_grad_bytes == 4 * sum(p.numel() for p in model.parameters())

@@ -117,13 +117,24 @@ def test_user_module_loads_and_is_seeded(tmp_path):
         ("import no_such_module_xyz\n", "build", ["does not import", "no_such_module_xyz"]),
         (GOOD.replace("def example_batch", "def other_batch"), "build", ["lacks example_batch"]),
         (GOOD, "make_model", ["no function 'make_model'"]),
-        (GOOD.replace("return nn.Sequential", "raise RuntimeError('boom')\n    return nn.Sequential"), "build",
-         ["build() raised RuntimeError: boom"]),
-        (GOOD.replace("return nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 2))",
-                      "m = nn.Linear(4, 2)\n    m.requires_grad_(False)\n    return m"), "build",
-         ["no trainable parameters"]),
-        (GOOD.replace("torch.randn(batch_size, 4)", "torch.randn(batch_size, 7)"), "build",
-         ["does not fit the model", "(2, 7)"]),
+        (
+            GOOD.replace("return nn.Sequential", "raise RuntimeError('boom')\n    return nn.Sequential"),
+            "build",
+            ["build() raised RuntimeError: boom"],
+        ),
+        (
+            GOOD.replace(
+                "return nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 2))",
+                "m = nn.Linear(4, 2)\n    m.requires_grad_(False)\n    return m",
+            ),
+            "build",
+            ["no trainable parameters"],
+        ),
+        (
+            GOOD.replace("torch.randn(batch_size, 4)", "torch.randn(batch_size, 7)"),
+            "build",
+            ["does not fit the model", "(2, 7)"],
+        ),
         (GOOD.replace("return out.sum()", "return out"), "build", ["scalar"]),
     ],
 )

@@ -54,8 +54,14 @@ def test_gpt2_small_layout_by_hand():
     # 2 embeddings + 12 blocks x 12 tensors + ln_f (2)
     assert len(names) == 2 + 12 * 12 + 2
     assert names[:8] == [
-        "wte.weight", "wpe.weight", "h.0.ln_1.weight", "h.0.ln_1.bias",
-        "h.0.attn.c_attn.weight", "h.0.attn.c_attn.bias", "h.0.attn.c_proj.weight", "h.0.attn.c_proj.bias",
+        "wte.weight",
+        "wpe.weight",
+        "h.0.ln_1.weight",
+        "h.0.ln_1.bias",
+        "h.0.attn.c_attn.weight",
+        "h.0.attn.c_attn.bias",
+        "h.0.attn.c_proj.weight",
+        "h.0.attn.c_proj.bias",
     ]
     assert names[-2:] == ["ln_f.weight", "ln_f.bias"]
     shapes = {p.name: p.shape for p in spec.params}
@@ -71,10 +77,18 @@ def test_resnet50_layout_by_hand():
     assert names[:3] == ["conv1.weight", "bn1.weight", "bn1.bias"]
     # first bottleneck: conv1 bn1 conv2 bn2 conv3 bn3 (10 tensors) then the projection shortcut
     assert names[3:16] == [
-        "layer1.0.conv1.weight", "layer1.0.bn1.weight", "layer1.0.bn1.bias",
-        "layer1.0.conv2.weight", "layer1.0.bn2.weight", "layer1.0.bn2.bias",
-        "layer1.0.conv3.weight", "layer1.0.bn3.weight", "layer1.0.bn3.bias",
-        "layer1.0.downsample.0.weight", "layer1.0.downsample.1.weight", "layer1.0.downsample.1.bias",
+        "layer1.0.conv1.weight",
+        "layer1.0.bn1.weight",
+        "layer1.0.bn1.bias",
+        "layer1.0.conv2.weight",
+        "layer1.0.bn2.weight",
+        "layer1.0.bn2.bias",
+        "layer1.0.conv3.weight",
+        "layer1.0.bn3.weight",
+        "layer1.0.bn3.bias",
+        "layer1.0.downsample.0.weight",
+        "layer1.0.downsample.1.weight",
+        "layer1.0.downsample.1.bias",
         "layer1.1.conv1.weight",
     ]
     assert names[-2:] == ["fc.weight", "fc.bias"]
@@ -86,18 +100,30 @@ def test_resnet50_layout_by_hand():
 def test_bert_base_layout_by_hand():
     names = [p.name for p in zoo.load_model_spec("bert-base").params]
     assert names[:5] == [
-        "embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight",
-        "embeddings.token_type_embeddings.weight", "embeddings.LayerNorm.weight", "embeddings.LayerNorm.bias",
+        "embeddings.word_embeddings.weight",
+        "embeddings.position_embeddings.weight",
+        "embeddings.token_type_embeddings.weight",
+        "embeddings.LayerNorm.weight",
+        "embeddings.LayerNorm.bias",
     ]
     layer0 = [n.removeprefix("encoder.layer.0.") for n in names if n.startswith("encoder.layer.0.")]
     assert layer0 == [
-        "attention.self.query.weight", "attention.self.query.bias",
-        "attention.self.key.weight", "attention.self.key.bias",
-        "attention.self.value.weight", "attention.self.value.bias",
-        "attention.output.dense.weight", "attention.output.dense.bias",
-        "attention.output.LayerNorm.weight", "attention.output.LayerNorm.bias",
-        "intermediate.dense.weight", "intermediate.dense.bias",
-        "output.dense.weight", "output.dense.bias", "output.LayerNorm.weight", "output.LayerNorm.bias",
+        "attention.self.query.weight",
+        "attention.self.query.bias",
+        "attention.self.key.weight",
+        "attention.self.key.bias",
+        "attention.self.value.weight",
+        "attention.self.value.bias",
+        "attention.output.dense.weight",
+        "attention.output.dense.bias",
+        "attention.output.LayerNorm.weight",
+        "attention.output.LayerNorm.bias",
+        "intermediate.dense.weight",
+        "intermediate.dense.bias",
+        "output.dense.weight",
+        "output.dense.bias",
+        "output.LayerNorm.weight",
+        "output.LayerNorm.bias",
     ]
     assert names[-2:] == ["pooler.dense.weight", "pooler.dense.bias"]
 
@@ -114,6 +140,7 @@ def test_model_file_validates_and_round_trips(name):
     assert set(raw) == {"schema", "name", "source", "defaults", "tokens_per_sample", "params"}
     assert spec.source, f"{name}: says nowhere where its numbers come from"
     assert zoo.ModelSpec.from_dict(spec.to_dict()) == spec
+
     def entries(ps):
         for p in ps:
             if "repeat" in p:
@@ -295,7 +322,8 @@ def test_bad_model_files(tmp_path):
 
 def test_load_profile_from_paths(tmp_path):
     measured = GradProfile(
-        model="hand", params=(ParamSpec("a.weight", 10, bwd_s=0.001), ParamSpec("b.weight", 20, bwd_s=0.002)),
+        model="hand",
+        params=(ParamSpec("a.weight", 10, bwd_s=0.001), ParamSpec("b.weight", 20, bwd_s=0.002)),
         source="measured",
     )
     mpath = tmp_path / "measured.json"
@@ -403,8 +431,11 @@ def test_large_models_tensor_counts_and_names():
     assert len(moe.params) == 1 + 94 * (6 + 1 + 128 * 3 + 2) + 2 == 36_945
     assert len(moe.params) >= 20_000
     names = [p.name for p in moe.params]
-    assert names[1:4] == ["model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
-                          "model.layers.0.self_attn.v_proj.weight"]
+    assert names[1:4] == [
+        "model.layers.0.self_attn.q_proj.weight",
+        "model.layers.0.self_attn.k_proj.weight",
+        "model.layers.0.self_attn.v_proj.weight",
+    ]
     assert "model.layers.93.mlp.experts.127.down_proj.weight" in names
     assert names[-1] == "lm_head.weight"
     # every expert matrix is its own op (module), so its own gradient-ready point
@@ -414,13 +445,22 @@ def test_large_models_tensor_counts_and_names():
 def test_repeat_blocks_expand_in_order_and_bad_blocks_are_refused():
     entries = [
         {"name": "emb", "shape": [2]},
-        {"repeat": {"var": "i", "count": 2}, "params": [
-            {"name": "l{i}.a", "shape": [1]},
-            {"repeat": {"var": "e", "count": 2}, "params": [{"name": "l{i}.x{e}", "shape": [3]}]},
-        ]},
+        {
+            "repeat": {"var": "i", "count": 2},
+            "params": [
+                {"name": "l{i}.a", "shape": [1]},
+                {"repeat": {"var": "e", "count": 2}, "params": [{"name": "l{i}.x{e}", "shape": [3]}]},
+            ],
+        },
     ]
     assert [p["name"] for p in zoo.expand_params(entries)] == [
-        "emb", "l0.a", "l0.x0", "l0.x1", "l1.a", "l1.x0", "l1.x1"
+        "emb",
+        "l0.a",
+        "l0.x0",
+        "l0.x1",
+        "l1.a",
+        "l1.x0",
+        "l1.x1",
     ]
     with pytest.raises(ValueError, match="repeat block"):
         zoo.expand_params([{"repeat": {"var": "i"}, "params": []}])
