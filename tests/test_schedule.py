@@ -61,9 +61,10 @@ def test_a_seed_better_than_the_dp_is_kept_and_refined():
     # partition under the 2-channel model) must be kept when it beats the DP's answer
     cost2 = CostModel.linear(5e-4, 1e9, channels=2)
     parts = list(all_partitions(list(PROF.ready_order)))
-    step2 = lambda g: (
-        predict(PROF, cost2, StrategySpec("torch-ddp", bucket_cap_mb_list=caps_for(PROF, g)), 2).step_time_s
-    )  # noqa: E731
+
+    def step2(g):
+        return predict(PROF, cost2, StrategySpec("torch-ddp", bucket_cap_mb_list=caps_for(PROF, g)), 2).step_time_s
+
     brute = min(parts, key=step2)
     sched = best_schedule(PROF, cost2, 2, seeds=(tuple(tuple(g) for g in brute),))
     assert sched.result.step_time_s == pytest.approx(step2(brute), rel=1e-12)
