@@ -243,6 +243,11 @@ def main() -> None:
     assert moe_d is not None
     pred_t, _ = wall(PREDICT, a.repeats)
     if a.cli_only:
+        res = {"machine": platform.platform(), "python": platform.python_version(), "date": time.strftime("%Y-%m-%d"),
+               "cpus": os.cpu_count(), "commands": {"ddpsim " + " ".join(c): t for c, t in
+                                                    [(SWEEP, sweep_t), (SWEEP_PLAIN, plain_t), (SWEEP_MOE, moe_t), (PREDICT, pred_t)]}}
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.out).write_text(json.dumps(res, indent=1))
         cli_table([(SWEEP, sweep_t), (SWEEP_PLAIN, plain_t), (SWEEP_MOE, moe_t), (PREDICT, pred_t)])
         return
     large = large_sweeps(max(3, a.repeats // 2), baseline_dir=a.baseline, baseline_max=a.baseline_max)
