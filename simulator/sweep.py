@@ -6,9 +6,9 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
+from .buckets import mb_to_bytes
 from .closed_form import ClosedForm, closed_form
 from .network import CostModel
-from .buckets import mb_to_bytes
 from .predict import StepResult, check_args, predict_plan
 from .profile import GradProfile
 from .strategies import StrategySpec, comm_plan_arrays, profile_arrays
