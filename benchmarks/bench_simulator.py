@@ -167,6 +167,44 @@ def baseline(checkout: str, n: int, runs: int) -> dict:
     return {"s": summary(d["times"]), "steps": d["steps"]}
 
 
+EVENT_CONFIGS = [
+    ("1 channel", {"channels": 1}),
+    ("2 channels, shared bandwidth", {"channels": 2}),
+    ("2 channels, shared, contention 0.3", {"channels": 2, "contention": 0.3}),
+    ("1 channel, comm_contention 0.3", {"channels": 1, "comm_contention": 0.3}),
+]
+
+BASELINE_EVENTS_CODE = """
+import json, sys
+from simulator.engine import _Step
+from simulator.network import CostModel
+from simulator.profile import GradProfile, ParamSpec
+from simulator.strategies import StrategySpec, comm_plan
+prof = GradProfile("synthetic", tuple(ParamSpec(f"p{i}", 1000, bwd_s=1e-5) for i in range(1000)), forward_s=1e-3)
+out = []
+for kw in json.loads(sys.argv[1]):
+    cost = CostModel.linear(50e-6, 10e9, **kw)
+    plan = comm_plan(prof, StrategySpec("torch-ddp", bucket_mb=3999 / 2**20), 8)
+    step = _Step(prof, plan, cost, 8, [1.0], False)  # the engine before issue 12: (profile, plan, cost, p, factors, record)
+    res = step.run(1)
+    out.append([next(step.env._eid), res.step_time_s])
+print(json.dumps(out))
+"""
+
+
+def baseline_events(checkout: str) -> list[list[float]]:
+    """SimPy events scheduled by the engine of another checkout (before issue 12) on the same plans."""
+    r = subprocess.run(
+        [sys.executable, "-c", BASELINE_EVENTS_CODE, json.dumps([kw for _, kw in EVENT_CONFIGS])],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": checkout},
+        cwd=checkout,
+    )
+    return json.loads(r.stdout)
+
+
 def large_sweeps(
     repeats: int,
     sizes: tuple[int, ...] = (1000, 10000, 50000),
@@ -219,16 +257,12 @@ def large_sweeps(
     return rows
 
 
-def events_per_collective() -> list[dict]:
+def events_per_collective(baseline_dir: str | None = None) -> list[dict]:
     """SimPy events the event model schedules per collective: torch-ddp, 1,000 one-tensor buckets, p = 8."""
     out = []
     prof = synthetic(1000)
-    for label, kw in [
-        ("1 channel", {"channels": 1}),
-        ("2 channels, shared bandwidth", {"channels": 2}),
-        ("2 channels, shared, contention 0.3", {"channels": 2, "contention": 0.3}),
-        ("1 channel, comm_contention 0.3", {"channels": 1, "comm_contention": 0.3}),
-    ]:
+    base = baseline_events(baseline_dir) if baseline_dir else None
+    for k, (label, kw) in enumerate(EVENT_CONFIGS):
         cost = CostModel.linear(50e-6, 10e9, **kw)
         times = []
         for _ in range(4):
@@ -236,14 +270,16 @@ def events_per_collective() -> list[dict]:
             res = predict(prof, cost, StrategySpec("torch-ddp", bucket_mb=3999 / 2**20), 8, model="events")
             times.append(time.perf_counter() - t0)
         assert res.n_collectives == 1000
-        out.append(
-            {
-                "cost": label,
-                "simpy_events": res.n_sim_events,
-                "per_collective": res.n_sim_events / 1000,
-                "predict_s": summary(times[1:]),
-            }
-        )
+        row = {
+            "cost": label,
+            "simpy_events": res.n_sim_events,
+            "per_collective": res.n_sim_events / 1000,
+            "predict_s": summary(times[1:]),
+        }
+        if base:
+            row["baseline_per_collective"] = base[k][0] / 1000
+            row["baseline_rel_diff"] = abs(base[k][1] - res.step_time_s) / res.step_time_s
+        out.append(row)
     return out
 
 
@@ -316,10 +352,22 @@ def main() -> None:
     assert moe_d is not None
     pred_t, _ = wall(PREDICT, a.repeats)
     if a.cli_only:
+        res = {
+            "machine": platform.platform(),
+            "python": platform.python_version(),
+            "date": time.strftime("%Y-%m-%d"),
+            "cpus": os.cpu_count(),
+            "commands": {
+                "ddpsim " + " ".join(c): t
+                for c, t in [(SWEEP, sweep_t), (SWEEP_PLAIN, plain_t), (SWEEP_MOE, moe_t), (PREDICT, pred_t)]
+            },
+        }
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.out).write_text(json.dumps(res, indent=1))
         cli_table([(SWEEP, sweep_t), (SWEEP_PLAIN, plain_t), (SWEEP_MOE, moe_t), (PREDICT, pred_t)])
         return
     large = large_sweeps(max(3, a.repeats // 2), baseline_dir=a.baseline, baseline_max=a.baseline_max)
-    epc = events_per_collective()
+    epc = events_per_collective(a.baseline)
     sc = scaling(max(3, a.repeats // 2))
     res = {
         "machine": platform.platform(),
@@ -358,13 +406,19 @@ def main() -> None:
             f"| {r['max_rel_diff']:.1e} | {btxt} |"
         )
     print(
-        "\n| event model, 1,000 buckets | SimPy events | per collective | predict median ms (p10-p90) |\n|---|---|---|---|"
+        "\n| event model, 1,000 buckets | SimPy events | per collective | predict median ms (p10-p90) "
+        "| baseline checkout: per collective (step rel diff) |\n|---|---|---|---|---|"
     )
     for r in epc:
         t = r["predict_s"]
+        b = (
+            f"{r['baseline_per_collective']:.2f} ({r['baseline_rel_diff']:.1e})"
+            if "baseline_per_collective" in r
+            else "-"
+        )
         print(
             f"| {r['cost']} | {r['simpy_events']} | {r['per_collective']:.2f} | "
-            f"{t['median'] * 1e3:.1f} ({t['p10'] * 1e3:.1f}-{t['p90'] * 1e3:.1f}) |"
+            f"{t['median'] * 1e3:.1f} ({t['p10'] * 1e3:.1f}-{t['p90'] * 1e3:.1f}) | {b} |"
         )
     print("\n| params | buckets | predict median ms | p90 ms | engine events | events/s |\n|---|---|---|---|---|---|")
     for r in sc:

@@ -142,6 +142,30 @@ class ModelParam:
         )
 
 
+def _params_from_entries(entries: list[Mapping[str, Any]]) -> tuple[ModelParam, ...]:
+    """``ModelParam.from_dict`` per entry; entries that differ only by name (a layer's or an
+    expert's tensors, repeated) are validated once and the checked parameter renamed."""
+    out: list[ModelParam] = []
+    checked: dict[tuple[Any, ...], ModelParam] = {}
+    for d in entries:
+        name = d.get("name") if isinstance(d, Mapping) else None
+        if not (isinstance(name, str) and name and set(d) <= {"name", "shape", "dtype", "fwd_flops_per_sample"}):
+            out.append(ModelParam.from_dict(d))
+            continue
+        flops = d.get("fwd_flops_per_sample", 0)
+        key = (repr(d.get("shape")), d.get("dtype", "float32"), type(flops), flops)
+        ref = checked.get(key)
+        if ref is None:
+            ref = checked[key] = ModelParam.from_dict(d)
+            out.append(ref)
+            continue
+        p = object.__new__(ModelParam)  # the fields of a checked parameter, another (checked) name
+        p.__dict__.update(ref.__dict__)
+        p.__dict__["name"] = name
+        out.append(p)
+    return tuple(out)
+
+
 def expand_params(entries: list[Any], subs: Mapping[str, int] | None = None) -> list[Mapping[str, Any]]:
     """A model file's ``params``, with repeated blocks written out.
 
@@ -243,7 +267,7 @@ class ModelSpec:
         _require(isinstance(d.get("params"), list), "model spec lacks a 'params' list")
         return cls(
             name=d.get("name", "unnamed"),
-            params=tuple(ModelParam.from_dict(p) for p in expand_params(d["params"])),
+            params=_params_from_entries(expand_params(d["params"])),
             source=str(d.get("source", "")),
             defaults=dict(d.get("defaults", {})),
             tokens_per_sample=d.get("tokens_per_sample", 1),
