@@ -274,6 +274,29 @@ LLAMA3_70B = LlamaConfig(
 )
 
 
+def _attention(L: str, d: int, q: int, kv: int, T: int) -> list[dict[str, Any]]:
+    """q/k/v/o projections of one grouped-query attention layer (``q`` = heads x head_dim, ``kv`` the same
+    for the key/value heads), with the FLOPs of T tokens; q @ k^T and probs @ v are counted on v_proj."""
+    return [
+        _param(f"{L}.self_attn.q_proj.weight", [q, d], 2 * T * d * q),
+        _param(f"{L}.self_attn.k_proj.weight", [kv, d], 2 * T * d * kv),
+        # v_proj, then q @ k^T and probs @ v over all heads (full T x T, as the zoo counts)
+        _param(f"{L}.self_attn.v_proj.weight", [kv, d], 2 * T * d * kv + 2 * (2 * T * T * q)),
+        _param(f"{L}.self_attn.o_proj.weight", [d, q], 2 * T * q * d),
+    ]
+
+
+def _decoder_lm(V: int, d: int, T: int, n_layer: int, layer: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A decoder-only LM's ``named_parameters()``: embedding, ``n_layer`` repeats of ``layer``, final norm,
+    untied LM head."""
+    return [
+        _param("model.embed_tokens.weight", [V, d], 0),
+        _repeat("i", n_layer, layer),
+        _param("model.norm.weight", [d], 0),
+        _param("lm_head.weight", [V, d], 2 * T * d * V),
+    ]
+
+
 def llama_params(cfg: LlamaConfig) -> list[dict[str, Any]]:
     """HF ``LlamaForCausalLM`` ``named_parameters()``: no biases, RMSNorm weights, untied LM head."""
     d, T, F, V = cfg.hidden, cfg.seq_len, cfg.intermediate, cfg.vocab_size
@@ -281,23 +304,14 @@ def llama_params(cfg: LlamaConfig) -> list[dict[str, Any]]:
     kv = cfg.n_kv_head * hd
     L = "model.layers.{i}"
     layer = [
-        _param(f"{L}.self_attn.q_proj.weight", [d, d], 2 * T * d * d),
-        _param(f"{L}.self_attn.k_proj.weight", [kv, d], 2 * T * d * kv),
-        # v_proj, then q @ k^T and probs @ v over all heads (full T x T, as the zoo counts)
-        _param(f"{L}.self_attn.v_proj.weight", [kv, d], 2 * T * d * kv + 2 * (2 * T * T * d)),
-        _param(f"{L}.self_attn.o_proj.weight", [d, d], 2 * T * d * d),
+        *_attention(L, d, d, kv, T),
         _param(f"{L}.mlp.gate_proj.weight", [F, d], 2 * T * d * F),
         _param(f"{L}.mlp.up_proj.weight", [F, d], 2 * T * d * F),
         _param(f"{L}.mlp.down_proj.weight", [d, F], 2 * T * F * d),
         _param(f"{L}.input_layernorm.weight", [d], 0),
         _param(f"{L}.post_attention_layernorm.weight", [d], 0),
     ]
-    return [
-        _param("model.embed_tokens.weight", [V, d], 0),
-        _repeat("i", cfg.n_layer, layer),
-        _param("model.norm.weight", [d], 0),
-        _param("lm_head.weight", [V, d], 2 * T * d * V),
-    ]
+    return _decoder_lm(V, d, T, cfg.n_layer, layer)
 
 
 def llama3_70b_entry(name: str = "llama3-70b") -> dict[str, Any]:
@@ -357,11 +371,7 @@ def qwen3_moe_params(cfg: Qwen3MoeConfig) -> list[dict[str, Any]]:
         _param(f"{L}.mlp.experts.{{e}}.down_proj.weight", [d, F], 2 * tok * F * d),
     ]
     layer = [
-        _param(f"{L}.self_attn.q_proj.weight", [q, d], 2 * T * d * q),
-        _param(f"{L}.self_attn.k_proj.weight", [kv, d], 2 * T * d * kv),
-        # v_proj, then q @ k^T and probs @ v over all heads (full T x T, as the zoo counts)
-        _param(f"{L}.self_attn.v_proj.weight", [kv, d], 2 * T * d * kv + 2 * (2 * T * T * q)),
-        _param(f"{L}.self_attn.o_proj.weight", [d, q], 2 * T * q * d),
+        *_attention(L, d, q, kv, T),
         _param(f"{L}.self_attn.q_norm.weight", [hd], 0),
         _param(f"{L}.self_attn.k_norm.weight", [hd], 0),
         _param(f"{L}.mlp.gate.weight", [E, d], 2 * T * d * E),
@@ -369,12 +379,7 @@ def qwen3_moe_params(cfg: Qwen3MoeConfig) -> list[dict[str, Any]]:
         _param(f"{L}.input_layernorm.weight", [d], 0),
         _param(f"{L}.post_attention_layernorm.weight", [d], 0),
     ]
-    return [
-        _param("model.embed_tokens.weight", [V, d], 0),
-        _repeat("i", cfg.n_layer, layer),
-        _param("model.norm.weight", [d], 0),
-        _param("lm_head.weight", [V, d], 2 * T * d * V),
-    ]
+    return _decoder_lm(V, d, T, cfg.n_layer, layer)
 
 
 def qwen3_moe_entry(name: str = "qwen3-moe-235b-a22b") -> dict[str, Any]:
