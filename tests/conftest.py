@@ -12,7 +12,14 @@ without a GPU).
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="session")
@@ -21,6 +28,21 @@ def rank_pool():
 
     with RankPool(2, timeout_s=300) as p:
         yield p
+
+
+@pytest.fixture
+def torchrun_ddpsim():
+    """Run ``torchrun --standalone --nproc-per-node 2 -m ddpsim ARGS`` on the CPU path (gloo), also on a
+    machine with a GPU; returns the finished process."""
+
+    def run(*args: str, timeout: float) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+        return subprocess.run(
+            [*cmd, "-m", "ddpsim", *args], capture_output=True, text=True, cwd=REPO, timeout=timeout, env=env
+        )
+
+    return run
 
 
 def pytest_collection_modifyitems(config, items):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -212,30 +211,10 @@ def test_bench_end_to_end_writes_records_table_and_plot(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_python_m_ddpsim_under_torchrun(tmp_path):
+def test_python_m_ddpsim_under_torchrun(tmp_path, torchrun_ddpsim):
     out = tmp_path / "tr.jsonl"
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc-per-node",
-        "2",
-        "-m",
-        "ddpsim",
-        "bench-allreduce",
-        "--sizes",
-        "4K",
-        "--iters",
-        "3",
-        "--warmup",
-        "1",
-        "--json",
-        "--out",
-        str(out),
-    ]
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # gloo on CPU, also on a machine with a GPU
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120, env=env)
+    args = ["bench-allreduce", "--sizes", "4K", "--iters", "3", "--warmup", "1", "--json", "--out", str(out)]
+    proc = torchrun_ddpsim(*args, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     printed = json.loads(proc.stdout)["results"]  # rank 0 only: one JSON document
     assert [r["msg_bytes"] for r in printed] == [4096]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -197,37 +196,10 @@ def test_bad_input_exits_2_before_spawning(argv, words, capsys):
     assert words in capsys.readouterr().err
 
 
-def test_bench_ddp_under_torchrun(tmp_path):
-    import subprocess
-    import sys
-
+def test_bench_ddp_under_torchrun(tmp_path, torchrun_ddpsim):
     out = tmp_path / "tr.jsonl"
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc-per-node",
-        "2",
-        "-m",
-        "ddpsim",
-        "bench-ddp",
-        "--model",
-        TINY_GPT,
-        "--strategy",
-        "bucketed",
-        "--bucket-mb",
-        "1",
-        "--steps",
-        "2",
-        "--warmup",
-        "1",
-        "--json",
-        "--out",
-        str(out),
-    ]
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # the CPU path (gloo), also on a machine with a GPU
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=180, env=env)
+    args = ["bench-ddp", "--model", TINY_GPT, "--strategy", "bucketed", "--bucket-mb", "1", "--steps", "2"]
+    proc = torchrun_ddpsim(*args, "--warmup", "1", "--json", "--out", str(out), timeout=180)
     assert proc.returncode == 0, proc.stderr[-2000:]
     printed = json.loads(proc.stdout)["results"]  # rank 0 alone prints one JSON document
     assert [(r["strategy"], r["world_size"], len(r["rank_step_times_s"])) for r in printed] == [("bucketed", 2, 2)]
