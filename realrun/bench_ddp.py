@@ -27,7 +27,7 @@ from __future__ import annotations
 import gc
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,19 @@ def _memory(device: str) -> dict[str, int]:
     return out
 
 
+def train_step(net: Any, opt: Any, batch: Any, loss_of: Callable[[Any, Any], Any]) -> None:
+    """One training step as every strategy is driven: the hand-written wrappers' per-step hooks
+    (``on_train_batch_start``, ``finish_gradient_synchronization``) where they exist, then the optimizer."""
+    start = getattr(net, "on_train_batch_start", None)
+    if start is not None:
+        start()
+    loss_of(net, batch).backward()
+    finish = getattr(net, "finish_gradient_synchronization", None)
+    if finish is not None:
+        finish()
+    opt.step()
+
+
 def _step_task(
     ctx: Any,
     spec: str,
@@ -108,19 +121,11 @@ def _step_task(
         cast_batch(w.make_batch(batch_size, 1000 + k * ctx.world_size + ctx.rank), device=device)
         for k in range(N_BATCHES)
     ]
-    start_sync = getattr(net, "on_train_batch_start", None)
-    finish = getattr(net, "finish_gradient_synchronization", None)
     loss_of = w.loss
     perf = time.perf_counter
 
     def one_step(batch: Any, net: Any = net, opt: Any = opt) -> None:
-        if start_sync is not None:
-            start_sync()
-        loss = loss_of(net, batch)
-        loss.backward()
-        if finish is not None:
-            finish()
-        opt.step()
+        train_step(net, opt, batch, loss_of)
 
     times: list[float] = []
     for i in range(warmup + steps):
@@ -193,12 +198,7 @@ def _interleaved_task(
             dist.barrier()
             _sync(device)
             t0 = time.perf_counter()
-            if hasattr(net, "on_train_batch_start"):
-                net.on_train_batch_start()
-            w.loss(net, batch).backward()
-            if hasattr(net, "finish_gradient_synchronization"):
-                net.finish_gradient_synchronization()
-            opt.step()
+            train_step(net, opt, batch, w.loss)
             _sync(device)
             if i >= warmup:
                 times[k].append(time.perf_counter() - t0)

@@ -259,7 +259,7 @@ def _overhead_task(
 
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
-    from .bench_ddp import _sync
+    from .bench_ddp import _sync, train_step
     from .ddp import make_ddp, make_optimizer
     from .workloads import cast_batch, load_workload
 
@@ -281,12 +281,7 @@ def _overhead_task(
             _sync(device)
             t0 = _perf()
             if rec is None:
-                if hasattr(net, "on_train_batch_start"):
-                    net.on_train_batch_start()
-                w.loss(net, batch).backward()
-                if hasattr(net, "finish_gradient_synchronization"):
-                    net.finish_gradient_synchronization()
-                opt.step()
+                train_step(net, opt, batch, w.loss)  # as bench-ddp steps it
             else:
                 recorded_step(rec, t0, net, opt, batch, w.loss)
             _sync(device)
