@@ -345,7 +345,6 @@ def add_commands(sub: Any) -> None:
         help="measurement records, appended (a new file, or one holding ddpsim records)",
     )
     c.add_argument("--json", action="store_true", help="print the fitted parameters as JSON")
-    c.add_argument("--quiet", action="store_true", help="no progress lines")
     c.set_defaults(func=cmd_calibrate, _outputs={"out": "file", "records": "jsonl"})
 
     v = sub.add_parser("validate", help="run configurations for real and in the simulator; report the error")
@@ -408,7 +407,6 @@ def add_commands(sub: Any) -> None:
         "Chrome trace (measured beside predicted), an error decomposition (JSON) and a PNG here",
     )
     v.add_argument("--json", action="store_true", help="print the results as JSON")
-    v.add_argument("--quiet", action="store_true", help="no progress lines")
     v.set_defaults(
         func=cmd_validate, _outputs={"out": "file", "records": "jsonl", "plot_dir": "dir", "timeline": "dir"}
     )

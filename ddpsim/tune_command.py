@@ -399,5 +399,4 @@ def add_tune_command(sub: Any, positive_float: Any = None) -> None:
         help="the run folder: plots, trace, report and results (default ddpsim-tune)",
     )
     t.add_argument("--json", action="store_true", help="print the result as JSON")
-    t.add_argument("--quiet", action="store_true", help="no progress lines")
     t.set_defaults(func=cmd_tune, _outputs={"out_dir": "dir"})
