@@ -11,7 +11,7 @@ so a reader sees the headline numbers without digging.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,19 +137,13 @@ class Params:
             broadcast_w_bytes_per_s=self.broadcast.w_bytes_per_s if self.broadcast is not None else None,
         )
 
-    def uncertainty(self, profile: GradProfile | None = None, compute: bool = True):
-        """What the prediction inherits: the o and w fit's 95 % intervals and (``compute``) the measured
-        step-to-step compute times of ``profile`` (default: the embedded profile)."""
-        from simulator.interval import Uncertainty, measured_backward_s
+    def uncertainty(self, compute_samples_s: Sequence[float] = ()):
+        """What a prediction from these parameters inherits (``simulator.interval.Uncertainty``): the o and w
+        fit's 95 % intervals, and the step-to-step spread of ``compute_samples_s`` (measured compute times)."""
+        from simulator.interval import Uncertainty
 
-        prof = profile
-        if prof is None and self.compute_profile is not None:
-            prof = GradProfile.from_dict(self.compute_profile)
         return Uncertainty.from_fit(
-            self.linear.o_ci_s,
-            self.linear.w_ci_bytes_per_s,
-            self.linear.w_bytes_per_s,
-            measured_backward_s(prof) if prof is not None and compute else (),
+            self.linear.o_ci_s, self.linear.w_ci_bytes_per_s, self.linear.w_bytes_per_s, compute_samples_s
         )
 
     def hook_s_per_param(self) -> float:

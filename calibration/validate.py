@@ -74,13 +74,11 @@ def predicted_row(
 ) -> dict[str, Any]:
     """The prediction of one configuration, with its 80 % interval over the fit's errors and the
     step-to-step spread of ``compute_steps_s`` (the compute-only steps measured beside it)."""
-    from simulator.interval import Uncertainty, step_interval
+    from simulator.interval import step_interval
 
     cost = params.cost_model()
     res = predict(profile, cost, spec, world_size)
-    fit = params.uncertainty(compute=False)
-    unc = Uncertainty.from_fit(compute_samples_s=compute_steps_s)
-    unc = Uncertainty(fit.o_sd_s, fit.w_log_sd, unc.compute_rel)
+    unc = params.uncertainty(compute_steps_s)
     iv = step_interval(profile, cost, spec, world_size, unc)
     return {
         "predicted_step_s": res.step_time_s,

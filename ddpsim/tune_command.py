@@ -304,7 +304,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
         compute_steps = () if args.target_device else measured_backward_s(prof)
         if fitted is not None and args.o_us is None and args.w_gbps is None:
-            unc = fitted.uncertainty(prof, compute=not args.target_device)
+            unc = fitted.uncertainty(compute_steps)
         else:
             unc = Uncertainty.from_fit(compute_samples_s=compute_steps)
         res = recommend(prof, cost, args.world_size, notes=notes, uncertainty=unc)

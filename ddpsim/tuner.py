@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from simulator.interval import Interval, Uncertainty, draw_inputs, interval_of, step_times_over
 from simulator.network import CostModel
 from simulator.predict import StepResult, predict
@@ -174,7 +176,8 @@ def recommend(
         t_def = step_times_over(draws, StrategySpec("torch-ddp"), world_size, **predict_kw)
         interval, default_interval = interval_of(t_rec, unc), interval_of(t_def, unc)
         gains = [(d - r) / d * 100.0 for r, d in zip(t_rec, t_def)]
-        gain_band = (float(_pct(gains, 10)), float(_pct(gains, 90)))
+        lo, hi = np.percentile(gains, [10, 90])
+        gain_band = (float(lo), float(hi))
     gain_pct = (default.step_time_s - rec.step_time_s) / default.step_time_s * 100.0
     noise_pct = unc.compute_spread_pct
     if default.step_time_s <= band:
@@ -241,28 +244,17 @@ def recommend(
     )
 
 
-def _pct(xs: Sequence[float], q: float) -> float:
-    import numpy as np
-
-    return float(np.percentile(xs, q))
-
-
 def _round_recommendation(
     profile: GradProfile, cost: CostModel, world_size: int, ddp: SweepResult, grid: Sequence[float], **predict_kw: Any
 ) -> tuple[float, StepResult]:
     """A cap a person would write, inside the near-best band: the fastest power of two there (the larger on
     a tie: fewer calls); else the best rounded to 2 significant digits if that stays in the band; else the exact best."""
     band = ddp.best.step_time_s * (1 + NEAR_BEST_PCT / 100)
-    in_band: list[tuple[float, float, StepResult]] = []
-    for mb in ROUND_CAPS_MB:
-        if not grid[0] <= mb <= grid[-1]:
-            continue
-        r = predict(profile, cost, StrategySpec("torch-ddp", bucket_mb=mb), world_size, **predict_kw)
-        if r.step_time_s <= band:
-            in_band.append((r.step_time_s, -mb, r))
-    if in_band:
-        t, neg_mb, r = min(in_band, key=lambda x: (x[0] * (1 - 1e-12), x[1]))
-        return -neg_mb, r
+    caps = [mb for mb in ROUND_CAPS_MB if grid[0] <= mb <= grid[-1]]
+    if caps:  # one sweep: caps that give the same buckets are simulated once
+        rs = sweep(profile, cost, StrategySpec("torch-ddp", bucket_mb=caps[0]), world_size, caps, **predict_kw)
+        if rs.best.step_time_s <= band:  # the sweep's best: fastest, the larger cap on a tie
+            return rs.best_bucket_mb, rs.best
     mb = round_sig(ddp.best_bucket_mb, 2)
     r = predict(profile, cost, StrategySpec("torch-ddp", bucket_mb=mb), world_size, **predict_kw)
     if r.step_time_s <= band:
