@@ -431,14 +431,12 @@ def bench_main(args: Any) -> int:
         _check_positive(name, v, lo)
     w = _workload(args.model)
     bs = args.batch_size or w.default_batch_size
-    if args.link_mbit is not None:
-        from realrun.netns import NetnsUnavailable, require_netns
+    from realrun.netns import netns_skip_reason
 
-        try:
-            require_netns()
-        except NetnsUnavailable as e:
-            _progress(f"bench-ddp: skipped: --link-mbit needs root ({e})")
-            return 0
+    reason = netns_skip_reason(args.link_mbit)
+    if reason:
+        _progress(f"bench-ddp: skipped: --link-mbit needs root ({reason})")
+        return 0
     records: list[dict[str, Any]] = []
 
     def run_rounds(pool: Any, writer: Any, lead: bool) -> None:

@@ -26,6 +26,7 @@ from realrun.bench_allreduce import (
     run_spawned,
     run_torchrun_rank,
 )
+from realrun.netns import netns_skip_reason
 from realrun.records import read_records
 
 from .cliutil import emit_json, link_mbit, number, rescue_records, timeout_s, world_sizes
@@ -189,14 +190,10 @@ def main(args: Any) -> int:
             return _report(records, args)
         return 0
     spec = spec_from_args(args, tuple(args.world_size or (2,)))
-    if spec.link_mbit is not None:
-        from realrun.netns import NetnsUnavailable, require_netns
-
-        try:
-            require_netns()
-        except NetnsUnavailable as e:
-            print(f"bench-allreduce: skipped: needs root ({e})", file=sys.stderr)
-            return 0
+    reason = netns_skip_reason(spec.link_mbit)
+    if reason:
+        print(f"bench-allreduce: skipped: needs root ({reason})", file=sys.stderr)
+        return 0
     est = estimate_total_s(spec)
     if est > 60 and not args.quiet:
         print(

@@ -106,9 +106,6 @@ class Interval:
     n_draws: int
     sources: tuple[str, ...]
 
-    def contains(self, x_s: float) -> bool:
-        return self.lo_s <= x_s <= self.hi_s
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "level": self.level,
