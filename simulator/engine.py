@@ -297,11 +297,14 @@ def _analytic(st: _Setup, factors: list[float], accum_steps: int) -> RunOutcome:
         launch = start = end = np.zeros(0)
         comm_end, busy = -math.inf, 0.0
     copy_s = plan.copy_out_bytes / cost.copy_bytes_per_s if cost.copy_bytes_per_s and plan.copy_out_bytes else 0.0
+    per_bucket = bool(copy_s) and plan.copy_out_per_bucket and n > 0
     opt_ends = []
     for b_end, f in zip(bwd_ends, factors):
-        t = max(b_end, comm_end)
-        if copy_s:
-            t += copy_s
+        if per_bucket:  # wait for bucket c, copy it, next: the serial recursion from backward's end
+            _, c_end = _serial(np.maximum(end, b_end), plan.msg_bytes / cost.copy_bytes_per_s, np.zeros(n))
+            t = float(c_end[-1])
+        else:
+            t = max(b_end, comm_end) + copy_s
         t += prof.optimizer_s * plan.optimizer_fraction * f
         opt_ends.append(t)
     if plan.n_post:
@@ -524,14 +527,23 @@ class _Step:
             for c in range(n):  # blocking, one after another
                 self._launch(c)
                 yield self._done(c)
-        elif n:
-            yield self.all_main_done
-        t0 = env.now
-        if self.record and t0 > self.bwd_end[r]:
-            self.events.append((self.bwd_end[r], t0, r, "wait", "wait for communication"))
         copy_bw = self.cost.copy_bytes_per_s
-        if copy_bw and plan.copy_out_bytes:
-            yield from self._span(r, "copy", lambda: "copy gradients out of buckets", plan.copy_out_bytes / copy_bw)
+        if copy_bw and plan.copy_out_bytes and plan.copy_out_per_bucket and n and launch != "after_backward":
+            for c in range(n):  # torch's finalize_backward: wait for bucket c, copy it out, next
+                t0 = env.now
+                yield self._done(c)
+                if self.record and env.now > t0:
+                    self.events.append((t0, env.now, r, "wait", "wait for communication"))
+                msg_c = int(plan.msg_bytes[c])
+                yield from self._span(r, "copy", lambda c=c: f"copy {plan.names(c)} out", msg_c / copy_bw)
+        else:
+            if launch != "after_backward" and n:
+                yield self.all_main_done
+            t0 = env.now
+            if self.record and t0 > self.bwd_end[r]:
+                self.events.append((self.bwd_end[r], t0, r, "wait", "wait for communication"))
+            if copy_bw and plan.copy_out_bytes:
+                yield from self._span(r, "copy", lambda: "copy gradients out of buckets", plan.copy_out_bytes / copy_bw)
         yield from self._span(r, "optimizer", lambda: "optimizer", prof.optimizer_s * plan.optimizer_fraction * f)
         for c in range(n, n + plan.n_post):
             self._launch(c)

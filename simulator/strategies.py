@@ -138,6 +138,10 @@ class CommPlan:
     optimizer_fraction: float = 1.0
     post_optimizer: tuple[Collective, ...] = ()
     python_hooks: bool = False  # a Python hook runs per gradient (hand-written wrappers), not C++
+    # copy-out bucket by bucket, each once its all-reduce is done, in index order (torch's
+    # ``finalize_backward`` waits bucket i then copies it; BucketedDDP does the same), so only
+    # what completes after backward's end is exposed; else all of it after the last collective
+    copy_out_per_bucket: bool = False
 
 
 def _bucket_colls(profile: GradProfile, buckets: tuple[tuple[int, ...], ...]) -> tuple[Collective, ...]:
@@ -171,7 +175,9 @@ def comm_plan(profile: GradProfile, spec: StrategySpec, world_size: int) -> Comm
     if spec.name == "bucketed":
         assert spec.bucket_mb is not None  # StrategySpec: bucketed needs a size
         colls = _bucket_colls(profile, simple_buckets(profile, spec.bucket_mb))
-        return CommPlan("in_order", colls, copy_in=True, copy_out_bytes=total, python_hooks=True)
+        return CommPlan(
+            "in_order", colls, copy_in=True, copy_out_bytes=total, python_hooks=True, copy_out_per_bucket=True
+        )
     # torch-ddp and sharded share DDP's reducer
     b = ddp_buckets(
         profile,
@@ -184,7 +190,7 @@ def comm_plan(profile: GradProfile, spec: StrategySpec, world_size: int) -> Comm
     copy_out = 0 if spec.gradient_as_bucket_view else total
     colls = _bucket_colls(profile, buckets)
     if spec.name == "torch-ddp":
-        return CommPlan("in_order", colls, copy_in=True, copy_out_bytes=copy_out)
+        return CommPlan("in_order", colls, copy_in=True, copy_out_bytes=copy_out, copy_out_per_bucket=True)
     post = tuple(Collective(f"bcast:{ps[i].name}", "broadcast", ps[i].nbytes, (i,)) for i in trainable)
     return CommPlan(
         "in_order",
@@ -193,6 +199,7 @@ def comm_plan(profile: GradProfile, spec: StrategySpec, world_size: int) -> Comm
         copy_out_bytes=copy_out,
         optimizer_fraction=1.0 / world_size,
         post_optimizer=post,
+        copy_out_per_bucket=True,
     )
 
 
@@ -263,6 +270,7 @@ class PlanArrays:
     post_names: Callable[[int], str] = str
     python_hooks: bool = False
     key: Hashable = None
+    copy_out_per_bucket: bool = False  # as ``CommPlan.copy_out_per_bucket``
 
     @property
     def n_collectives(self) -> int:
@@ -298,6 +306,7 @@ def plan_arrays(profile: GradProfile, plan: CommPlan) -> PlanArrays:
         post_msg_bytes=np.fromiter((c.msg_bytes for c in post), dtype=np.int64, count=len(post)),
         post_names=post_names.__getitem__,
         python_hooks=plan.python_hooks,
+        copy_out_per_bucket=plan.copy_out_per_bucket,
     )
 
 
@@ -325,7 +334,16 @@ def comm_plan_arrays(profile: GradProfile, spec: StrategySpec, world_size: int) 
         starts = bucket_starts(pa.nbytes[members], [mb_to_bytes(spec.bucket_mb)])
         msg, last, n = _runs(pa, members, starts)
         return PlanArrays(
-            "in_order", msg, last, n, _bucket_name, True, total, python_hooks=True, key=("bucketed", tuple(starts))
+            "in_order",
+            msg,
+            last,
+            n,
+            _bucket_name,
+            True,
+            total,
+            python_hooks=True,
+            key=("bucketed", tuple(starts)),
+            copy_out_per_bucket=True,
         )
     cap, first, per = ddp_bucket_limits(spec.bucket_mb, spec.bucket_cap_mb_list)
     rebuild = spec.static_graph or not spec.find_unused_parameters
@@ -350,7 +368,7 @@ def comm_plan_arrays(profile: GradProfile, spec: StrategySpec, world_size: int) 
         key = ("init", tuple(starts))
     copy_out = 0 if spec.gradient_as_bucket_view else total
     if spec.name == "torch-ddp":
-        return PlanArrays("in_order", msg, last, n, _bucket_name, True, copy_out, key=key)
+        return PlanArrays("in_order", msg, last, n, _bucket_name, True, copy_out, key=key, copy_out_per_bucket=True)
     trainable = np.flatnonzero(pa.pos >= 0)
     names = tuple(f"bcast:{ps[i].name}" for i in trainable.tolist())
     return PlanArrays(
@@ -365,4 +383,5 @@ def comm_plan_arrays(profile: GradProfile, spec: StrategySpec, world_size: int) 
         post_msg_bytes=pa.nbytes[trainable],
         post_names=names.__getitem__,
         key=key,
+        copy_out_per_bucket=True,
     )

@@ -185,3 +185,26 @@ def test_hand_written_variants_launch_in_index_order_like_realrun():
         res = predict(prof, cost, spec, 2)
         assert res.n_collectives == 2
         assert res.step_time_s == pytest.approx(14e-3, rel=1e-9), name
+
+
+@pytest.mark.parametrize("model", ["events", "analytic"])
+def test_copy_out_bucket_by_bucket_as_torch_finalize_backward(model):
+    """torch's finalize_backward waits for bucket i, copies it into .grad, then bucket i+1: copies of
+    buckets done before backward's end run from there one after another, each later one waits for its
+    all-reduce. Copy rate 1000 B/s (1000 B: 1 s; copy-in is added to each gradient's compute)."""
+    cost = CostModel.linear(0.5, 1000.0, channels=1, copy_bytes_per_s=1000.0)
+    spec = StrategySpec("bucketed", bucket_mb=1e-6)  # one bucket per parameter: c, b, a
+    out = simulate_step(PROF, comm_plan(PROF, spec, 2), cost, 2, record=model == "events", model=model)
+    # c ready 0.5+2 = 2.5 -> [2.5, 4.0]; b ready 2.5+4 = 6.5 -> [6.5, 9.0]; a ready 8.5, channel busy -> [9.0, 10.5]
+    assert [(r.start_s, r.end_s) for r in out.rows] == [(2.5, 4.0), (6.5, 9.0), (9.0, 10.5)]
+    assert out.backward_end_s == 8.5
+    # copy c [8.5, 9.5], copy b [9.5, 11.5], copy a [11.5, 12.5]; optimizer [12.5, 12.75]
+    # (all after the last all-reduce, as the simulator did before: 10.5 + 4 + 0.25 = 14.75)
+    assert out.step_time_s == pytest.approx(12.75, abs=1e-12)
+    if model == "events":
+        copies = [(e[4], e[0], e[1]) for e in out.events if e[3] == "copy"]
+        assert copies == [
+            ("copy bucket0 out", 8.5, 9.5),
+            ("copy bucket1 out", 9.5, 11.5),
+            ("copy bucket2 out", 11.5, 12.5),
+        ]

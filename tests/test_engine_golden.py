@@ -179,26 +179,38 @@ def _same(got: dict[str, Any], want: dict[str, Any]) -> bool:
     return ok
 
 
-def rewrite_launch_rule() -> None:
-    """The one deliberate change of the model's timing since the file was written (issue 10): ``individual``
-    and ``bucketed`` launched each call as soon as it was ready; they now launch in index order (reverse
-    registration), as realrun's wrappers do. Only their cases whose results changed are rewritten, by the
-    event model, and listed in the file's ``rewritten`` entry; every other case stays as the old engine wrote it."""
+# The deliberate changes of the model's timing since the file was written, each rewriting only the cases
+# whose results it changed (by the event model) and listed in the file's ``rewritten`` entries; every
+# other case stays as the old engine wrote it.
+REWRITES = {
+    "--rewrite-launch-rule": (
+        "individual/bucketed launch in index order (reverse registration) as realrun/ddp.py does (issue 10)",
+        ("individual", "bucketed"),
+    ),
+    "--rewrite-copy-out": (
+        "bucketed plans copy each bucket out once its all-reduce is done, in index order, from backward's end "
+        "(torch's finalize_backward; BucketedDDP), instead of all of it after the last all-reduce (issue 10)",
+        ("torch-ddp", "sharded", "bucketed"),
+    ),
+}
+
+
+def rewrite(flag: str) -> None:
+    why, strategies = REWRITES[flag]
     doc = json.loads(GOLDEN.read_text())
     changed = []
     for seed, want in enumerate(doc["cases"]):
         cfg = config(seed)
-        if cfg["spec"].name not in ("individual", "bucketed"):
+        if cfg["spec"].name not in strategies:
             continue
         got = outcome(cfg, model="events")
         if not _same(got, want):
             doc["cases"][seed] = got
             changed.append(seed)
-    doc["rewritten"] = {
-        "why": "individual/bucketed launch in index order (reverse registration) as realrun/ddp.py does (issue 10)",
-        "by": "tests/test_engine_golden.py --rewrite-launch-rule (event model)",
-        "seeds": changed,
-    }
+    old = doc.get("rewritten") or []
+    entries = [old] if isinstance(old, dict) else list(old)
+    entries.append({"why": why, "by": f"tests/test_engine_golden.py {flag} (event model)", "seeds": changed})
+    doc["rewritten"] = entries
     with GOLDEN.open("w") as f:
         f.write("{" + ",\n".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in doc.items() if k != "cases"))
         f.write(',\n "cases": [\n')
@@ -220,5 +232,7 @@ def write() -> None:
 if __name__ == "__main__":
     if "--write" in sys.argv:
         write()
-    elif "--rewrite-launch-rule" in sys.argv:
-        rewrite_launch_rule()
+    else:
+        for flag in REWRITES:
+            if flag in sys.argv:
+                rewrite(flag)
