@@ -9,7 +9,11 @@ link) runs, in order, with a progress line per phase:
    in training, with no communication;
 4. the contention probe: forward+backward alone versus with all-reduces in
    flight -> the compute slowdown ``c``; all-reduces alone versus under compute
-   -> the communication slowdown.
+   -> the communication slowdown;
+5. the in-step probe (``step_probe``): real torch DDP steps at a bucket size of
+   its own with per-bucket timelines -> ``c`` and the communication slowdown as
+   they are inside a step; these replace the contention probe's (kept in
+   ``probes`` beside them).
 
 Every measurement is appended to the records file as it is taken; the params
 file is written at the end (atomically). Nothing here is assumed: each number
@@ -44,6 +48,7 @@ class CalibrateSpec:
     sizes_bytes: tuple[int, ...] | None = None
     profile_steps: int = 20
     contention_steps: int = 10
+    step_probe_steps: int = 10  # 0: no in-step probe (the contention probe's factors are used)
     optimizer: str = "sgd"
     records: str = "calibration.jsonl"
     timeout_s: float = 900.0
@@ -246,28 +251,45 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
             f"contention: compute x{1 + fitted['contention_c']:.2f} while communicating, "
             f"communication x{1 + fitted['comm_contention_c']:.2f} while computing"
         )
-    return Params(
-        backend=pool.backend,
-        world_size=pool.world_size,
-        linear=fit,
-        link_mbit=spec.link_mbit,
-        contention_c=fitted["contention_c"],
-        comm_contention_c=fitted["comm_contention_c"],
-        copy_bytes_per_s=copy_bps,
-        compute_profile=prof.to_dict(),
-        broadcast=bfit,
-        channels=channels,
-        env=env,
-        source_records=(str(Path(spec.records).resolve()),),
-        probes={
-            "contention": {k: v for k, v in fitted.items()},
-            "model": spec.model,
-            "batch_size": bs,
-            "allreduce_median_fit": typical.to_dict(),
-            "stream_fit": sfit.to_dict(),
-            "async_speedup": speedup,
-        },
-    )
+        params = Params(
+            backend=pool.backend,
+            world_size=pool.world_size,
+            linear=fit,
+            link_mbit=spec.link_mbit,
+            contention_c=fitted["contention_c"],
+            comm_contention_c=fitted["comm_contention_c"],
+            copy_bytes_per_s=copy_bps,
+            compute_profile=prof.to_dict(),
+            broadcast=bfit,
+            channels=channels,
+            env=env,
+            source_records=(str(Path(spec.records).resolve()),),
+            probes={
+                "contention": {k: v for k, v in fitted.items()},
+                "model": spec.model,
+                "batch_size": bs,
+                "allreduce_median_fit": typical.to_dict(),
+                "stream_fit": sfit.to_dict(),
+                "async_speedup": speedup,
+            },
+        )
+        if spec.step_probe_steps > 0:
+            from .step_probe import probe_bucket_mb, run_step_probe, summary_line
+
+            say(
+                f"in-step probe: torch DDP at {probe_bucket_mb(prof.total_grad_bytes):g} MiB, "
+                f"{spec.step_probe_steps} steps with per-bucket timelines"
+            )
+            rec, sfit_step = run_step_probe(pool, spec.model, bs, prof, params.cost_model(), spec.step_probe_steps)
+            writer.write(make_record("step_probe", env, model=spec.model, batch_size=bs, timeline=rec, fit=sfit_step))
+            say(summary_line(sfit_step))
+            params = replace(
+                params,
+                contention_c=sfit_step["contention_c"],
+                comm_contention_c=sfit_step["comm_contention_c"],
+                probes={**params.probes, "in_step": sfit_step, "contention_source": "in-step probe"},
+            )
+    return params
 
 
 def calibrate(spec: CalibrateSpec, progress: bool = True) -> Params:

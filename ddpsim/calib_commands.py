@@ -91,6 +91,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             records=_out_path(args.records, link, multi),
             profile_steps=args.profile_steps,
             contention_steps=args.contention_steps,
+            step_probe_steps=args.step_probe_steps,
             sizes_bytes=args.sizes,
         )
         params = calibrate(spec, progress=not args.quiet)
@@ -329,6 +330,13 @@ def add_commands(sub: Any) -> None:
     c.add_argument("--profile-steps", type=steps, default=20, help="timed steps of the gradient-ready profile")
     c.add_argument(
         "--contention-steps", type=steps, default=10, help="timed steps of the contention probe, alone and overlapped"
+    )
+    c.add_argument(
+        "--step-probe-steps",
+        type=number(int, 0, 100_000),
+        default=10,
+        help="timed torch DDP steps of the in-step probe (per-bucket timelines; fits how compute and "
+        "communication slow each other inside a step); 0 keeps the contention probe's factors",
     )
     c.add_argument(
         "--sizes",

@@ -29,6 +29,7 @@ import realrun.netns as netns  # noqa: E402
 from calibration.calibrate import CalibrateSpec, calibrate_on_pool, fit_probe  # noqa: E402
 from calibration.fit import fit_linear  # noqa: E402
 from calibration.params import PARAMS_SCHEMA, Params  # noqa: E402
+from calibration.step_probe import fit_in_step, measured_targets
 from calibration.validate import (  # noqa: E402
     VALIDATION_SCHEMA,
     ValidateSpec,
@@ -64,7 +65,12 @@ def calibrated(pool, tmp_path_factory):
     d = tmp_path_factory.mktemp("calibrate")
     said: list[str] = []
     spec = CalibrateSpec(
-        model=TINY, sizes_bytes=SIZES, profile_steps=STEPS, contention_steps=STEPS, records=str(d / "calibration.jsonl")
+        model=TINY,
+        sizes_bytes=SIZES,
+        profile_steps=STEPS,
+        contention_steps=STEPS,
+        step_probe_steps=STEPS,
+        records=str(d / "calibration.jsonl"),
     )
     params = calibrate_on_pool(pool, spec, said.append)
     return params, params.save(d / "params.json"), Path(spec.records), said
@@ -102,6 +108,11 @@ def test_calibrated_params_are_positive_finite_and_of_this_run(calibrated):
     assert math.isfinite(params.contention_c) and params.contention_c >= 0
     assert math.isfinite(params.comm_contention_c) and params.comm_contention_c >= 0
     assert _positive_finite(params.copy_bytes_per_s)
+    # the in-step probe's factors are the ones used; the contention probe's are kept beside them
+    fit = params.probes["in_step"]
+    assert (params.contention_c, params.comm_contention_c) == (fit["contention_c"], fit["comm_contention_c"])
+    assert fit["measured"]["steps"] == STEPS and fit["measured"]["compute_only_median_s"] > 0
+    assert params.probes["contention"]["contention_c"] >= 0
     assert params.source_records == (str(records.resolve()),)
     assert (params.probes["model"], params.probes["batch_size"]) == (TINY, 16)
     # the profile is of this model: 4 bytes per float32 element of every parameter
@@ -122,6 +133,8 @@ def test_calibrated_params_are_positive_finite_and_of_this_run(calibrated):
         "memory copy",
         "profiling",
         "contention:",
+        "in-step probe:",
+        "in-step probe (torch-ddp",
     ):
         assert any(line.startswith(phase) for line in said), (phase, said)
 
@@ -136,6 +149,7 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
         "memcpy": 1,
         "profile": 1,
         "contention": 1,
+        "step_probe": 1,
     }
     ar = [r for r in recs if r["kind"] == "allreduce" and r["impl"] == "native"]
     streams = [r for r in recs if r["kind"] == "allreduce" and r["impl"] == "stream"]
@@ -161,12 +175,20 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
     )
     (cont,) = [r for r in recs if r["kind"] == "contention"]
     refit = fit_probe(cont["per_rank"])
-    assert refit["contention_c"] == cont["contention_c"] == params.contention_c
-    assert refit["comm_contention_c"] == params.comm_contention_c
+    probe = params.probes["contention"]
+    assert refit["contention_c"] == cont["contention_c"] == probe["contention_c"]
+    assert refit["comm_contention_c"] == probe["comm_contention_c"]
     # comm slowdown = median under compute / median alone - 1, floored at 0
     alone = statistics.median(t for r in cont["per_rank"] for t in r["comm_alone_s"])
     under = statistics.median(t for r in cont["per_rank"] for t in r["comm_under_compute_s"])
-    assert params.comm_contention_c == pytest.approx(max(0.0, under / alone - 1.0), rel=1e-12, abs=1e-15)
+    assert probe["comm_contention_c"] == pytest.approx(max(0.0, under / alone - 1.0), rel=1e-12, abs=1e-15)
+    # the factors used come from the in-step probe's record, refitted here the same way
+    (sp,) = [r for r in recs if r["kind"] == "step_probe"]
+    assert sp["timeline"]["strategy"] == "torch-ddp" and len(sp["timeline"]["step_times_s"]) == STEPS
+    fit = fit_in_step(
+        params.profile(), params.cost_model(), 2, sp["fit"]["bucket_mb"], measured_targets(sp["timeline"])
+    )
+    assert (fit["contention_c"], fit["comm_contention_c"]) == (params.contention_c, params.comm_contention_c)
     (prof,) = [r for r in recs if r["kind"] == "profile"]
     assert GradProfile.from_dict(prof["profile"]) == params.profile()
 
@@ -316,13 +338,13 @@ def test_empty_measurement_is_a_clear_error(calibrated, tmp_path, capsys):
     no_ar.write_text(
         "".join(line + "\n" for line in records.read_text().splitlines() if '"kind":"allreduce"' not in line)
     )
-    kinds = r"kinds found: broadcast, contention, memcpy, profile"
-    with pytest.raises(ValueError, match=rf"none of the 6 records is an all-reduce measurement \({kinds}\)"):
+    kinds = r"kinds found: broadcast, contention, memcpy, profile, step_probe"
+    with pytest.raises(ValueError, match=rf"none of the 7 records is an all-reduce measurement \({kinds}\)"):
         fit_linear(read_records(no_ar))
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     for path, msg in (
-        (no_ar, "none of the 6 records is an all-reduce measurement"),
+        (no_ar, "none of the 7 records is an all-reduce measurement"),
         (empty, "no records given: the measurement is empty"),
     ):
         assert ddpsim(["plot", "--allreduce", str(path), "--plot-dir", str(tmp_path / "plots")]) == 2

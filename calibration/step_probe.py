@@ -1,0 +1,156 @@
+"""The in-step probe: how much compute and communication slow each other inside a real DDP step.
+
+The contention probe (``probes.contention_probe``) runs forward+backward beside a loop of
+all-reduces of one size. Inside a DDP step it is different: the all-reduces are the buckets',
+launched from the autograd thread while backward runs, and on a CPU gloo's threads compete with
+backward's for the same cores. Per-bucket timelines of real steps (``realrun.timeline``) measured
+the in-step calls at 1.4-3.1x the time the contention probe predicted (BENCHMARKS.md, "Per-bucket
+timelines"). So ``calibrate`` also runs real torch DDP steps of the calibration model at one bucket
+size of its own (``PROBE_BUCKET_MB``: neither a size of ``validate``'s grid nor torch's default),
+with timelines recorded and a compute-only step of a bare copy of the model between them, and fits
+the two factors the simulator has for this:
+
+* ``contention_c``: compute runs ``1 + c`` times slower while a collective is in flight. Target:
+  the measured backward end (forward + backward of the DDP step).
+* ``comm_contention_c``: communication runs ``1 + c_comm`` times slower while compute runs.
+  Target: the sum over buckets of launch-to-completion (queueing behind the call before included).
+
+Both targets are medians over the timed steps, each step on its slowest rank; the simulated side is
+the same step in the simulator (profile scaled to the compute-only steps measured beside it, as
+``validate`` scales it). The two are solved together: each factor by root finding with the other
+held, alternately, until neither moves. A target already met with the factor at 0 gives 0 (nothing
+is fitted negative). Validation rows are never used: the probe is its own configuration.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from simulator.network import CostModel
+from simulator.predict import predict
+from simulator.profile import GradProfile
+from simulator.strategies import StrategySpec
+
+PROBE_BUCKET_MB = 2.0
+C_MAX = 20.0  # bracket of both factors (x21): a probe that needs more than this is not a DDP step
+_ROUNDS = 8
+
+
+def probe_bucket_mb(total_grad_bytes: int) -> float:
+    """The probe's cap: 2 MiB, or a quarter of the gradients for models under 8 MiB (so several buckets)."""
+    return min(PROBE_BUCKET_MB, max(total_grad_bytes / 4 / (1 << 20), 1e-3))
+
+
+def measured_targets(rec: dict[str, Any]) -> dict[str, Any]:
+    """Medians over a ``measure_timeline`` record's timed steps (each on its slowest rank) of the step
+    terms the fit uses; also the compute-only median measured beside them."""
+    from .timeline import step_terms
+
+    ranks = rec["rank_step_times_s"]
+    terms = []
+    for k in range(len(rec["step_times_s"])):
+        r = max(range(len(ranks)), key=lambda i: ranks[i][k])
+        terms.append(step_terms(rec["rank_timelines"][r][k]))
+    if not terms:
+        raise ValueError("the in-step probe recorded no steps")
+    med = {q: statistics.median(t[q] for t in terms) for q in ("step_s", "compute_s", "comm_sum_s", "exposed_tail_s")}
+    med["n_buckets"] = statistics.median(len(t["buckets"]) for t in terms)
+    med["launch_delay_median_s"] = statistics.median(b["launch_delay_s"] for t in terms for b in t["buckets"])
+    med["compute_only_median_s"] = rec["compute_median_s"]
+    med["steps"] = len(terms)
+    return med
+
+
+def simulated_terms(profile: GradProfile, cost: CostModel, world_size: int, bucket_mb: float) -> dict[str, float]:
+    """The simulator's backward end, summed launch-to-completion, exposed tail and step for the probe."""
+    res = predict(profile, cost, StrategySpec("torch-ddp", bucket_mb=bucket_mb), world_size)
+    rows = [r for r in res.rows if r.name.startswith("bucket")]
+    last = max((r.end_s for r in rows), default=res.backward_end_s)
+    return {
+        "step_s": res.step_time_s,
+        "compute_s": res.backward_end_s,
+        "comm_sum_s": sum(r.end_s - r.ready_s for r in rows),
+        "exposed_tail_s": max(0.0, last - res.backward_end_s),
+        "n_buckets": len(rows),
+    }
+
+
+def _root(f: Any, hi: float) -> float:
+    """The smallest x in [0, hi] with f(x) >= 0 for an increasing f: 0 if f(0) >= 0, hi if f(hi) < 0."""
+    from scipy.optimize import brentq
+
+    f0 = f(0.0)
+    if f0 >= 0:
+        return 0.0
+    fh = f(hi)
+    if fh < 0:
+        return hi
+    return float(brentq(f, 0.0, hi, xtol=1e-4, rtol=1e-6))
+
+
+def fit_in_step(
+    profile: GradProfile, cost: CostModel, world_size: int, bucket_mb: float, targets: dict[str, Any]
+) -> dict[str, Any]:
+    """``contention_c`` and ``comm_contention_c`` such that the simulated probe step has the measured
+    backward end and summed in-step all-reduce time. ``profile`` is scaled here to the compute-only
+    median in ``targets``; ``cost`` brings o, w, channels, copy rate and hooks (its contention terms are
+    replaced)."""
+    prof = profile
+    base = targets.get("compute_only_median_s")
+    scale = 1.0
+    if base and profile.compute_s > 0:
+        scale = base / profile.compute_s
+        prof = profile.scaled(scale)
+
+    def sim(c: float, cc: float) -> dict[str, float]:
+        return simulated_terms(prof, cost.with_overrides(contention=c, comm_contention=cc), world_size, bucket_mb)
+
+    c = cc = 0.0
+    history = []
+    for _ in range(_ROUNDS):
+        c_prev, cc_prev = c, cc
+        cc = _root(lambda x, c=c: sim(c, x)["comm_sum_s"] - targets["comm_sum_s"], C_MAX)
+        c = _root(lambda x, cc=cc: sim(x, cc)["compute_s"] - targets["compute_s"], C_MAX)
+        history.append((c, cc))
+        if abs(c - c_prev) < 1e-3 and abs(cc - cc_prev) < 1e-3:
+            break
+    at_fit = sim(c, cc)
+    return {
+        "contention_c": c,
+        "comm_contention_c": cc,
+        "bucket_mb": bucket_mb,
+        "compute_scale": scale,
+        "measured": {k: v for k, v in targets.items()},
+        "simulated_at_fit": at_fit,
+        "simulated_without_contention": sim(0.0, 0.0),
+        "rounds": len(history),
+        "at_bound": c >= C_MAX or cc >= C_MAX,
+    }
+
+
+def run_step_probe(
+    pool: Any, model: str, batch_size: int, profile: GradProfile, cost: CostModel, steps: int, warmup: int = 3
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Measure the probe on ``pool`` and fit it: ``(record, fit)``."""
+    from realrun.bench_ddp import _loadavg, measure_timeline
+
+    bucket = probe_bucket_mb(profile.total_grad_bytes)
+    load = _loadavg()
+    rec = measure_timeline(pool, model, "torch-ddp", bucket, batch_size, steps, warmup)
+    rec["loadavg_before"], rec["loadavg_after"] = load, _loadavg()
+    targets = measured_targets(rec)
+    fit = fit_in_step(profile, cost, pool.world_size, bucket, targets)
+    fit["loadavg"] = [load, rec["loadavg_after"]]
+    return rec, fit
+
+
+def summary_line(fit: dict[str, Any]) -> str:
+    m, s = fit["measured"], fit["simulated_at_fit"]
+    return (
+        f"in-step probe (torch-ddp {fit['bucket_mb']:g} MiB, {m['steps']} steps): compute x{1 + fit['contention_c']:.2f} "
+        f"while communicating, communication x{1 + fit['comm_contention_c']:.2f} while computing "
+        f"(backward end {m['compute_s'] * 1e3:.1f} ms measured / {s['compute_s'] * 1e3:.1f} fitted, "
+        f"all-reduces {m['comm_sum_s'] * 1e3:.1f} / {s['comm_sum_s'] * 1e3:.1f} ms per step)"
+        + ("; a factor hit its bound" if fit["at_bound"] else "")
+    )

@@ -1,0 +1,77 @@
+"""The in-step probe's fit: targets made by the simulator with known factors are recovered."""
+
+import pytest
+
+from calibration.step_probe import fit_in_step, measured_targets, probe_bucket_mb, simulated_terms
+from simulator.network import CostModel
+from simulator.zoo import load_profile
+
+PROF = load_profile("gpt", "cpu-core")
+
+
+def _cost(**kw):
+    return CostModel.linear(300e-6, 1.5e9, 2, channels=1, copy_bytes_per_s=8e9, **kw)
+
+
+def _targets(c, cc, bucket):
+    t = simulated_terms(PROF, _cost(contention=c, comm_contention=cc), 2, bucket)
+    return {**t, "compute_only_median_s": PROF.compute_s, "steps": 10}
+
+
+@pytest.mark.parametrize("c, cc", [(0.3, 1.5), (0.0, 2.0), (0.8, 0.0), (0.15, 0.4)])
+def test_fit_recovers_known_factors(c, cc):
+    bucket = probe_bucket_mb(PROF.total_grad_bytes)
+    fit = fit_in_step(PROF, _cost(), 2, bucket, _targets(c, cc, bucket))
+    assert fit["contention_c"] == pytest.approx(c, abs=2e-3)
+    assert fit["comm_contention_c"] == pytest.approx(cc, abs=2e-3)
+    assert fit["compute_scale"] == pytest.approx(1.0)
+    assert not fit["at_bound"]
+
+
+def test_targets_below_the_model_without_contention_give_zero_not_negative():
+    bucket = probe_bucket_mb(PROF.total_grad_bytes)
+    t = _targets(0.0, 0.0, bucket)
+    t = {**t, "compute_s": t["compute_s"] * 0.9, "comm_sum_s": t["comm_sum_s"] * 0.5}
+    fit = fit_in_step(PROF, _cost(), 2, bucket, t)
+    assert fit["contention_c"] == 0.0 and fit["comm_contention_c"] == 0.0
+
+
+def test_profile_is_scaled_to_the_compute_only_steps_measured_beside():
+    bucket = probe_bucket_mb(PROF.total_grad_bytes)
+    fast = PROF.scaled(0.5)  # a profile taken when the box was twice as fast
+    fit = fit_in_step(fast, _cost(), 2, bucket, _targets(0.3, 1.0, bucket))
+    assert fit["compute_scale"] == pytest.approx(2.0)
+    assert fit["contention_c"] == pytest.approx(0.3, abs=2e-3)
+    assert fit["comm_contention_c"] == pytest.approx(1.0, abs=2e-3)
+
+
+def test_probe_bucket_gives_several_buckets_for_small_models():
+    assert probe_bucket_mb(400 << 20) == 2.0
+    assert probe_bucket_mb(2 << 20) == pytest.approx(0.5)
+
+
+def test_measured_targets_take_each_step_on_its_slowest_rank():
+    def tl(bwd_end, launch, complete, step):
+        return {
+            "backward_start_s": 0.01,
+            "backward_end_s": bwd_end,
+            "optimizer_start_s": step - 0.002,
+            "optimizer_end_s": step,
+            "step_s": step,
+            "buckets": [{"index": 0, "bytes": 4, "ready_s": launch - 1e-4, "launch_s": launch, "complete_s": complete}],
+        }
+
+    rec = {
+        "step_times_s": [0.1, 0.2, 0.12],
+        "rank_step_times_s": [[0.1, 0.15, 0.12], [0.09, 0.2, 0.11]],
+        "rank_timelines": [
+            [tl(0.08, 0.05, 0.07, 0.1), tl(0.12, 0.05, 0.09, 0.15), tl(0.1, 0.06, 0.08, 0.12)],
+            [tl(0.07, 0.05, 0.06, 0.09), tl(0.18, 0.05, 0.15, 0.2), tl(0.09, 0.05, 0.07, 0.11)],
+        ],
+        "compute_median_s": 0.08,
+    }
+    t = measured_targets(rec)
+    # slowest ranks: step 0 rank 0, step 1 rank 1, step 2 rank 0
+    assert t["compute_s"] == pytest.approx(0.1)  # median of 0.08, 0.18, 0.10
+    assert t["comm_sum_s"] == pytest.approx(0.02)  # median of 0.02, 0.10, 0.02
+    assert t["steps"] == 3 and t["compute_only_median_s"] == 0.08
