@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The accuracy matrix of issue 10: for every network x workload, calibrate (with the in-step
+# probe) then validate torch-ddp, bucketed and sharded at 0.25-64 MiB, flat and individual,
+# for real and in the simulator, on 2 local gloo ranks; then one table of every cell.
+#
+#   benchmarks/accuracy_matrix.sh [OUT_DIR]
+#   NETWORKS="200 1000 loopback" MODELS="gpt cnn micro-dlrm lib" STEPS=8 benchmarks/accuracy_matrix.sh runs/matrix
+#
+# NETWORKS: link rates in Mbit/s (emulated tbf links, root needed; skipped otherwise) or "loopback".
+# MODELS: workloads; "lib" is torch's own nn.TransformerEncoder (benchmarks/models/torch_transformer.py).
+# Per cell OUT/<model>-<network>/ holds validation.json (summary + rows), validation.params.json
+# (the calibration), its records and plots; OUT/matrix.md is the table (benchmarks/accuracy_table.py).
+# A failed cell is logged and the others still run; the table says which are missing.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+OUT=${1:-runs/accuracy-matrix}
+NETWORKS=${NETWORKS:-"200 1000 loopback"}
+MODELS=${MODELS:-"gpt cnn micro-dlrm lib"}
+STEPS=${STEPS:-8}
+ROUNDS=${ROUNDS:-2}
+BUCKETS=${BUCKETS:-0.25,1,4,16,64}
+STRATEGIES=${STRATEGIES:-torch-ddp,flat,individual,bucketed,sharded}
+DDPSIM=${DDPSIM:-ddpsim}
+mkdir -p "$OUT"
+for net in $NETWORKS; do
+  for m in $MODELS; do
+    spec=$m
+    [ "$m" = lib ] && spec="$HERE/models/torch_transformer.py:build"
+    cell="$OUT/$m-$net"
+    mkdir -p "$cell"
+    link=()
+    [ "$net" != loopback ] && link=(--link-mbit "$net")
+    echo "== $(date +%T) $m on $net (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+    $DDPSIM validate --model "$spec" "${link[@]}" --strategy "$STRATEGIES" --bucket-mb "$BUCKETS" \
+      --steps "$STEPS" --rounds "$ROUNDS" --out "$cell/validation.json" --records "$cell/validation.jsonl" \
+      --plot-dir "$cell/plots" > "$cell/validate.log" 2>&1 || echo "   cell $m $net failed: see $cell/validate.log" >&2
+  done
+done
+python "$HERE/accuracy_table.py" "$OUT" > "$OUT/matrix.md"
+cat "$OUT/matrix.md"

@@ -1,0 +1,101 @@
+"""The accuracy matrix's table: one row per (network, workload) cell from ``accuracy_matrix.sh``'s folders.
+
+    python benchmarks/accuracy_table.py OUT_DIR > OUT_DIR/matrix.md
+
+Per cell: configurations, median and worst |error| of the predicted step (the worst named), the
+share of measured medians inside the predicted 80 % interval, the best torch-ddp bucket predicted
+and measured with the measured cost of taking the predicted one, the in-step probe's factors, the
+load average before the cell; then every row that misses 10 %, with its error. Goals (issue 10):
+median < 3 %, worst < 10 %, coverage 75-90 %.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+
+def _cell(d: Path) -> dict | None:
+    p = d / "validation.json"
+    if not p.exists():
+        return None
+    v = json.loads(p.read_text())
+    rows = v["rows"]
+    worst = max(rows, key=lambda r: abs(r["error_pct"]))
+    params = next(iter(sorted(d.glob("validation.params*.json"))), None)
+    fit = {}
+    if params is not None:
+        fit = (json.loads(params.read_text()).get("probes") or {}).get("in_step") or {}
+    log = (d / "validate.log").read_text() if (d / "validate.log").exists() else ""
+    bb = (v.get("best_bucket") or {}).get("torch-ddp") or {}
+    with_iv = [r for r in rows if r.get("predicted_p10_s") is not None]
+    cov = (
+        sum(r["predicted_p10_s"] <= r["measured_median_s"] <= r["predicted_p90_s"] for r in with_iv) / len(with_iv)
+        if with_iv
+        else None
+    )
+    return {
+        "rows": rows,
+        "n": len(rows),
+        "median": statistics.median(abs(r["error_pct"]) for r in rows),
+        "worst": worst,
+        "coverage": cov,
+        "bias": statistics.median(r["error_pct"] for r in rows),
+        "best": bb,
+        "fit": fit,
+        "log": log,
+    }
+
+
+def _name(r: dict) -> str:
+    return r["strategy"] + ("" if r.get("bucket_mb") is None else f" {r['bucket_mb']:g}")
+
+
+def main(out: Path) -> None:
+    cells = sorted(p for p in out.iterdir() if p.is_dir())
+    print(f"# Accuracy matrix ({out})\n")
+    print(
+        "| workload | network | configs | median abs. error | signed median | worst (config) | 80% interval coverage "
+        "| torch-ddp best bucket pred. / meas. (gap) | in-step fit: compute x, comm x |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    misses = []
+    for d in cells:
+        model, _, net = d.name.rpartition("-")
+        c = _cell(d)
+        if c is None:
+            print(f"| {model} | {net} | missing | | | | | | |")
+            continue
+        w = c["worst"]
+        cov = "-" if c["coverage"] is None else f"{c['coverage']:.0%}"
+        bb = c["best"]
+        best = (
+            f"{bb['predicted_best_mb']:g} / {bb['measured_best_mb']:g} ({bb['predicted_best_measured_gap_pct']:+.1f}%)"
+            if bb
+            else "-"
+        )
+        f = c["fit"]
+        fit = f"x{1 + f['contention_c']:.2f}, x{1 + f['comm_contention_c']:.2f}" if f else "-"
+        net_name = "loopback" if net == "loopback" else f"tbf {net} Mbit/s"
+        print(
+            f"| {model} | {net_name} | {c['n']} | {c['median']:.2f}% | {c['bias']:+.2f}% | "
+            f"{abs(w['error_pct']):.2f}% ({_name(w)}) | {cov} | {best} | {fit} |"
+        )
+        for r in c["rows"]:
+            if abs(r["error_pct"]) >= 10:
+                misses.append((model, net_name, _name(r), r))
+    if misses:
+        print("\nRows missing 10 % (predicted vs measured median, p10-p90 measured):\n")
+        for model, net, name, r in misses:
+            print(
+                f"- {model}, {net}, {name}: {r['predicted_step_s'] * 1e3:.1f} vs {r['measured_median_s'] * 1e3:.1f} ms "
+                f"({r['error_pct']:+.1f}%; measured {r['measured_p10_s'] * 1e3:.1f}-{r['measured_p90_s'] * 1e3:.1f})"
+            )
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or not Path(sys.argv[1]).is_dir():
+        sys.exit("usage: python benchmarks/accuracy_table.py OUT_DIR (a folder written by accuracy_matrix.sh)")
+    main(Path(sys.argv[1]))
