@@ -5,7 +5,7 @@
 Per cell: configurations, median and worst |error| of the predicted step (the worst named), the
 share of measured medians inside the predicted 80 % interval, the best torch-ddp bucket predicted
 and measured with the measured cost of taking the predicted one, the in-step probe's factors, the
-load average before the cell; then every row that misses 10 %, with its error. Goals (issue 10):
+compute-only baseline's own p10-p90 spread (how noisy the machine was); then every row that misses 10 %, with its error. Goals (issue 10):
 median < 3 %, worst < 10 %, coverage 75-90 %.
 """
 
@@ -29,6 +29,18 @@ def _cell(d: Path) -> dict | None:
     if params is not None:
         fit = (json.loads(params.read_text()).get("probes") or {}).get("in_step") or {}
     log = (d / "validate.log").read_text() if (d / "validate.log").exists() else ""
+    # the compute-only baseline's own step-to-step spread: how noisy the machine was in this cell
+    base: list[float] = []
+    recs = d / "validation.jsonl"
+    if recs.exists():
+        for line in recs.read_text().splitlines():
+            r = json.loads(line)
+            if r.get("kind") == "ddp_step" and r.get("setting") == "compute":
+                base += r.get("step_times_s") or []
+    spread = None
+    if len(base) >= 3:
+        q = statistics.quantiles(base, n=10)
+        spread = (q[-1] - q[0]) / statistics.median(base) * 100.0
     bb = (v.get("best_bucket") or {}).get("torch-ddp") or {}
     with_iv = [r for r in rows if r.get("predicted_p10_s") is not None]
     cov = (
@@ -46,6 +58,7 @@ def _cell(d: Path) -> dict | None:
         "best": bb,
         "fit": fit,
         "log": log,
+        "spread": spread,
     }
 
 
@@ -58,15 +71,15 @@ def main(out: Path) -> None:
     print(f"# Accuracy matrix ({out})\n")
     print(
         "| workload | network | configs | median abs. error | signed median | worst (config) | 80% interval coverage "
-        "| torch-ddp best bucket pred. / meas. (gap) | in-step fit: compute x, comm x |"
+        "| torch-ddp best bucket pred. / meas. (gap) | in-step fit: compute x, comm x | baseline spread |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     misses = []
     for d in cells:
         model, _, net = d.name.rpartition("-")
         c = _cell(d)
         if c is None:
-            print(f"| {model} | {net} | missing | | | | | | |")
+            print(f"| {model} | {net} | missing | | | | | | | |")
             continue
         w = c["worst"]
         cov = "-" if c["coverage"] is None else f"{c['coverage']:.0%}"
@@ -81,7 +94,9 @@ def main(out: Path) -> None:
         net_name = "loopback" if net == "loopback" else f"tbf {net} Mbit/s"
         print(
             f"| {model} | {net_name} | {c['n']} | {c['median']:.2f}% | {c['bias']:+.2f}% | "
-            f"{abs(w['error_pct']):.2f}% ({_name(w)}) | {cov} | {best} | {fit} |"
+            f"{abs(w['error_pct']):.2f}% ({_name(w)}) | {cov} | {best} | {fit} | "
+            + ("-" if c["spread"] is None else f"{c['spread']:.0f}%")
+            + " |"
         )
         for r in c["rows"]:
             if abs(r["error_pct"]) >= 10:

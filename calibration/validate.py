@@ -217,6 +217,30 @@ def measure_beside_compute(
     return steps_per_round, times, [compute[k // group_size] for k in range(len(configs))]
 
 
+# The compute-only baseline repeats the same work: on a quiet machine its steps agree to a few
+# percent. A wider p10-p90 spread means other work shares the cores (or the clock drifts), and
+# errors inside it cannot be told from noise.
+NOISY_SPREAD_PCT = 15.0
+
+
+def machine_noise(compute_times_s: Sequence[float], loadavg: Sequence[float] | None) -> dict[str, Any]:
+    """How busy the machine was while validating: the compute-only baseline's own step-to-step
+    spread (p10-p90 over its median) and the load average; ``noisy`` when the spread exceeds
+    ``NOISY_SPREAD_PCT``."""
+    import os
+
+    s = summarize(list(compute_times_s))
+    spread = (s.p90_s - s.p10_s) / s.median_s * 100.0 if s.median_s > 0 else 0.0
+    return {
+        "baseline_spread_pct": spread,
+        "baseline_steps": len(compute_times_s),
+        "loadavg": list(loadavg) if loadavg else None,
+        "cores": os.cpu_count(),
+        "noisy": spread > NOISY_SPREAD_PCT,
+        "threshold_pct": NOISY_SPREAD_PCT,
+    }
+
+
 def validate_on_pool(
     pool: Any, params: Params, spec: ValidateSpec, say: Callable[[str], None], link_mbit: float | None = None
 ) -> dict[str, Any]:
@@ -225,8 +249,10 @@ def validate_on_pool(
     baseline measured beside each group (the compute profile re-taken at validation time;
     communication and contention still come from the params), and the factor is reported.
     """
+    from realrun.bench_ddp import _loadavg
     from realrun.records import RecordWriter, environment, make_record
 
+    load_before = _loadavg()
     prof = check_profile_matches(params, spec.model, spec.batch_size)
     bs = spec.batch_size or (params.probes or {}).get("batch_size") or prof.samples_per_step
     p = pool.world_size
@@ -287,6 +313,9 @@ def validate_on_pool(
                 f"predicted {row['predicted_step_s'] * 1e3:.2f} ms, error {row['error_pct']:+.1f}%"
             )
     summary = summarize_rows(rows)
+    noise = machine_noise([t for ts in compute[:: spec.group_size] for t in ts], load_before)
+    if noise["noisy"]:
+        say(noise_line(noise))
     return {
         "schema": VALIDATION_SCHEMA,
         "model": spec.model,
@@ -308,8 +337,19 @@ def validate_on_pool(
         "measured_compute_s": summarize([t for ts in compute[:: spec.group_size] for t in ts]).median_s,
         "predicted_compute_s": prof.compute_s,
         **summary,
+        "machine_noise": noise,
         "rows": rows,
     }
+
+
+def noise_line(noise: dict[str, Any]) -> str:
+    load = noise.get("loadavg")
+    return (
+        f"warning: the machine was busy: the compute-only baseline varied {noise['baseline_spread_pct']:.0f}% "
+        f"(p10-p90 over its median; a quiet run stays under {noise['threshold_pct']:.0f}%)"
+        + (f", load average {load[0]:.1f} on {noise['cores']} cores before the ranks ran" if load else "")
+        + "; errors of that size are noise, not model: re-run on a quiet machine"
+    )
 
 
 def format_validation(res: dict[str, Any]) -> str:
@@ -339,6 +379,9 @@ def format_validation(res: dict[str, Any]) -> str:
             f"interval coverage: {res['interval_coverage']:.0%} of the measured medians lie inside the predicted 80% "
             f"interval ({res['n_with_interval']} configurations; goal 75-90%)"
         )
+    noise = res.get("machine_noise")
+    if noise and noise.get("noisy"):
+        lines.append(noise_line(noise))
     for strat, bb in res["best_bucket"].items():
         verdict = "same" if bb["same"] else ("within measured noise" if bb["within_noise"] else "differs")
         lines.append(

@@ -75,3 +75,27 @@ def test_measured_targets_take_each_step_on_its_slowest_rank():
     assert t["compute_s"] == pytest.approx(0.1)  # median of 0.08, 0.18, 0.10
     assert t["comm_sum_s"] == pytest.approx(0.02)  # median of 0.02, 0.10, 0.02
     assert t["steps"] == 3 and t["compute_only_median_s"] == 0.08
+
+
+def test_validate_says_when_the_compute_only_baseline_was_noisy():
+    from calibration.validate import format_validation, machine_noise
+
+    quiet = machine_noise([0.100, 0.101, 0.099, 0.102, 0.100, 0.098, 0.101, 0.100, 0.099, 0.100], [0.3, 0.2, 0.2])
+    assert not quiet["noisy"] and quiet["baseline_spread_pct"] < 5
+    busy = machine_noise([0.100, 0.14, 0.09, 0.16, 0.11, 0.10, 0.18, 0.095, 0.13, 0.12], [4.2, 3.0, 2.0])
+    assert busy["noisy"] and busy["baseline_spread_pct"] > 15
+    res = {
+        "model": "gpt",
+        "world_size": 2,
+        "backend": "gloo",
+        "measured_compute_s": 0.1,
+        "predicted_compute_s": 0.1,
+        "rows": [],
+        "median_abs_error_pct": 1.0,
+        "worst_abs_error_pct": 2.0,
+        "n_configs": 0,
+        "best_bucket": {},
+    }
+    assert "machine was busy" in format_validation({**res, "machine_noise": busy})
+    assert "load average 4.2" in format_validation({**res, "machine_noise": busy})
+    assert "busy" not in format_validation({**res, "machine_noise": quiet})
