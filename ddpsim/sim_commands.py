@@ -222,7 +222,19 @@ def _resolve_all(args: argparse.Namespace) -> tuple[GradProfile, CostModel, int]
     if not isinstance(args.world_size, int) or args.world_size < 1:
         raise ValueError(f"--world-size must be >= 1, got {args.world_size}")
     params = load_params(args.params) if args.params else None
+    args._params = params  # the prediction interval reads the fit's uncertainty from it
     return resolve_profile(args, params), resolve_cost(args, args.world_size, params), args.world_size
+
+
+def prediction_interval(args: argparse.Namespace, prof: GradProfile, cost: CostModel, spec: StrategySpec, p: int):
+    """The step's 80 % interval (``simulator.interval``) when the network comes from fitted ``--params`` (the
+    o/w fit's 95 % intervals and the profile's measured step-to-step backward times), else ``None``."""
+    from simulator.interval import measured_backward_s, step_interval
+
+    params = getattr(args, "_params", None)
+    if params is None or args.network is not None:
+        return None
+    return step_interval(prof, cost, spec, p, params.uncertainty(measured_backward_s(prof)))
 
 
 # ---- output -----------------------------------------------------------------------
@@ -300,13 +312,19 @@ def cmd_predict(args: argparse.Namespace) -> int:
         from simulator.trace import write_chrome_trace
 
         write_chrome_trace(args.trace, res.events, {"model": prof.model, "strategy": spec.to_dict(), "world_size": p})
+    iv = prediction_interval(args, prof, cost, spec, p)
     if args.json:
         d = res.to_dict()
         d["first_step_time_s"] = first.step_time_s if first else None
         d["trace"] = args.trace
+        d["interval"] = iv.to_dict() if iv is not None else None
         emit_json(args, d)
     else:
         print_prediction(res, prof)
+        if iv is not None:
+            print(f"  step time {iv.describe_ms()} (from {', '.join(iv.sources)})")
+        else:
+            print("  no interval: the network is a preset or given by flags, not fitted from measurements (--params)")
         if first is not None:
             print(f"\n  first step (one bucket before DDP's rebuild): {first.step_time_s * 1e3:.3f} ms")
         if args.trace:

@@ -164,3 +164,26 @@ def test_python_api_and_cli_resolve_the_network_alike():
     assert cost.linear_at(8) == pytest.approx((5e-3, w))
     with pytest.raises(ValueError, match="world_size"):
         resolve_cost(o_us=5000)
+
+
+def test_predict_from_fitted_params_carries_an_interval_and_a_preset_says_it_has_none(capsys, tmp_path):
+    from calibration.fit import LinearFit
+    from calibration.params import Params
+    from simulator.zoo import load_profile
+
+    prof = load_profile("gpt", "cpu-core")
+    fit = LinearFit(o_s=400e-6, w_bytes_per_s=1.4e9, o_ci_s=(300e-6, 500e-6), w_ci_bytes_per_s=(1.2e9, 1.6e9))
+    path = tmp_path / "params.json"
+    Params(backend="gloo", world_size=2, linear=fit, compute_profile=prof.to_dict()).save(path)
+    code, out, _ = run_cli(capsys, "predict", "--params", str(path), "--world-size", "2", "--bucket-mb", "1", "--json")
+    assert code == 0
+    res = json.loads(out)["results"]
+    iv = res["interval"]
+    assert iv["level"] == 0.8 and iv["lo_s"] < iv["median_s"] < iv["hi_s"]
+    assert iv["lo_s"] < res["step_time_s"] < iv["hi_s"] and "o fit CI" in iv["sources"]
+    code, out, _ = run_cli(capsys, "predict", "--params", str(path), "--world-size", "2", "--bucket-mb", "1")
+    assert "80% interval" in out
+    code, out, _ = run_cli(capsys, "predict", "--model", "gpt2-small", "--json")
+    assert json.loads(out)["results"]["interval"] is None
+    code, out, _ = run_cli(capsys, "predict", "--model", "gpt2-small")
+    assert "no interval" in out
