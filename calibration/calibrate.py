@@ -4,7 +4,7 @@ One pool of real ranks (optionally in network namespaces over a ``tbf``-limited
 link) runs, in order, with a progress line per phase:
 
 1. all-reduce at a range of sizes -> robust fit of ``o`` and ``w``;
-2. memory copies -> the bucket copy rate;
+2. memory copies by size -> the bucket copy rate over the model's gradient sizes;
 3. the model's gradient-ready profile, ranks computing concurrently as they do
    in training, with no communication;
 4. the contention probe: forward+backward alone versus with all-reduces in
@@ -175,7 +175,7 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
     from realrun.records import RecordWriter, environment, make_record
     from realrun.workloads import load_workload
 
-    from .probes import contention_probe, memcpy_probe, stream_probe
+    from .probes import contention_probe, effective_copy_rate, memcpy_probe, stream_probe
 
     wl = load_workload(spec.model)
     bs = spec.batch_size or wl.default_batch_size
@@ -230,13 +230,19 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
         )
 
         mem = pool.run(memcpy_probe)
-        copy_bps = statistics.median(r["copy_bytes_per_s"] for r in mem)
-        writer.write(make_record("memcpy", env, per_rank=mem, copy_bytes_per_s=copy_bps))
-        say(f"memory copy: {copy_bps / 1e9:.2f} GB/s per rank (all ranks copying)")
+        by_size = ", ".join(
+            f"{n / MIB:g} MiB {statistics.median(r['bytes_per_s'][k] for r in mem) / 1e9:.1f}"
+            for k, n in enumerate(mem[0]["sizes_bytes"])
+        )
+        say(f"memory copy (GB/s per rank, all ranks copying, source just written): {by_size}")
 
         say(f"profiling {spec.model} (batch {bs}, {spec.profile_steps} steps, {pool.world_size} ranks computing)")
         prof = profile_grads(pool, spec.model, batch_size=bs, steps=spec.profile_steps, optimizer=spec.optimizer)
         writer.write(make_record("profile", env, model=spec.model, batch_size=bs, profile=prof.to_dict()))
+        # the copy rate over this model's gradients, each copied on its own (into its bucket, and back)
+        copy_bps = effective_copy_rate(mem, [p.nbytes for p in prof.params if p.requires_grad])
+        writer.write(make_record("memcpy", env, per_rank=mem, copy_bytes_per_s=copy_bps, model=spec.model))
+        say(f"memory copy over {spec.model}'s gradients: {copy_bps / 1e9:.2f} GB/s per rank")
         say(
             f"profile: forward {prof.forward_s * 1e3:.2f} ms, backward {prof.backward_s * 1e3:.2f} ms, "
             f"optimizer {prof.optimizer_s * 1e3:.2f} ms, {len(prof.params)} params, {prof.total_grad_bytes / MIB:.2f} MiB"

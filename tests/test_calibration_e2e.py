@@ -29,6 +29,7 @@ import realrun.netns as netns  # noqa: E402
 from calibration.calibrate import CalibrateSpec, calibrate_on_pool, fit_probe  # noqa: E402
 from calibration.fit import fit_linear  # noqa: E402
 from calibration.params import PARAMS_SCHEMA, Params  # noqa: E402
+from calibration.probes import effective_copy_rate
 from calibration.step_probe import fit_in_step, measured_targets
 from calibration.validate import (  # noqa: E402
     VALIDATION_SCHEMA,
@@ -171,7 +172,7 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
     assert (
         mem["copy_bytes_per_s"]
         == params.copy_bytes_per_s
-        == statistics.median(p["copy_bytes_per_s"] for p in mem["per_rank"])
+        == effective_copy_rate(mem["per_rank"], [p.nbytes for p in params.profile().params if p.requires_grad])
     )
     (cont,) = [r for r in recs if r["kind"] == "contention"]
     refit = fit_probe(cont["per_rank"])

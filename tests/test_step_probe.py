@@ -99,3 +99,20 @@ def test_validate_says_when_the_compute_only_baseline_was_noisy():
     assert "machine was busy" in format_validation({**res, "machine_noise": busy})
     assert "load average 4.2" in format_validation({**res, "machine_noise": busy})
     assert "busy" not in format_validation({**res, "machine_noise": quiet})
+
+
+def test_effective_copy_rate_weights_the_rate_by_the_gradients_sizes():
+    from calibration.probes import effective_copy_rate
+
+    mib = 1 << 20
+    per_rank = [
+        {"sizes_bytes": [mib, 4 * mib, 16 * mib], "bytes_per_s": [20e9, 10e9, 5e9]},
+        {"sizes_bytes": [mib, 4 * mib, 16 * mib], "bytes_per_s": [22e9, 12e9, 3e9]},  # medians 21, 11, 4 GB/s
+    ]
+    assert effective_copy_rate(per_rank, [4 * mib]) == pytest.approx(11e9)
+    assert effective_copy_rate(per_rank, [1024]) == pytest.approx(21e9)  # below the probe's sizes: clamped
+    assert effective_copy_rate(per_rank, [64 * mib]) == pytest.approx(4e9)
+    # one 1 MiB and one 16 MiB gradient: 17 MiB in 1/21e9 + 16/4e9 MiB-seconds
+    assert effective_copy_rate(per_rank, [mib, 16 * mib]) == pytest.approx(17 / (1 / 21e9 + 16 / 4e9))
+    # between sizes: log-log interpolation (2 MiB is halfway between 1 and 4 in log size)
+    assert effective_copy_rate(per_rank, [2 * mib]) == pytest.approx((21e9 * 11e9) ** 0.5)
