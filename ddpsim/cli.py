@@ -40,12 +40,23 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+class _VersionAction(argparse.Action):
+    """``--version``, looked up only when asked (importlib.metadata costs tens of ms at every start)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kw: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(f"ddpsim {_version()}")
+        parser.exit(0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="ddpsim",
         description="Predict, measure and tune data-parallel step time and gradient bucket size.",
     )
-    parser.add_argument("--version", action="version", version=f"ddpsim {_version()}")
+    parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     from . import calib_commands, run_commands, sim_commands
