@@ -31,7 +31,7 @@ from simulator.strategies import StrategySpec
 
 from .cliutil import emit_json, link_mbit, local_world, number
 from .sim_commands import add_o_w_args, float_list, load_params, sim_world
-from .tuner import TuneResult, format_tune, recommend, resolve_network, with_files
+from .tuner import NEAR_BEST_PCT, TuneResult, format_tune, recommend, resolve_network, with_files
 
 # calibration.calibrate (scipy) and realrun (torch) are imported inside the handlers:
 # `ddpsim predict` builds this parser and must stay fast.
@@ -169,7 +169,14 @@ def _write_outputs(res: TuneResult, prof: GradProfile, cost: CostModel, out_dir:
 
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {}
-    files["sweep_plot"] = str(plot_sweep(res.sweep.to_dict(), out_dir / "sweep.png"))
+    files["sweep_plot"] = str(
+        plot_sweep(
+            res.sweep.to_dict(),
+            out_dir / "sweep.png",
+            band_pct=NEAR_BEST_PCT,
+            recommended_mb=None if res.keep_default else res.recommended_bucket_mb,
+        )
+    )
     rec = predict(
         prof, cost, StrategySpec("torch-ddp", bucket_mb=res.recommended_bucket_mb), res.world_size, record_events=True
     )

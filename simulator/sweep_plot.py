@@ -1,4 +1,10 @@
-"""Plot a sweep result (reads the sweep's dict; never re-simulates)."""
+"""Plot a sweep result (reads the sweep's dict; never re-simulates).
+
+Two panels over bucket size (log axis): the predicted step time, and the exposed communication
+under it. Marked: the best size of the sweep, the band of sizes within ``band_pct`` of the best
+step (shaded), torch's default cap (25 MiB) and, when given, the recommended size and the
+closed form's ``b*``.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +14,26 @@ from typing import Any
 
 from .jsonio import whole_file
 
+TORCH_DEFAULT_MB = 25.0
 
-def plot_sweep(sweep: Mapping[str, Any], out_png: str | Path) -> Path:
+
+def near_best_range(rows: list[Mapping[str, Any]], band_pct: float) -> tuple[float, float] | None:
+    """Smallest and largest bucket size whose predicted step is within ``band_pct`` % of the best."""
+    if not rows:
+        return None
+    best = min(r["step_time_s"] for r in rows)
+    inside = [r["bucket_mb"] for r in rows if r["step_time_s"] <= best * (1 + band_pct / 100.0)]
+    return (min(inside), max(inside)) if inside else None
+
+
+def plot_sweep(
+    sweep: Mapping[str, Any],
+    out_png: str | Path,
+    *,
+    band_pct: float = 1.0,
+    default_mb: float | None = TORCH_DEFAULT_MB,
+    recommended_mb: float | None = None,
+) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -17,22 +41,37 @@ def plot_sweep(sweep: Mapping[str, Any], out_png: str | Path) -> Path:
 
     rows = sweep["rows"]
     mb = [r["bucket_mb"] for r in rows]
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    ax.plot(mb, [r["step_time_s"] * 1e3 for r in rows], "-", label="predicted step time")
-    ax.plot(mb, [r["overhead_s"] * 1e3 for r in rows], "--", label="predicted exposed communication")
+    fig, (ax, ax2) = plt.subplots(
+        2, 1, figsize=(7, 5.6), sharex=True, gridspec_kw={"height_ratios": [2, 1]}, layout="constrained"
+    )
+    ax.plot(mb, [r["step_time_s"] * 1e3 for r in rows], "-", color="C0", label="predicted step time")
+    ax2.plot(mb, [r["overhead_s"] * 1e3 for r in rows], "-", color="C1", label="predicted exposed communication")
+    band = near_best_range(rows, band_pct)
+    if band is not None:
+        ax.axvspan(band[0], band[1], color="C2", alpha=0.12, lw=0, label=f"within {band_pct:g}% of the best")
+        ax2.axvspan(band[0], band[1], color="C2", alpha=0.12, lw=0)
     ax.axvline(sweep["best_bucket_mb"], color="C2", lw=1, label=f"best {sweep['best_bucket_mb']:.3g} MiB")
+    if default_mb is not None and mb and min(mb) <= default_mb <= max(mb):
+        for a in (ax, ax2):
+            a.axvline(default_mb, color="0.4", lw=1, ls="--")
+        ax.plot([], [], color="0.4", lw=1, ls="--", label=f"torch default {default_mb:g} MiB")
+    if recommended_mb is not None:
+        for a in (ax, ax2):
+            a.axvline(recommended_mb, color="C4", lw=1.5)
+        ax.plot([], [], color="C4", lw=1.5, label=f"recommended {recommended_mb:g} MiB")
     cf = sweep["closed_form"]
     if cf.get("best_bucket_mb"):
         ax.axvline(
             cf["best_bucket_mb"], color="C3", lw=1, ls=":", label=f"closed form b* {cf['best_bucket_mb']:.3g} MiB"
         )
-    ax.set_xscale("log")
-    ax.set_xlabel("bucket size (MiB)")
-    ax.set_ylabel("ms")
+    ax2.set_xscale("log")
+    ax2.set_xlabel("bucket size (MiB)")
+    ax.set_ylabel("step time (ms)")
+    ax2.set_ylabel("exposed comm (ms)")
     ax.set_title(f"{sweep['model']} | {sweep['strategy']} | p={sweep['world_size']} | {sweep['network']}", fontsize=9)
-    ax.grid(True, which="both", alpha=0.3)
+    for a in (ax, ax2):
+        a.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
     out = Path(out_png)
     try:
         with whole_file(out) as tmp:

@@ -108,3 +108,24 @@ sys.exit(1 if bad else 0)
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
     assert (tmp_path / "a.png").exists() and (tmp_path / "b.png").exists()
+
+
+def test_sweep_plot_marks_the_near_best_band_default_and_recommendation(tmp_path):
+    from simulator.network import CostModel, load_network
+    from simulator.sweep import sweep
+    from simulator.sweep_plot import near_best_range, plot_sweep
+    from simulator.zoo import load_profile
+
+    prof = load_profile("gpt2-small")
+    from simulator.strategies import StrategySpec
+
+    res = sweep(prof, CostModel.from_network(load_network("nccl-h100-ib")), StrategySpec("torch-ddp"), 64).to_dict()
+    lo, hi = near_best_range(res["rows"], 1.0)
+    best = min(r["step_time_s"] for r in res["rows"])
+    assert lo <= res["best_bucket_mb"] <= hi
+    by_mb = {r["bucket_mb"]: r["step_time_s"] for r in res["rows"]}
+    assert by_mb[lo] <= best * 1.01 and by_mb[hi] <= best * 1.01
+    assert all(t > best * 1.01 for mb, t in by_mb.items() if mb < lo or mb > hi)
+    assert lo < hi  # the band is more than one grid point here
+    out = plot_sweep(res, tmp_path / "s.png", recommended_mb=16.0)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
