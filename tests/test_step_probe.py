@@ -116,3 +116,13 @@ def test_effective_copy_rate_weights_the_rate_by_the_gradients_sizes():
     assert effective_copy_rate(per_rank, [mib, 16 * mib]) == pytest.approx(17 / (1 / 21e9 + 16 / 4e9))
     # between sizes: log-log interpolation (2 MiB is halfway between 1 and 4 in log size)
     assert effective_copy_rate(per_rank, [2 * mib]) == pytest.approx((21e9 * 11e9) ** 0.5)
+
+
+def test_a_target_out_of_reach_keeps_the_contention_probes_factor():
+    bucket = probe_bucket_mb(PROF.total_grad_bytes)
+    t = _targets(0.2, 0.0, bucket)
+    t = {**t, "comm_sum_s": t["comm_sum_s"] * 1000}  # no slowdown while computing stretches calls this far
+    fit = fit_in_step(PROF, _cost(contention=0.5, comm_contention=0.7), 2, bucket, t)
+    assert fit["not_identified"] == ["comm_contention_c"] and fit["at_bound"]
+    assert fit["comm_contention_c"] == 0.7  # the contention probe's (given in the cost model)
+    assert fit["contention_c"] >= 0 and fit["contention_c"] < 20
