@@ -11,7 +11,18 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .cliutil import emit_json, link_mbit, local_world, number, number_list, timeout_s, world_sizes
+from .cliutil import (
+    add_backend_arg,
+    emit_json,
+    link_mbit,
+    local_world,
+    number,
+    number_list,
+    spawn_backend,
+    timeout_s,
+    torchrun_backend,
+    world_sizes,
+)
 
 _QUIET = [False]  # --quiet of the running command (progress lines on stderr)
 STRATEGY_CHOICES = ("naive", "flat", "individual", "bucketed", "torch-ddp", "sharded")
@@ -137,7 +148,7 @@ def _under_torchrun(args: Any, body: Any) -> int | None:
         raise ValueError(f"--world-size {asked} disagrees with torchrun's WORLD_SIZE={world}")
     if getattr(args, "link_mbit", None) is not None:
         raise ValueError("--link-mbit emulates links between spawned ranks; it cannot be used under torchrun")
-    return run_under_torchrun(_torchrun_task, body)
+    return run_under_torchrun(_torchrun_task, body, backend=torchrun_backend(args))
 
 
 def _torchrun_task(ctx: Any, body: Any) -> int:
@@ -179,6 +190,7 @@ def add_check_arguments(p: Any) -> None:
     p.add_argument("--find-unused", dest="find_unused", action="store_true", help=argparse.SUPPRESS)  # old spelling
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--timeout-s", type=timeout_s, default=600.0, help="a check that takes longer fails, seconds")
+    add_backend_arg(p)
 
 
 def check_main(args: Any) -> int:
@@ -192,7 +204,8 @@ def check_main(args: Any) -> int:
     _check_positive("--steps", args.steps)
     _check_positive("--accum-steps", args.accum_steps)
     _workload(args.model)  # a bad --model fails here, with its message, before ranks start
-    with RankPool(args.world_size, timeout_s=args.timeout_s) as pool:
+    backend = spawn_backend(args, args.world_size)
+    with RankPool(args.world_size, backend, timeout_s=args.timeout_s) as pool:
         results = run_checks(
             pool,
             args.model,
@@ -241,6 +254,7 @@ def add_profile_arguments(p: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the profile as JSON")
     p.add_argument("--timeout-s", type=timeout_s, default=600.0, help="a run that takes longer fails, seconds")
+    add_backend_arg(p)
     p.set_defaults(_outputs={"out": "file", "records": "jsonl"})
 
 
@@ -265,8 +279,9 @@ def profile_main(args: Any) -> int:
     rc = _under_torchrun(args, body)
     if rc is not None:
         return rc
+    backend = spawn_backend(args, world)
     _progress(f"profile: {args.model}, {world} ranks computing at once, {args.steps}+{args.steps} steps")
-    with RankPool(world, timeout_s=args.timeout_s) as pool:
+    with RankPool(world, backend, timeout_s=args.timeout_s) as pool:
         return body(pool, True)
 
 
@@ -385,6 +400,7 @@ def add_bench_arguments(p: Any) -> None:
         default=None,
         help="params from `ddpsim calibrate` for the predicted side of --timeline (default: calibrate first)",
     )
+    add_backend_arg(p)
     p.set_defaults(_outputs={"out": "jsonl", "trace_dir": "dir", "timeline": "dir"})
 
 
@@ -431,6 +447,9 @@ def bench_main(args: Any) -> int:
         _check_positive(name, v, lo)
     w = _workload(args.model)
     bs = args.batch_size or w.default_batch_size
+    from realrun.launch import torchrun_env_present
+
+    backend = "gloo" if torchrun_env_present() else spawn_backend(args, world_sizes, args.link_mbit)
     from realrun.netns import netns_skip_reason
 
     reason = netns_skip_reason(args.link_mbit)
@@ -489,7 +508,7 @@ def bench_main(args: Any) -> int:
                 net = EmulatedNetwork(p, args.link_mbit)
             with net as n:
                 kw = n.pool_kwargs() if n is not None else {}
-                with RankPool(p, timeout_s=args.timeout_s, **kw) as pool:
+                with RankPool(p, backend, timeout_s=args.timeout_s, **kw) as pool:
                     run_rounds(pool, writer, True)
     return _report_bench(records, args, world_sizes)
 

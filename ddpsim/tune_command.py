@@ -29,7 +29,7 @@ from simulator.network import CostModel
 from simulator.profile import GradProfile
 from simulator.strategies import StrategySpec
 
-from .cliutil import emit_json, link_mbit, local_world, number
+from .cliutil import add_backend_arg, emit_json, link_mbit, local_world, number, spawn_backend
 from .sim_commands import add_o_w_args, float_list, load_params, sim_world
 from .tuner import TuneResult, format_tune, recommend, resolve_network, with_files
 
@@ -246,6 +246,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     else:
         bs = None
     run_world = args.run_world_size
+    backend = spawn_backend(args, run_world, args.link_mbit)
     need_cal = args.params is None and args.network is None and args.o_us is None
     need_ranks = need_cal or args.profile is None or args.verify
     out_dir = Path(args.out_dir)
@@ -264,6 +265,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 pool,
                 CalibrateSpec(
                     model=args.model,
+                    backend=backend,
                     world_size=run_world,
                     batch_size=bs,
                     link_mbit=args.link_mbit,
@@ -338,7 +340,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     if not need_ranks:
         return plan(None)
-    with open_pool(run_world, "gloo", args.link_mbit, 900.0) as pool:
+    with open_pool(run_world, backend, args.link_mbit, 900.0) as pool:
         return plan(pool)
 
 
@@ -387,6 +389,7 @@ def add_tune_command(sub: Any, positive_float: Any = None) -> None:
         metavar="RATE",
         help="calibrate and verify over an emulated link, Mbit/s or with units (root)",
     )
+    add_backend_arg(t)
     t.add_argument("--verify", action="store_true", help="run the recommended and default settings for real here")
     t.add_argument("--verify-grid", type=float_list, default=None, help="also run these bucket sizes (MiB) for real")
     t.add_argument(

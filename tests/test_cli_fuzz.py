@@ -217,6 +217,18 @@ ROWS: list[tuple[str, str]] = [
     ("tune --out-dir {tmp}/o --params {tmp}/notjson.json", "not valid JSON"),
     ("tune --out-dir {tmp}/o --params {tmp}/params_neg_o.json", "o_s"),
     ("tune --out-dir {tmp}/o --model {tmp}/exits.py:build", "sys.exit"),
+    # ---- --backend nccl with fewer CUDA devices than ranks (the fixture makes this machine have none)
+    ("bench-allreduce --backend nccl", "needs one CUDA device per rank: 2 ranks, 0 CUDA devices"),
+    ("bench-allreduce --backend nccl --world-size 2,4", "4 ranks, 0 CUDA devices"),
+    ("profile --model mlp --json --backend nccl", "needs one CUDA device per rank"),
+    ("profile --model mlp --json --backend nccl --world-size 1", "1 rank, 0 CUDA devices"),
+    ("bench-ddp --model mlp --backend nccl", "needs one CUDA device per rank"),
+    ("bench-ddp --model mlp --backend nccl --link-mbit 100", "does not apply to --backend nccl"),
+    ("check --model mlp --backend nccl", "needs one CUDA device per rank"),
+    ("calibrate --out {tmp}/p.json --records {tmp}/r.jsonl --backend nccl", "needs one CUDA device per rank"),
+    ("validate --out {tmp}/v.json --records {tmp}/v.jsonl --backend nccl", "needs one CUDA device per rank"),
+    ("tune --out-dir {tmp}/o --backend nccl", "needs one CUDA device per rank"),
+    ("tune --out-dir {tmp}/o --backend mpi", "invalid choice"),
 ]
 
 
@@ -276,6 +288,7 @@ def no_ranks(monkeypatch):
 
     monkeypatch.setattr(launch, "RankPool", refuse)
     monkeypatch.setattr(calibrate_mod, "open_pool", refuse)
+    monkeypatch.setattr(launch, "cuda_device_count", lambda: 0)  # the nccl rows hold on a GPU machine too
 
 
 @pytest.mark.parametrize("argv, words", ROWS, ids=[r[0] for r in ROWS])
