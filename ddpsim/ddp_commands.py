@@ -155,6 +155,29 @@ def _torchrun_task(ctx: Any, body: Any) -> int:
     return int(body(TorchrunGroup(ctx), ctx.rank == 0) or 0)
 
 
+def add_dtype_arg(p: Any) -> None:
+    p.add_argument(
+        "--dtype",
+        default="fp32",
+        choices=("fp32", "tf32", "bf16"),
+        help="fp32; tf32: CUDA matmuls in TF32 (nccl only); bf16: forward in bf16 autocast (CPU or CUDA). "
+        "Parameters and gradients stay fp32; records carry the dtype and the TF32 setting",
+    )
+
+
+def _set_precision(pool: Any, args: Any) -> None:
+    """The ``--dtype`` on every rank of ``pool`` (each rank checks it can: tf32 needs CUDA)."""
+    from realrun.precision import set_precision_task
+
+    pool.run(set_precision_task, getattr(args, "dtype", "fp32"))
+
+
+def _check_dtype(args: Any, backend: str) -> None:
+    from realrun.precision import check_precision
+
+    check_precision(getattr(args, "dtype", "fp32"), backend == "nccl")
+
+
 def _workload(spec: str) -> Any:
     from realrun.workloads import load_workload
 
@@ -255,6 +278,7 @@ def add_profile_arguments(p: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the profile as JSON")
     p.add_argument("--timeout-s", type=timeout_s, default=600.0, help="a run that takes longer fails, seconds")
     add_backend_arg(p)
+    add_dtype_arg(p)
     p.set_defaults(_outputs={"out": "file", "records": "jsonl"})
 
 
@@ -273,6 +297,7 @@ def profile_main(args: Any) -> int:
     _workload(args.model)
 
     def body(pool: Any, lead: bool) -> int:
+        _set_precision(pool, args)
         prof = profile_grads(pool, args.model, args.batch_size, args.steps, args.warmup, args.optimizer)
         return _report_profile(prof, args) if lead else 0
 
@@ -280,7 +305,8 @@ def profile_main(args: Any) -> int:
     if rc is not None:
         return rc
     backend = spawn_backend(args, world)
-    _progress(f"profile: {args.model}, {world} ranks computing at once, {args.steps}+{args.steps} steps")
+    _check_dtype(args, backend)
+    _progress(f"profile: {args.model} ({args.dtype}), {world} ranks computing at once, {args.steps}+{args.steps} steps")
     with RankPool(world, backend, timeout_s=args.timeout_s) as pool:
         return body(pool, True)
 
@@ -401,6 +427,7 @@ def add_bench_arguments(p: Any) -> None:
         help="params from `ddpsim calibrate` for the predicted side of --timeline (default: calibrate first)",
     )
     add_backend_arg(p)
+    add_dtype_arg(p)
     p.set_defaults(_outputs={"out": "jsonl", "trace_dir": "dir", "timeline": "dir"})
 
 
@@ -450,6 +477,8 @@ def bench_main(args: Any) -> int:
     from realrun.launch import torchrun_env_present
 
     backend = "gloo" if torchrun_env_present() else spawn_backend(args, world_sizes, args.link_mbit)
+    if not torchrun_env_present():
+        _check_dtype(args, backend)
     from realrun.netns import netns_skip_reason
 
     reason = netns_skip_reason(args.link_mbit)
@@ -461,6 +490,7 @@ def bench_main(args: Any) -> int:
     def run_rounds(pool: Any, writer: Any, lead: bool) -> None:
         say = _progress if lead else (lambda _m: None)
         p = pool.world_size
+        _set_precision(pool, args)
         for rnd in range(args.rounds):
             comp = measure_compute(pool, args.model, bs, args.steps, args.warmup, args.optimizer)
             say(f"bench-ddp: P={p} round {rnd + 1}/{args.rounds}: compute only {comp['median_s'] * 1e3:.2f} ms")

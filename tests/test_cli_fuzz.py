@@ -229,6 +229,10 @@ ROWS: list[tuple[str, str]] = [
     ("validate --out {tmp}/v.json --records {tmp}/v.jsonl --backend nccl", "needs one CUDA device per rank"),
     ("tune --out-dir {tmp}/o --backend nccl", "needs one CUDA device per rank"),
     ("tune --out-dir {tmp}/o --backend mpi", "invalid choice"),
+    # ---- --dtype
+    ("profile --model mlp --json --dtype tf32", "needs --backend nccl"),
+    ("profile --model mlp --json --dtype fp16", "invalid choice"),
+    ("bench-ddp --model mlp --dtype tf32", "needs --backend nccl"),
 ]
 
 
