@@ -225,7 +225,13 @@ def _ddp_commands(sub: Any) -> None:
     ddp_cli.register_bench_ddp(sub)
 
 
-REGISTRY: list[Callable[[Any], None]] = [_bench_allreduce, _ddp_commands]
+def _roofline(sub: Any) -> None:
+    from .device_model import add_roofline_command
+
+    add_roofline_command(sub)
+
+
+REGISTRY: list[Callable[[Any], None]] = [_bench_allreduce, _ddp_commands, _roofline]
 
 
 def add_commands(sub: Any) -> None:

@@ -229,6 +229,17 @@ ROWS: list[tuple[str, str]] = [
     ("validate --out {tmp}/v.json --records {tmp}/v.jsonl --backend nccl", "needs one CUDA device per rank"),
     ("tune --out-dir {tmp}/o --backend nccl", "needs one CUDA device per rank"),
     ("tune --out-dir {tmp}/o --backend mpi", "invalid choice"),
+    # ---- roofline and device models
+    ("roofline --device tpu-v9", "unknown device"),
+    ("roofline --model mlp --device cpu-core --dtype bf16", "no bfloat16 peak"),
+    ("roofline --model resnet", "unknown workload"),
+    ("roofline --model mlp --calibrate-device-from {tmp}/missing.json", "missing.json"),
+    ("roofline --model mlp --calibrate-device-from {tmp}/mlp_profile.json", "not a measured profile"),
+    ("roofline --model mlp --out /proc/r.json", "cannot write"),
+    ("tune --out-dir {tmp}/o --calibrate-device-from {tmp}/mlp_profile.json", "give --target-device too"),
+    ("tune --out-dir {tmp}/o --target-device v100-sxm --dtype bf16", "no bfloat16 peak"),
+    ("tune --out-dir {tmp}/o --target-device nope", "unknown device"),
+    ("tune --out-dir {tmp}/o --target-device h100-sxm --calibrate-device-from {tmp}/notjson.json", "not valid JSON"),
     # ---- --dtype
     ("profile --model mlp --json --dtype tf32", "needs --backend nccl"),
     ("profile --model mlp --json --dtype fp16", "invalid choice"),
