@@ -20,6 +20,7 @@ kernels of their own).
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from .cliutil import emit_json, number
@@ -110,6 +111,12 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     eff, cal = None, None
     if args.calibrate_device_from:
         eff, cal = efficiency_from_profile(args.calibrate_device_from, dev)
+        if cal["precision"] != args.dtype:
+            print(
+                f"ddpsim roofline: note: efficiencies fitted in {cal['precision']} applied to {args.dtype}; "
+                "a device's efficiency differs per dtype",
+                file=sys.stderr,
+            )
     prof, table = roofline_profile(args.model, args.batch_size, dev, args.dtype, eff, args.optimizer)
     rows = bound_report(table, dev, PRECISIONS[args.dtype][1], eff)
     if args.out:

@@ -46,8 +46,8 @@ def _target_profile(args: argparse.Namespace, batch_size: int) -> tuple[GradProf
     if args.calibrate_device_from:
         eff, cal = efficiency_from_profile(args.calibrate_device_from, args.target_device)
         how = (
-            f"efficiencies fitted to {cal['model']} measured on it (matmul {eff.matmul:.3f}, memory {eff.memory:.3f}, "
-            f"launch {eff.launch_s * 1e6:.2f} us)"
+            f"efficiencies fitted to {cal['model']} measured on it in {cal['precision']} (matmul {eff.matmul:.3f}, "
+            f"memory {eff.memory:.3f}, launch {eff.launch_s * 1e6:.2f} us)"
         )
     prof, _table = roofline_profile(args.model, batch_size, args.target_device, args.dtype, eff)
     note = (

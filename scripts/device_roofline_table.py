@@ -32,7 +32,7 @@ def cpu_tables(device: str, paths: list[str]) -> None:
     print("| model | batch | kernels | fwd ms meas / pred | bwd ms meas / pred | fwd+bwd error | bound (kernels) |")
     print("|---|---|---|---|---|---|---|")
     errs = []
-    for p, m in measured.items():
+    for m in measured.values():
         prof, _t = roofline_profile(m.model, m.samples_per_step, dev)
         fb_m, fb_p = m.forward_s + m.backward_s, prof.forward_s + prof.backward_s
         errs.append(abs(fb_p - fb_m) / fb_m * 100)
@@ -62,7 +62,10 @@ def cpu_tables(device: str, paths: list[str]) -> None:
             + " | ".join(cells)
             + f" | {statistics.median(others):.1f}% |"
         )
-    print("\nmeasured forward+backward, ms: " + ", ".join(f"{m.model} {(m.forward_s + m.backward_s) * 1e3:.2f}" for m in measured.values()))
+    print(
+        "\nmeasured forward+backward, ms: "
+        + ", ".join(f"{m.model} {(m.forward_s + m.backward_s) * 1e3:.2f}" for m in measured.values())
+    )
 
 
 def h100_table() -> None:
@@ -75,7 +78,7 @@ def h100_table() -> None:
     print("### H100 SXM, issue-11 GPT (12 layers, 768 wide, 12 heads, vocab 4096, batch 8), spec alone\n")
     print("| dtype | block | measured (issue 11) ms | predicted fwd / bwd / opt / step ms | error |")
     print("|---|---|---|---|---|")
-    for (dt, blk), (step, fwd, bwd, opt) in targets.items():
+    for (dt, blk), (step, fwd, bwd, _opt) in targets.items():
         spec = f"gpt:n_layer=12,n_embd=768,n_head=12,block_size={blk}"
         p, _t = roofline_profile(spec, 8, "h100-sxm", dt)
         meas = []

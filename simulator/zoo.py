@@ -21,9 +21,15 @@ What ``fwd_flops_per_sample`` means, for every file in the zoo:
   after that work's backward.
 
 Devices live in ``simulator/data/devices/<name>.json`` (schema
-``ddpsim.device/1``): ``peak_flops`` (dense, for the stated ``dtype``),
-``mem_bw_bytes_per_s``, ``mfu`` (the fraction of peak a training step is
-assumed to reach; an assumption, not a measurement) and a ``source`` per value.
+``ddpsim.device/2``; ``/1`` files, with one peak, still load): ``peak_flops``
+by dtype (dense: ``float32``, ``tf32``, ``bfloat16``, ``float16``),
+``mem_bw_bytes_per_s``, ``launch_s`` (per-kernel floor), ``efficiency``
+(``matmul``, ``memory``), ``sm_count``, the ``dtype`` of the whole-model path
+below and its ``mfu`` (the fraction of peak a training step is assumed to
+reach; an assumption, not a measurement), and a ``source`` per value. The
+per-kernel fields serve ``simulator.roofline`` (workloads whose kernels were
+recorded, ``ddpsim roofline`` and ``tune --target-device``); the models of
+this zoo are data without kernels and stay on the whole-model path.
 
 ``profile_from_flops`` turns a model and a device into a ``GradProfile``:
 
