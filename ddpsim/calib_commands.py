@@ -13,7 +13,7 @@ from typing import Any
 from realrun.netns import netns_skip_reason
 from simulator.strategies import STRATEGIES
 
-from .cliutil import emit_json, link_mbit, local_world, number, number_list
+from .cliutil import add_backend_arg, emit_json, link_mbit, local_world, number, number_list, spawn_backend
 from .sim_commands import float_list, positive_float
 
 
@@ -77,6 +77,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from realrun.workloads import load_workload
 
     load_workload(args.model)  # a bad --model (or a user module that fails) stops here, before ranks start
+    backend = spawn_backend(args, args.world_size, args.link_mbit)
     links = args.link_mbit or [None]
     results = []
     runnable, skipped = _runnable_links(links, "calibrate")
@@ -84,7 +85,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         multi = len(links) > 1
         spec = CalibrateSpec(
             model=args.model,
-            backend=args.backend,
+            backend=backend,
             world_size=args.world_size,
             batch_size=args.batch_size,
             link_mbit=link,
@@ -159,20 +160,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
     load_workload(args.model)  # before ranks start
     if given is not None and (len(links) == 1 or given.link_mbit in links):
         check_profile_matches(given, args.model, args.batch_size)  # before starting ranks, not after
+    backend = spawn_backend(args, args.world_size or (given.world_size if given else 2), args.link_mbit)
     results = []
     runnable, skipped = _runnable_links(links, "validate")
     for link in runnable:
         multi = len(links) > 1
         say = Progress(not args.quiet, prefix="validate")
         world = args.world_size or (given.world_size if given else 2)
-        with open_pool(world, args.backend, link, spec.timeout_s) as pool:
+        with open_pool(world, backend, link, spec.timeout_s) as pool:
             params = given
             if params is None or (multi and link != params.link_mbit):
                 say("no params for this link: calibrating first")
                 # next to --out, never over ./params.json or into ./calibration.jsonl
                 cal = CalibrateSpec(
                     model=args.model,
-                    backend=args.backend,
+                    backend=backend,
                     world_size=world,
                     batch_size=args.batch_size,
                     link_mbit=link,
@@ -315,7 +317,7 @@ def add_commands(sub: Any) -> None:
     c.add_argument(
         "--model", default="gpt", help="workload to profile (built-in or path/to/file.py:build_fn; default gpt)"
     )
-    c.add_argument("--backend", default="gloo", choices=("gloo", "nccl"), help="collective backend")
+    add_backend_arg(c)
     c.add_argument("--world-size", type=local_world(1), default=2, help="ranks started here")
     c.add_argument(
         "--batch-size", type=number(int, 1, 1 << 20), default=None, help="samples per rank (default: the workload's)"
@@ -365,7 +367,7 @@ def add_commands(sub: Any) -> None:
         default=[0.25, 1, 4, 16, 64, 256],
         help="bucket sizes in MiB for bucketed strategies",
     )
-    v.add_argument("--backend", default="gloo", choices=("gloo", "nccl"), help="collective backend")
+    add_backend_arg(v)
     v.add_argument("--world-size", type=local_world(1), default=None, help="ranks (default: the params' world size)")
     v.add_argument(
         "--batch-size", type=number(int, 1, 1 << 20), default=None, help="samples per rank (default: the workload's)"

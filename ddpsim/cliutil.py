@@ -172,6 +172,42 @@ def gbps_both(bytes_per_s: float) -> str:
     return f"{bytes_per_s / 1e9:.4g} GB/s ({bytes_per_s * 8 / 1e9:.4g} Gbit/s)"
 
 
+# ---- backends -------------------------------------------------------------------
+BACKEND_CHOICES = ("gloo", "nccl")
+
+
+def add_backend_arg(p: argparse.ArgumentParser) -> None:
+    """``--backend`` of every command that runs ranks."""
+    p.add_argument(
+        "--backend",
+        default=None,
+        choices=BACKEND_CHOICES,
+        help="gloo (CPU) or nccl (one CUDA device per rank); default gloo, under torchrun nccl when CUDA is present",
+    )
+
+
+def spawn_backend(args: argparse.Namespace, world_size: int | Any, link_mbit: Any = None) -> str:
+    """The backend of ranks this command spawns: ``--backend`` or gloo, checked for ``world_size`` local ranks
+    (the largest of a list) before any rank starts: nccl with fewer CUDA devices than ranks is a ``ValueError``."""
+    from realrun.launch import check_backend  # no torch at import; imported for nccl only
+
+    backend = getattr(args, "backend", None) or "gloo"
+    worlds = list(world_size) if isinstance(world_size, (list, tuple)) else [world_size]
+    links = list(link_mbit) if isinstance(link_mbit, (list, tuple)) else [link_mbit]
+    check_backend(backend, max(worlds), next((x for x in links if x is not None), None))
+    return backend
+
+
+def torchrun_backend(args: argparse.Namespace) -> str:
+    """Under torchrun: ``--backend``, else nccl when CUDA is present, gloo otherwise; nccl checked against
+    this node's ranks (``LOCAL_WORLD_SIZE``)."""
+    from realrun.launch import check_backend, cuda_device_count
+
+    backend = getattr(args, "backend", None) or ("nccl" if cuda_device_count() > 0 else "gloo")
+    check_backend(backend, int(os.environ.get("LOCAL_WORLD_SIZE", "1")), where="ranks on this node")
+    return backend
+
+
 # ---- outputs --------------------------------------------------------------------
 def check_writable(path: str | os.PathLike[str], kind: str = "file") -> None:
     """Raise ``ValueError`` (naming the path) unless ``path`` can be written.

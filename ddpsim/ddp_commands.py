@@ -11,7 +11,18 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .cliutil import emit_json, link_mbit, local_world, number, number_list, timeout_s, world_sizes
+from .cliutil import (
+    add_backend_arg,
+    emit_json,
+    link_mbit,
+    local_world,
+    number,
+    number_list,
+    spawn_backend,
+    timeout_s,
+    torchrun_backend,
+    world_sizes,
+)
 
 _QUIET = [False]  # --quiet of the running command (progress lines on stderr)
 STRATEGY_CHOICES = ("naive", "flat", "individual", "bucketed", "torch-ddp", "sharded")
@@ -137,11 +148,34 @@ def _under_torchrun(args: Any, body: Any) -> int | None:
         raise ValueError(f"--world-size {asked} disagrees with torchrun's WORLD_SIZE={world}")
     if getattr(args, "link_mbit", None) is not None:
         raise ValueError("--link-mbit emulates links between spawned ranks; it cannot be used under torchrun")
-    return run_under_torchrun(_torchrun_task, body)
+    return run_under_torchrun(_torchrun_task, body, backend=torchrun_backend(args))
 
 
 def _torchrun_task(ctx: Any, body: Any) -> int:
     return int(body(TorchrunGroup(ctx), ctx.rank == 0) or 0)
+
+
+def add_dtype_arg(p: Any) -> None:
+    p.add_argument(
+        "--dtype",
+        default="fp32",
+        choices=("fp32", "tf32", "bf16"),
+        help="fp32; tf32: CUDA matmuls in TF32 (nccl only); bf16: forward in bf16 autocast (CPU or CUDA). "
+        "Parameters and gradients stay fp32; records carry the dtype and the TF32 setting",
+    )
+
+
+def _set_precision(pool: Any, args: Any) -> None:
+    """The ``--dtype`` on every rank of ``pool`` (each rank checks it can: tf32 needs CUDA)."""
+    from realrun.precision import set_precision_task
+
+    pool.run(set_precision_task, getattr(args, "dtype", "fp32"))
+
+
+def _check_dtype(args: Any, backend: str) -> None:
+    from realrun.precision import check_precision
+
+    check_precision(getattr(args, "dtype", "fp32"), backend == "nccl")
 
 
 def _workload(spec: str) -> Any:
@@ -179,6 +213,7 @@ def add_check_arguments(p: Any) -> None:
     p.add_argument("--find-unused", dest="find_unused", action="store_true", help=argparse.SUPPRESS)  # old spelling
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--timeout-s", type=timeout_s, default=600.0, help="a check that takes longer fails, seconds")
+    add_backend_arg(p)
 
 
 def check_main(args: Any) -> int:
@@ -192,7 +227,8 @@ def check_main(args: Any) -> int:
     _check_positive("--steps", args.steps)
     _check_positive("--accum-steps", args.accum_steps)
     _workload(args.model)  # a bad --model fails here, with its message, before ranks start
-    with RankPool(args.world_size, timeout_s=args.timeout_s) as pool:
+    backend = spawn_backend(args, args.world_size)
+    with RankPool(args.world_size, backend, timeout_s=args.timeout_s) as pool:
         results = run_checks(
             pool,
             args.model,
@@ -241,6 +277,8 @@ def add_profile_arguments(p: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the profile as JSON")
     p.add_argument("--timeout-s", type=timeout_s, default=600.0, help="a run that takes longer fails, seconds")
+    add_backend_arg(p)
+    add_dtype_arg(p)
     p.set_defaults(_outputs={"out": "file", "records": "jsonl"})
 
 
@@ -259,14 +297,17 @@ def profile_main(args: Any) -> int:
     _workload(args.model)
 
     def body(pool: Any, lead: bool) -> int:
+        _set_precision(pool, args)
         prof = profile_grads(pool, args.model, args.batch_size, args.steps, args.warmup, args.optimizer)
         return _report_profile(prof, args) if lead else 0
 
     rc = _under_torchrun(args, body)
     if rc is not None:
         return rc
-    _progress(f"profile: {args.model}, {world} ranks computing at once, {args.steps}+{args.steps} steps")
-    with RankPool(world, timeout_s=args.timeout_s) as pool:
+    backend = spawn_backend(args, world)
+    _check_dtype(args, backend)
+    _progress(f"profile: {args.model} ({args.dtype}), {world} ranks computing at once, {args.steps}+{args.steps} steps")
+    with RankPool(world, backend, timeout_s=args.timeout_s) as pool:
         return body(pool, True)
 
 
@@ -385,6 +426,8 @@ def add_bench_arguments(p: Any) -> None:
         default=None,
         help="params from `ddpsim calibrate` for the predicted side of --timeline (default: calibrate first)",
     )
+    add_backend_arg(p)
+    add_dtype_arg(p)
     p.set_defaults(_outputs={"out": "jsonl", "trace_dir": "dir", "timeline": "dir"})
 
 
@@ -431,6 +474,11 @@ def bench_main(args: Any) -> int:
         _check_positive(name, v, lo)
     w = _workload(args.model)
     bs = args.batch_size or w.default_batch_size
+    from realrun.launch import torchrun_env_present
+
+    backend = "gloo" if torchrun_env_present() else spawn_backend(args, world_sizes, args.link_mbit)
+    if not torchrun_env_present():
+        _check_dtype(args, backend)
     from realrun.netns import netns_skip_reason
 
     reason = netns_skip_reason(args.link_mbit)
@@ -442,6 +490,7 @@ def bench_main(args: Any) -> int:
     def run_rounds(pool: Any, writer: Any, lead: bool) -> None:
         say = _progress if lead else (lambda _m: None)
         p = pool.world_size
+        _set_precision(pool, args)
         for rnd in range(args.rounds):
             comp = measure_compute(pool, args.model, bs, args.steps, args.warmup, args.optimizer)
             say(f"bench-ddp: P={p} round {rnd + 1}/{args.rounds}: compute only {comp['median_s'] * 1e3:.2f} ms")
@@ -489,7 +538,7 @@ def bench_main(args: Any) -> int:
                 net = EmulatedNetwork(p, args.link_mbit)
             with net as n:
                 kw = n.pool_kwargs() if n is not None else {}
-                with RankPool(p, timeout_s=args.timeout_s, **kw) as pool:
+                with RankPool(p, backend, timeout_s=args.timeout_s, **kw) as pool:
                     run_rounds(pool, writer, True)
     return _report_bench(records, args, world_sizes)
 

@@ -29,7 +29,17 @@ from realrun.bench_allreduce import (
 from realrun.netns import netns_skip_reason
 from realrun.records import read_records
 
-from .cliutil import emit_json, link_mbit, number, rescue_records, timeout_s, world_sizes
+from .cliutil import (
+    add_backend_arg,
+    emit_json,
+    link_mbit,
+    number,
+    rescue_records,
+    spawn_backend,
+    timeout_s,
+    torchrun_backend,
+    world_sizes,
+)
 
 
 def _bench_allreduce(sub: Any) -> None:
@@ -63,7 +73,7 @@ def _arg_type(fn: Any, name: str) -> Any:
 
 
 def add_arguments(p: Any) -> None:
-    p.add_argument("--backend", default="gloo", choices=("gloo", "nccl"), help="gloo (CPU) or nccl (GPU)")
+    add_backend_arg(p)
     p.add_argument(
         "--world-size",
         type=world_sizes(2, MAX_WORLD_SIZE),
@@ -114,9 +124,9 @@ def add_arguments(p: Any) -> None:
     p.set_defaults(_outputs={"out": "jsonl", "plot": "file"})
 
 
-def spec_from_args(args: Any, world_sizes: tuple[int, ...]) -> AllreduceBenchSpec:
+def spec_from_args(args: Any, world_sizes: tuple[int, ...], backend: str = "gloo") -> AllreduceBenchSpec:
     return AllreduceBenchSpec(
-        backend=args.backend,
+        backend=backend,
         world_sizes=world_sizes,
         sizes_bytes=tuple(args.sizes) if not isinstance(args.sizes, str) else parse_sizes(args.sizes),
         impls=tuple(args.impl) if not isinstance(args.impl, str) else parse_impls(args.impl),
@@ -184,12 +194,14 @@ def main(args: Any) -> int:
             raise ValueError(f"--world-size {args.world_size} disagrees with torchrun's WORLD_SIZE={world}")
         if args.link_mbit is not None:
             raise ValueError("--link-mbit emulates links between spawned ranks; it cannot be used under torchrun")
-        spec = spec_from_args(args, (world,))
-        records = run_under_torchrun(run_torchrun_rank, spec, args.out, backend=args.backend)
+        backend = torchrun_backend(args)
+        spec = spec_from_args(args, (world,), backend)
+        records = run_under_torchrun(run_torchrun_rank, spec, args.out, backend=backend)
         if int(os.environ["RANK"]) == 0:
             return _report(records, args)
         return 0
-    spec = spec_from_args(args, tuple(args.world_size or (2,)))
+    worlds = tuple(args.world_size or (2,))
+    spec = spec_from_args(args, worlds, spawn_backend(args, worlds, args.link_mbit))
     reason = netns_skip_reason(spec.link_mbit)
     if reason:
         print(f"bench-allreduce: skipped: needs root ({reason})", file=sys.stderr)
@@ -213,7 +225,13 @@ def _ddp_commands(sub: Any) -> None:
     ddp_cli.register_bench_ddp(sub)
 
 
-REGISTRY: list[Callable[[Any], None]] = [_bench_allreduce, _ddp_commands]
+def _roofline(sub: Any) -> None:
+    from .device_model import add_roofline_command
+
+    add_roofline_command(sub)
+
+
+REGISTRY: list[Callable[[Any], None]] = [_bench_allreduce, _ddp_commands, _roofline]
 
 
 def add_commands(sub: Any) -> None:

@@ -29,7 +29,7 @@ from simulator.network import CostModel
 from simulator.profile import GradProfile
 from simulator.strategies import StrategySpec
 
-from .cliutil import emit_json, link_mbit, local_world, number
+from .cliutil import add_backend_arg, emit_json, link_mbit, local_world, number, spawn_backend
 from .sim_commands import add_o_w_args, float_list, load_params, sim_world
 from .tuner import NEAR_BEST_PCT, TuneResult, format_tune, recommend, resolve_network, with_files
 
@@ -37,42 +37,24 @@ from .tuner import NEAR_BEST_PCT, TuneResult, format_tune, recommend, resolve_ne
 # `ddpsim predict` builds this parser and must stay fast.
 
 
-def _target_profile(prof: GradProfile, model_spec: str, device_name: str, batch_size: int) -> GradProfile:
-    """Compute re-timed from the model's FLOPs on a device spec, keeping the measured ready order."""
-    from realrun.flops import param_forward_flops
-    from realrun.workloads import load_workload
-    from simulator import zoo
+def _target_profile(args: argparse.Namespace, batch_size: int) -> tuple[GradProfile, str]:
+    """Compute of ``--model`` on ``--target-device``: each kernel on the roofline of the device spec
+    (``ddpsim.device_model``), with efficiencies fitted to ``--calibrate-device-from`` when given."""
+    from .device_model import bound_line, efficiency_from_profile, roofline_profile
 
-    wl = load_workload(model_spec)
-    module = wl.build()
-    flops = param_forward_flops(module, wl.make_batch(batch_size, wl.seed), wl.loss_fn)
-    params = tuple(
-        zoo.ModelParam(name, tuple(p.shape), str(p.dtype).removeprefix("torch."), flops.get(name, 0) / batch_size)
-        for name, p in module.named_parameters()
-    )
-    spec = zoo.ModelSpec(
-        model_spec,
-        params,
-        source="FLOPs counted by realrun.flops",
-        defaults={"batch_size": batch_size},
-        tokens_per_sample=wl.tokens_per_sample,
-    )
-    flop_prof = zoo.profile_from_flops(spec, zoo.load_device(device_name), batch_size=batch_size)
-    if sorted(flop_prof.ready_order) == sorted(prof.ready_order):
-        # the FLOP profile assumes reverse registration order; keep what was measured
-        times = flop_prof.ready_times_s()
-        flop_prof = GradProfile.from_ready_times(
-            flop_prof.model,
-            flop_prof.params,
-            {i: times[i] for i in prof.ready_order},
-            forward_s=flop_prof.forward_s,
-            optimizer_s=flop_prof.optimizer_s,
-            samples_per_step=flop_prof.samples_per_step,
-            tokens_per_sample=flop_prof.tokens_per_sample,
-            source=flop_prof.source,
-            env=flop_prof.env,
+    eff, how = None, "the spec's efficiencies"
+    if args.calibrate_device_from:
+        eff, cal = efficiency_from_profile(args.calibrate_device_from, args.target_device)
+        how = (
+            f"efficiencies fitted to {cal['model']} measured on it in {cal['precision']} (matmul {eff.matmul:.3f}, "
+            f"memory {eff.memory:.3f}, launch {eff.launch_s * 1e6:.2f} us)"
         )
-    return flop_prof
+    prof, _table = roofline_profile(args.model, batch_size, args.target_device, args.dtype, eff)
+    note = (
+        f"compute from the roofline of each kernel on device {args.target_device} ({args.dtype}, {how}): "
+        f"forward {prof.forward_s * 1e3:.2f} ms, backward {prof.backward_s * 1e3:.2f} ms; {bound_line(prof)}"
+    )
+    return prof, note
 
 
 def _verify(
@@ -241,6 +223,17 @@ def cmd_tune(args: argparse.Namespace) -> int:
             "--verify and --target-device would run another model than the profile describes"
         )
     given_params = load_params(args.params) if args.params else None  # the reader of predict --params too
+    if args.calibrate_device_from and not args.target_device:
+        raise ValueError("--calibrate-device-from fits a device's efficiencies: give --target-device too")
+    if args.target_device:
+        from simulator import zoo
+
+        from .device_model import PRECISIONS
+
+        dev = zoo.load_device(args.target_device)  # an unknown device or a bad file: exit 2 now
+        dev.peak_for(*PRECISIONS[args.dtype])  # a dtype the device has no peak for: exit 2 now
+        if args.calibrate_device_from:
+            GradProfile.load(args.calibrate_device_from)
     if args.link_mbit is not None:
         from realrun.netns import netns_skip_reason
 
@@ -253,6 +246,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     else:
         bs = None
     run_world = args.run_world_size
+    backend = spawn_backend(args, run_world, args.link_mbit)
     need_cal = args.params is None and args.network is None and args.o_us is None
     need_ranks = need_cal or args.profile is None or args.verify
     out_dir = Path(args.out_dir)
@@ -271,6 +265,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 pool,
                 CalibrateSpec(
                     model=args.model,
+                    backend=backend,
                     world_size=run_world,
                     batch_size=bs,
                     link_mbit=args.link_mbit,
@@ -302,10 +297,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
             say(f"profiling {args.model} (batch {bs}) on {run_world} local ranks")
             prof = profile_grads(pool, args.model, batch_size=bs)
         if args.target_device:
-            prof = _target_profile(prof, args.model, args.target_device, prof.samples_per_step)
-            notes.append(
-                f"compute scaled to device {args.target_device} from the model's FLOPs (measured ready order kept)"
-            )
+            prof, note = _target_profile(args, prof.samples_per_step)
+            notes.append(note)
         say(f"sweeping strategies and bucket sizes for {args.world_size} ranks")
         from simulator.interval import Uncertainty, measured_backward_s
 
@@ -345,7 +338,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     if not need_ranks:
         return plan(None)
-    with open_pool(run_world, "gloo", args.link_mbit, 900.0) as pool:
+    from realrun.precision import set_precision_task
+
+    local = args.dtype if (args.dtype != "tf32" or backend == "nccl") else "fp32"
+    if local != args.dtype:
+        notes.append("--dtype tf32 applies to CUDA: the ranks here measured in fp32")
+    with open_pool(run_world, backend, args.link_mbit, 900.0) as pool:
+        pool.run(set_precision_task, local)
         return plan(pool)
 
 
@@ -385,7 +384,19 @@ def add_tune_command(sub: Any, positive_float: Any = None) -> None:
     t.add_argument(
         "--target-device",
         default=None,
-        help="predict for this device spec (compute from the model's FLOPs), e.g. h100-sxm",
+        help="predict for this device spec (compute from the roofline of each kernel), e.g. h100-sxm",
+    )
+    t.add_argument(
+        "--dtype",
+        default="fp32",
+        choices=("fp32", "tf32", "bf16"),
+        help="precision of the step: of the ranks here (bf16 autocast; tf32 on CUDA only) and of --target-device",
+    )
+    t.add_argument(
+        "--calibrate-device-from",
+        default=None,
+        metavar="PROFILE.json",
+        help="with --target-device: fit its efficiencies to this profile of any model measured on it (`ddpsim profile`)",
     )
     t.add_argument(
         "--link-mbit",
@@ -394,6 +405,7 @@ def add_tune_command(sub: Any, positive_float: Any = None) -> None:
         metavar="RATE",
         help="calibrate and verify over an emulated link, Mbit/s or with units (root)",
     )
+    add_backend_arg(t)
     t.add_argument("--verify", action="store_true", help="run the recommended and default settings for real here")
     t.add_argument("--verify-grid", type=float_list, default=None, help="also run these bucket sizes (MiB) for real")
     t.add_argument(

@@ -165,6 +165,36 @@ class _Worker:
             pass
 
 
+def cuda_device_count() -> int:
+    """CUDA devices torch sees here (0 without CUDA); imports torch."""
+    try:
+        import torch
+    except ImportError:
+        return 0
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def check_backend(backend: str, world_size: int, link_mbit: float | None = None, where: str = "ranks") -> None:
+    """``ValueError`` (one line, the CLI's exit 2) unless ``backend`` can run ``world_size`` local ranks here.
+
+    nccl needs one CUDA device per local rank (``torch.cuda.device_count()``); emulated links
+    (``link_mbit``) are TCP links between gloo ranks, so they do not combine with nccl. Called by
+    every real command before any rank starts (``RankPool.start`` checks again).
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if backend != "nccl":
+        return
+    if link_mbit is not None:
+        raise ValueError("--link-mbit emulates TCP links between gloo ranks; it does not apply to --backend nccl")
+    n = cuda_device_count()
+    if n < world_size:
+        raise ValueError(
+            f"--backend nccl needs one CUDA device per rank: {world_size} {where if world_size != 1 else 'rank'}, "
+            f"{n} CUDA device{'' if n == 1 else 's'} here (use --backend gloo, or fewer ranks)"
+        )
+
+
 class RankPool:
     """``world_size`` worker processes sharing one process group; a context manager.
 
@@ -255,14 +285,7 @@ class RankPool:
         if self._started:
             raise RuntimeError("RankPool.start called twice")
         self._started = True
-        if self.backend == "nccl":
-            try:
-                import torch
-            except ImportError as e:
-                raise ValueError("backend nccl needs torch with CUDA") from e
-            if not torch.cuda.is_available() or torch.cuda.device_count() < self.world_size:
-                n = torch.cuda.device_count() if torch.cuda.is_available() else 0
-                raise ValueError(f"backend nccl needs one CUDA device per rank: {self.world_size} ranks, {n} devices")
+        check_backend(self.backend, self.world_size)
         if self.log_dir is None:
             self._tmpdir = logs = Path(tempfile.mkdtemp(prefix="ddpsim-ranks-"))
         else:

@@ -61,6 +61,9 @@ def environment(backend: str | None = None, world_size: int | None = None, **ext
         env["cuda"] = torch.version.cuda if torch.cuda.is_available() else None
         if torch.cuda.is_available():
             env["gpu"] = torch.cuda.get_device_name(0)
+        from .precision import describe
+
+        env.update(describe())  # precision, dtype, tf32, autocast of this process
     if backend is not None:
         env["backend"] = backend
     if world_size is not None:

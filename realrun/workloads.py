@@ -87,9 +87,15 @@ class Workload:
             return self.example_batch_fn(batch_size)
 
     def loss(self, module: nn.Module, batch: Batch) -> torch.Tensor:
-        """Forward ``batch`` through ``module`` and reduce to the scalar loss."""
-        out = module(*batch) if isinstance(batch, tuple) else module(batch)
-        return self.loss_fn(out)
+        """Forward ``batch`` through ``module`` and reduce to the scalar loss (in bf16 autocast when the
+        process's precision is bf16, ``realrun.precision``)."""
+        from . import precision
+
+        first = next(iter(as_tuple(batch)), None)
+        device_type = first.device.type if isinstance(first, torch.Tensor) else "cpu"
+        with precision.autocast(device_type):
+            out = module(*batch) if isinstance(batch, tuple) else module(batch)
+            return self.loss_fn(out)
 
 
 # ---- batch helpers ---------------------------------------------------------------

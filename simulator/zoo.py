@@ -21,9 +21,15 @@ What ``fwd_flops_per_sample`` means, for every file in the zoo:
   after that work's backward.
 
 Devices live in ``simulator/data/devices/<name>.json`` (schema
-``ddpsim.device/1``): ``peak_flops`` (dense, for the stated ``dtype``),
-``mem_bw_bytes_per_s``, ``mfu`` (the fraction of peak a training step is
-assumed to reach; an assumption, not a measurement) and a ``source`` per value.
+``ddpsim.device/2``; ``/1`` files, with one peak, still load): ``peak_flops``
+by dtype (dense: ``float32``, ``tf32``, ``bfloat16``, ``float16``),
+``mem_bw_bytes_per_s``, ``launch_s`` (per-kernel floor), ``efficiency``
+(``matmul``, ``memory``), ``sm_count``, the ``dtype`` of the whole-model path
+below and its ``mfu`` (the fraction of peak a training step is assumed to
+reach; an assumption, not a measurement), and a ``source`` per value. The
+per-kernel fields serve ``simulator.roofline`` (workloads whose kernels were
+recorded, ``ddpsim roofline`` and ``tune --target-device``); the models of
+this zoo are data without kernels and stay on the whole-model path.
 
 ``profile_from_flops`` turns a model and a device into a ``GradProfile``:
 
@@ -56,7 +62,8 @@ from .jsonio import read_json
 from .profile import DTYPE_BYTES, GradProfile, ParamSpec
 
 MODEL_SCHEMA = "ddpsim.model/1"
-DEVICE_SCHEMA = "ddpsim.device/1"
+DEVICE_SCHEMA = "ddpsim.device/2"
+DEVICE_SCHEMA_V1 = "ddpsim.device/1"  # one peak, no launch floor: still read
 DEFAULT_DEVICE = "h100-sxm"
 BACKWARD_FLOPS_PER_FORWARD_FLOP = 2.0
 ADAM_BYTES_PER_ELEMENT = 7  # in units of the parameter's dtype size: read p, g, m, v; write p, m, v
@@ -274,9 +281,26 @@ class ModelSpec:
         )
 
 
+PEAK_DTYPES = ("float64", "float32", "tf32", "bfloat16", "float16")
+EFFICIENCY_KEYS = ("matmul", "memory")
+
+
 @dataclass(frozen=True)
 class DeviceSpec:
-    """An accelerator as data: dense peak FLOP/s for ``dtype``, memory bandwidth, assumed MFU, sources."""
+    """An accelerator as data: dense peak FLOP/s per dtype, memory bandwidth, per-kernel launch floor,
+    assumed efficiencies and MFU, each with a source (schema ``ddpsim.device/2``; ``/1`` files still load).
+
+    * ``peaks``: dense peak FLOP/s by compute dtype (``float32``, ``tf32``, ``bfloat16``, ``float16``;
+      ``tf32`` is the tensor-core rate of float32 matmuls with TF32 allowed). A dtype without an
+      entry is one the device cannot run fast (a V100 has no bf16): asking for it is a ``ValueError``.
+    * ``peak_flops``: the peak of ``dtype``, the dtype of the whole-model path (``effective_flops``);
+    * ``launch_s``: the floor of one kernel (launch plus eager framework dispatch), added per kernel
+      by the roofline (``simulator.roofline``);
+    * ``efficiency``: fractions of peak the roofline assumes, ``matmul`` (of ``peaks``) and
+      ``memory`` (of ``mem_bw_bytes_per_s``); calibrated values replace them (``roofline.calibrate``);
+    * ``sm_count``: streaming multiprocessors, for the wave quantization of a matmul's output tiles
+      (1 for a CPU core: no quantization).
+    """
 
     name: str
     dtype: str
@@ -286,6 +310,11 @@ class DeviceSpec:
     source: Mapping[str, str]
     description: str = ""
     measured: Mapping[str, Any] = field(default_factory=dict)
+    peaks: Mapping[str, float] = field(default_factory=dict)
+    launch_s: float = 0.0
+    efficiency: Mapping[str, float] = field(default_factory=dict)
+    sm_count: int = 1
+    schema: str = DEVICE_SCHEMA
 
     def __post_init__(self) -> None:
         _require(isinstance(self.name, str) and self.name != "", "device name must be a non-empty string")
@@ -296,28 +325,83 @@ class DeviceSpec:
         for key in ("peak_flops", "mem_bw_bytes_per_s"):
             v = getattr(self, key)
             _require(_is_number(v) and v > 0, f"device {self.name!r}: {key} must be a number > 0, got {v!r}")
+        if not self.peaks:
+            object.__setattr__(self, "peaks", {self.dtype: self.peak_flops})
+        _require(isinstance(self.peaks, Mapping), f"device {self.name!r}: peak_flops must be an object by dtype")
+        for k, v in self.peaks.items():
+            _require(
+                k in PEAK_DTYPES,
+                f"device {self.name!r}: peak_flops has unknown dtype {k!r}; allowed: {', '.join(PEAK_DTYPES)}",
+            )
+            _require(_is_number(v) and v > 0, f"device {self.name!r}: peak_flops[{k}] must be a number > 0, got {v!r}")
         _require(
             _is_number(self.mfu) and 0 < self.mfu <= 1, f"device {self.name!r}: mfu must be in (0, 1], got {self.mfu!r}"
         )
         _require(
+            _is_number(self.launch_s) and 0 <= self.launch_s < 1,
+            f"device {self.name!r}: launch_s must be a number of seconds in [0, 1), got {self.launch_s!r}",
+        )
+        _require(isinstance(self.efficiency, Mapping), f"device {self.name!r}: efficiency must be an object")
+        eff = {k: 1.0 for k in EFFICIENCY_KEYS}
+        for k, v in self.efficiency.items():
+            _require(k in EFFICIENCY_KEYS, f"device {self.name!r}: efficiency has unknown key {k!r}")
+            _require(
+                _is_number(v) and 0 < v <= 1, f"device {self.name!r}: efficiency[{k}] must be in (0, 1], got {v!r}"
+            )
+            eff[k] = float(v)
+        object.__setattr__(self, "efficiency", eff)
+        _require(
+            _is_count(self.sm_count) and self.sm_count >= 1,
+            f"device {self.name!r}: sm_count must be an integer >= 1, got {self.sm_count!r}",
+        )
+        _require(
             isinstance(self.source, Mapping), f"device {self.name!r}: source must be an object with one entry per value"
         )
-        missing = [k for k in ("peak_flops", "mem_bw_bytes_per_s", "mfu") if not self.source.get(k)]
+        keys = ["peak_flops", "mem_bw_bytes_per_s", "mfu"]
+        if self.schema != DEVICE_SCHEMA_V1:
+            keys += ["launch_s", "efficiency", "sm_count"]
+        missing = [k for k in keys if not self.source.get(k)]
         _require(not missing, f"device {self.name!r}: no source given for {', '.join(missing)}")
 
     @property
     def effective_flops(self) -> float:
-        """FLOP/s a training step is assumed to reach: ``peak_flops * mfu``."""
+        """FLOP/s a training step is assumed to reach on the whole-model path: ``peak_flops * mfu``."""
         return self.peak_flops * self.mfu
 
+    def peak_for(self, dtype: str, tf32: bool = False) -> float:
+        """Dense peak FLOP/s of a matmul computing in ``dtype`` (``tf32``: float32 with TF32 allowed)."""
+        key = "tf32" if (tf32 and dtype == "float32") else dtype
+        if key == "tf32" and "tf32" not in self.peaks:
+            key = "float32"  # no TF32 units (V100, a CPU): float32 matmuls stay float32
+        _require(
+            key in self.peaks,
+            f"device {self.name!r} has no {key} peak (it lists {', '.join(self.peaks)}); choose another --dtype",
+        )
+        return float(self.peaks[key])
+
     def to_dict(self) -> dict[str, Any]:
+        if self.schema == DEVICE_SCHEMA_V1:  # as read: one peak, no roofline fields
+            d1: dict[str, Any] = {
+                "schema": DEVICE_SCHEMA_V1,
+                "name": self.name,
+                "description": self.description,
+                "dtype": self.dtype,
+                "peak_flops": self.peak_flops,
+                "mem_bw_bytes_per_s": self.mem_bw_bytes_per_s,
+                "mfu": self.mfu,
+                "source": dict(self.source),
+            }
+            return {**d1, "measured": dict(self.measured)} if self.measured else d1
         d: dict[str, Any] = {
             "schema": DEVICE_SCHEMA,
             "name": self.name,
             "description": self.description,
             "dtype": self.dtype,
-            "peak_flops": self.peak_flops,
+            "peak_flops": dict(self.peaks),
             "mem_bw_bytes_per_s": self.mem_bw_bytes_per_s,
+            "launch_s": self.launch_s,
+            "efficiency": dict(self.efficiency),
+            "sm_count": self.sm_count,
             "mfu": self.mfu,
             "source": dict(self.source),
         }
@@ -329,18 +413,33 @@ class DeviceSpec:
     def from_dict(cls, d: Mapping[str, Any]) -> DeviceSpec:
         _require(isinstance(d, Mapping), "a device spec must be a JSON object")
         schema = d.get("schema")
-        _require(schema == DEVICE_SCHEMA, f"device schema is {schema!r}; this ddpsim reads {DEVICE_SCHEMA!r}")
+        _require(
+            schema in (DEVICE_SCHEMA, DEVICE_SCHEMA_V1),
+            f"device schema is {schema!r}; this ddpsim reads {DEVICE_SCHEMA!r} (and {DEVICE_SCHEMA_V1!r})",
+        )
         for key in ("name", "dtype", "peak_flops", "mem_bw_bytes_per_s", "mfu", "source"):
             _require(key in d, f"device spec {d.get('name', '?')!r} lacks {key!r}")
+        peak = d["peak_flops"]
+        if isinstance(peak, Mapping):
+            peaks = dict(peak)
+            _require(d["dtype"] in peaks, f"device spec {d['name']!r}: peak_flops lacks its dtype {d['dtype']!r}")
+            peak = peaks[d["dtype"]]
+        else:
+            peaks = {}
         return cls(
             name=d["name"],
             dtype=d["dtype"],
-            peak_flops=d["peak_flops"],
+            peak_flops=peak,
             mem_bw_bytes_per_s=d["mem_bw_bytes_per_s"],
             mfu=d["mfu"],
             source=dict(d["source"]) if isinstance(d["source"], Mapping) else d["source"],
             description=str(d.get("description", "")),
             measured=dict(d.get("measured", {})),
+            peaks=peaks,
+            launch_s=d.get("launch_s", 0.0),
+            efficiency=d.get("efficiency", {}),
+            sm_count=d.get("sm_count", 1),
+            schema=str(schema),
         )
 
 

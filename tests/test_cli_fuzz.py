@@ -217,6 +217,33 @@ ROWS: list[tuple[str, str]] = [
     ("tune --out-dir {tmp}/o --params {tmp}/notjson.json", "not valid JSON"),
     ("tune --out-dir {tmp}/o --params {tmp}/params_neg_o.json", "o_s"),
     ("tune --out-dir {tmp}/o --model {tmp}/exits.py:build", "sys.exit"),
+    # ---- --backend nccl with fewer CUDA devices than ranks (the fixture makes this machine have none)
+    ("bench-allreduce --backend nccl", "needs one CUDA device per rank: 2 ranks, 0 CUDA devices"),
+    ("bench-allreduce --backend nccl --world-size 2,4", "4 ranks, 0 CUDA devices"),
+    ("profile --model mlp --json --backend nccl", "needs one CUDA device per rank"),
+    ("profile --model mlp --json --backend nccl --world-size 1", "1 rank, 0 CUDA devices"),
+    ("bench-ddp --model mlp --backend nccl", "needs one CUDA device per rank"),
+    ("bench-ddp --model mlp --backend nccl --link-mbit 100", "does not apply to --backend nccl"),
+    ("check --model mlp --backend nccl", "needs one CUDA device per rank"),
+    ("calibrate --out {tmp}/p.json --records {tmp}/r.jsonl --backend nccl", "needs one CUDA device per rank"),
+    ("validate --out {tmp}/v.json --records {tmp}/v.jsonl --backend nccl", "needs one CUDA device per rank"),
+    ("tune --out-dir {tmp}/o --backend nccl", "needs one CUDA device per rank"),
+    ("tune --out-dir {tmp}/o --backend mpi", "invalid choice"),
+    # ---- roofline and device models
+    ("roofline --device tpu-v9", "unknown device"),
+    ("roofline --model mlp --device cpu-core --dtype bf16", "no bfloat16 peak"),
+    ("roofline --model resnet", "unknown workload"),
+    ("roofline --model mlp --calibrate-device-from {tmp}/missing.json", "missing.json"),
+    ("roofline --model mlp --calibrate-device-from {tmp}/mlp_profile.json", "not a measured profile"),
+    ("roofline --model mlp --out /proc/r.json", "cannot write"),
+    ("tune --out-dir {tmp}/o --calibrate-device-from {tmp}/mlp_profile.json", "give --target-device too"),
+    ("tune --out-dir {tmp}/o --target-device v100-sxm --dtype bf16", "no bfloat16 peak"),
+    ("tune --out-dir {tmp}/o --target-device nope", "unknown device"),
+    ("tune --out-dir {tmp}/o --target-device h100-sxm --calibrate-device-from {tmp}/notjson.json", "not valid JSON"),
+    # ---- --dtype
+    ("profile --model mlp --json --dtype tf32", "needs --backend nccl"),
+    ("profile --model mlp --json --dtype fp16", "invalid choice"),
+    ("bench-ddp --model mlp --dtype tf32", "needs --backend nccl"),
 ]
 
 
@@ -276,6 +303,7 @@ def no_ranks(monkeypatch):
 
     monkeypatch.setattr(launch, "RankPool", refuse)
     monkeypatch.setattr(calibrate_mod, "open_pool", refuse)
+    monkeypatch.setattr(launch, "cuda_device_count", lambda: 0)  # the nccl rows hold on a GPU machine too
 
 
 @pytest.mark.parametrize("argv, words", ROWS, ids=[r[0] for r in ROWS])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -230,7 +231,7 @@ def test_resnet50_forward_flops():
 
 def test_profile_from_flops_arithmetic():
     p = zoo.profile_from_flops("gpt2-small", "h100-sxm")
-    rate = 989.4e12 * 0.4
+    rate = 989.5e12 * 0.4
     fwd_flops = 12 * 291_648_307_200  # default batch 12 x forward FLOPs per sample
     assert p.samples_per_step == 12 and p.tokens_per_sample == 1024
     assert math.isclose(p.forward_s, fwd_flops / rate, rel_tol=1e-12)  # about 8.8 ms
@@ -244,7 +245,7 @@ def test_profile_from_flops_arithmetic():
 def test_profile_puts_an_op_on_its_first_ready_tensor():
     p = zoo.profile_from_flops("gpt2-small", "h100-sxm", batch_size=1)
     by = {q.name: q.bwd_s for q in p.params}
-    rate = 989.4e12 * 0.4
+    rate = 989.5e12 * 0.4
     # ln_f's op (the tied head): ln_f.bias is ready first, so it carries the time
     assert by["ln_f.weight"] == 0.0
     assert math.isclose(by["ln_f.bias"], 2 * (2 * 1024 * 768 * 50257) / rate, rel_tol=1e-12)
@@ -466,3 +467,64 @@ def test_repeat_blocks_expand_in_order_and_bad_blocks_are_refused():
         zoo.expand_params([{"repeat": {"var": "i"}, "params": []}])
     with pytest.raises(ValueError, match="repeat block"):
         zoo.expand_params([{"repeat": {"var": "i", "count": 2}}])
+
+
+# ---- device specs per dtype (ddpsim.device/2) --------------------------------
+
+
+def test_device_peaks_per_dtype_from_the_datasheets():
+    h = zoo.load_device("h100-sxm")
+    assert h.peak_for("float32") == 6.7e13
+    assert h.peak_for("float32", tf32=True) == 4.945e14  # 989 TFLOPS with sparsity, halved
+    assert h.peak_for("bfloat16") == 9.895e14 == h.peak_flops  # the whole-model path's dtype
+    assert (h.sm_count, h.launch_s) == (132, 1e-5)
+    v = zoo.load_device("v100-sxm")
+    assert v.peak_for("float32", tf32=True) == v.peak_for("float32") == 1.57e13  # Volta has no TF32 units
+    with pytest.raises(ValueError, match="no bfloat16 peak"):
+        v.peak_for("bfloat16")
+
+
+@pytest.mark.parametrize("name", zoo.list_devices())
+def test_every_device_is_v2_with_sources(name):
+    dev = zoo.load_device(name)
+    d = dev.to_dict()
+    assert d["schema"] == "ddpsim.device/2" and "float32" in d["peak_flops"]
+    for key in ("peak_flops", "mem_bw_bytes_per_s", "launch_s", "efficiency", "sm_count", "mfu"):
+        assert d["source"][key], key
+    with pytest.raises(ValueError, match="no source given for launch_s"):
+        zoo.DeviceSpec.from_dict({**d, "source": {k: v for k, v in d["source"].items() if k != "launch_s"}})
+
+
+def test_v1_device_files_still_load(tmp_path):
+    v1 = {
+        "schema": "ddpsim.device/1",
+        "name": "old",
+        "dtype": "bfloat16",
+        "peak_flops": 1e14,
+        "mem_bw_bytes_per_s": 1e12,
+        "mfu": 0.5,
+        "source": {"peak_flops": "a", "mem_bw_bytes_per_s": "b", "mfu": "c"},
+    }
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(v1))
+    dev = zoo.load_device(str(path))
+    assert (dev.peak_for("bfloat16"), dev.launch_s, dev.efficiency) == (1e14, 0.0, {"matmul": 1.0, "memory": 1.0})
+    assert dev.to_dict() == {**v1, "description": ""}  # written back as read
+    assert zoo.profile_from_flops("mlp", dev).forward_s > 0
+
+
+@pytest.mark.parametrize(
+    "key, bad, words",
+    [
+        ("peak_flops", {"bfloat16": 1e14, "int4": 1e15}, "unknown dtype 'int4'"),
+        ("peak_flops", {"float32": 1e13}, "lacks its dtype"),
+        ("launch_s", -1e-6, "launch_s"),
+        ("efficiency", {"matmul": 1.5}, "efficiency[matmul]"),
+        ("efficiency", {"compute": 0.5}, "unknown key 'compute'"),
+        ("sm_count", 0, "sm_count"),
+    ],
+)
+def test_bad_v2_device_values(key, bad, words):
+    d = zoo.load_device("h100-sxm").to_dict()
+    with pytest.raises(ValueError, match=re.escape(words)):
+        zoo.DeviceSpec.from_dict({**d, key: bad})
