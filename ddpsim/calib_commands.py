@@ -74,9 +74,11 @@ def _out_path(base: str, link: float | None, multi: bool) -> str:
 # ---- calibrate ----------------------------------------------------------------------
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from calibration.calibrate import CalibrateSpec, calibrate
+    from realrun.launch import check_backend
     from realrun.workloads import load_workload
 
     load_workload(args.model)  # a bad --model (or a user module that fails) stops here, before ranks start
+    check_backend(args.backend, args.world_size)
     links = args.link_mbit or [None]
     results = []
     runnable, skipped = _runnable_links(links, "calibrate")
@@ -155,7 +157,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from realrun.workloads import load_workload
 
     given = Params.load(args.params) if args.params else None
+    from realrun.launch import check_backend
+
     load_workload(args.model)  # before ranks start
+    world = args.world_size or (given.world_size if given else 2)
+    check_backend(args.backend, world)
     if given is not None and (len(links) == 1 or given.link_mbit in links):
         check_profile_matches(given, args.model, args.batch_size)  # before starting ranks, not after
     results = []
@@ -163,7 +169,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for link in runnable:
         multi = len(links) > 1
         say = Progress(not args.quiet, prefix="validate")
-        world = args.world_size or (given.world_size if given else 2)
         with open_pool(world, args.backend, link, spec.timeout_s) as pool:
             params = given
             if params is None or (multi and link != params.link_mbit):

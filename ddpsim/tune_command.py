@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ from simulator.strategies import StrategySpec
 
 from .cliutil import emit_json, link_mbit, local_world, number
 from .sim_commands import add_o_w_args, float_list, load_params, sim_world
-from .tuner import TuneResult, format_tune, recommend, resolve_network, with_files
+from .tuner import TuneResult, format_tune, recommend, with_files
 
 # calibration.calibrate (scipy) and realrun (torch) are imported inside the handlers:
 # `ddpsim predict` builds this parser and must stay fast.
@@ -219,6 +218,22 @@ def _report_md(res: TuneResult) -> str:
     return "\n".join(lines)
 
 
+def _resolve_tune_cost(args: argparse.Namespace, base: CostModel | None, params: Any) -> CostModel:
+    """The cost model of ``tune`` through ``ddpsim.resolve``: ``base`` (just calibrated), ``--params`` or
+    ``--network`` (not both), then ``--o-us``/``--w-gbps`` at ``--world-size``."""
+    from .resolve import resolve_cost
+
+    if params is not None and args.network is not None:
+        raise ValueError("give --params or --network, not both (both describe the network)")
+    return resolve_cost(
+        base if base is not None else args.network,
+        params=params,
+        world_size=args.world_size,
+        o_us=args.o_us,
+        w_gbps=args.w_gbps,
+    )
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     from calibration.calibrate import CalibrateSpec, Progress, calibrate_on_pool, open_pool
     from realrun.workloads import load_workload
@@ -234,6 +249,17 @@ def cmd_tune(args: argparse.Namespace) -> int:
             "--verify and --target-device would run another model than the profile describes"
         )
     given_params = load_params(args.params) if args.params else None  # the reader of predict --params too
+    if args.verify_grid and not args.verify:
+        raise ValueError("--verify-grid needs --verify (the grid is run for real beside the recommended setting)")
+    if args.verify and args.world_size != args.run_world_size:
+        raise ValueError(f"--verify runs on this machine: use --world-size {args.run_world_size} (or --run-world-size)")
+    if args.target_device:
+        from simulator import zoo
+
+        zoo.load_device(args.target_device)  # an unknown device fails now, not after profiling
+    need_cal = args.params is None and args.network is None and args.o_us is None
+    # the network, through the one resolver, before any rank starts (calibrated costs are resolved after)
+    given_cost = None if need_cal else _resolve_tune_cost(args, None, given_params)
     if args.link_mbit is not None:
         from realrun.netns import netns_skip_reason
 
@@ -246,10 +272,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
     else:
         bs = None
     run_world = args.run_world_size
-    need_cal = args.params is None and args.network is None and args.o_us is None
     need_ranks = need_cal or args.profile is None or args.verify
     out_dir = Path(args.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir.mkdir(parents=True, exist_ok=True)  # after every check: bad input leaves no folder behind
 
     def plan(pool: Any | None) -> int:
         prof: GradProfile | None = given_prof
@@ -272,23 +297,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 say,
             )
             params.save(out_dir / "params.json")
-            cost, fitted = params.cost_model(), params
+            cost, fitted = _resolve_tune_cost(args, params.cost_model(), None), params
             if prof is None:
                 prof = params.profile()
-        elif given_params is not None:
-            fitted = given_params
-            cost = given_params.cost_model()
         else:
-            cost = resolve_network(args.network)
-        if args.o_us is not None or args.w_gbps is not None:
-            o, w = cost.linear_at(args.world_size)
-            cost = replace(
-                cost,
-                network=None,
-                ref_world_size=args.world_size,
-                o_s=args.o_us * 1e-6 if args.o_us is not None else o,
-                w_bytes_per_s=args.w_gbps * 1e9 if args.w_gbps is not None else w,
-            )
+            fitted, cost = given_params, given_cost
+        assert cost is not None  # resolved above: calibrated here, or given
         if prof is None:
             from realrun.profile_grads import profile_grads
 
@@ -310,8 +324,6 @@ def cmd_tune(args: argparse.Namespace) -> int:
         res = recommend(prof, cost, args.world_size, notes=notes, uncertainty=unc)
         verify = None
         if args.verify:
-            if pool is None or args.world_size != run_world:
-                raise ValueError(f"--verify runs on this machine: use --world-size {run_world} (or --run-world-size)")
             verify = _verify(pool, args, res, prof, cost, say, str(out_dir / "verify.jsonl"))
         files = _write_outputs(res, prof, cost, out_dir)
         res = with_files(res, files, verify)

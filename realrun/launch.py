@@ -165,6 +165,19 @@ class _Worker:
             pass
 
 
+def check_backend(backend: str, world_size: int) -> None:
+    """Raise ``ValueError`` unless ``world_size`` local ranks can run ``backend`` here (nccl: one CUDA device each)."""
+    if backend != "nccl":
+        return
+    try:
+        import torch
+    except ImportError as e:
+        raise ValueError("backend nccl needs torch with CUDA") from e
+    if not torch.cuda.is_available() or torch.cuda.device_count() < world_size:
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        raise ValueError(f"backend nccl needs one CUDA device per rank: {world_size} ranks, {n} devices")
+
+
 class RankPool:
     """``world_size`` worker processes sharing one process group; a context manager.
 
@@ -255,14 +268,7 @@ class RankPool:
         if self._started:
             raise RuntimeError("RankPool.start called twice")
         self._started = True
-        if self.backend == "nccl":
-            try:
-                import torch
-            except ImportError as e:
-                raise ValueError("backend nccl needs torch with CUDA") from e
-            if not torch.cuda.is_available() or torch.cuda.device_count() < self.world_size:
-                n = torch.cuda.device_count() if torch.cuda.is_available() else 0
-                raise ValueError(f"backend nccl needs one CUDA device per rank: {self.world_size} ranks, {n} devices")
+        check_backend(self.backend, self.world_size)
         if self.log_dir is None:
             self._tmpdir = logs = Path(tempfile.mkdtemp(prefix="ddpsim-ranks-"))
         else:

@@ -217,6 +217,19 @@ ROWS: list[tuple[str, str]] = [
     ("tune --out-dir {tmp}/o --params {tmp}/notjson.json", "not valid JSON"),
     ("tune --out-dir {tmp}/o --params {tmp}/params_neg_o.json", "o_s"),
     ("tune --out-dir {tmp}/o --model {tmp}/exits.py:build", "sys.exit"),
+    ("tune --out-dir {tmp}/o --network BADNAME", "unknown network 'BADNAME'"),
+    ("tune --out-dir {tmp}/o --network {tmp}/net_intra5.json", "'intra'"),
+    ("tune --out-dir {tmp}/o --network {tmp}/missing.json", "missing.json"),
+    ("tune --out-dir {tmp}/o --network nccl-h100-ib --params {tmp}/params_ok.json", "not both"),
+    ("tune --out-dir {tmp}/o --target-device nope", "unknown device 'nope'"),
+    ("tune --out-dir {tmp}/o --network nccl-h100-ib --world-size 8 --verify", "--verify runs on this machine"),
+    ("tune --out-dir {tmp}/o --network nccl-h100-ib --verify-grid 1,4", "--verify-grid needs --verify"),
+    ("tune --out-dir {tmp}/o --model resnet", "unknown workload"),
+    ("tune --out-dir {tmp}/o --profile {tmp}/notjson.json", "not valid JSON"),
+    ("calibrate --out {tmp}/p.json --records {tmp}/r.jsonl --model resnet", "unknown workload"),
+    ("calibrate --out {tmp}/p.json --records {tmp}/r.jsonl --backend nccl --world-size 8", "CUDA device per rank"),
+    ("validate --out {tmp}/v.json --records {tmp}/v.jsonl --model resnet", "unknown workload"),
+    ("validate --out {tmp}/v.json --records {tmp}/v.jsonl --backend nccl --world-size 8", "CUDA device per rank"),
 ]
 
 

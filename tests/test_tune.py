@@ -315,6 +315,28 @@ def test_tune_world_size_0_and_link_without_netns_exit_2(tmp_path, capsys, monke
     assert capsys.readouterr().err == "ddpsim: error: --link-mbit: emulated links need root (simulated by the test)\n"
 
 
+@pytest.fixture(scope="module")
+def gpt2_profile(tmp_path_factory) -> Path:
+    """gpt2-small's FLOP profile on the default device, as a profile file (``tune --profile``: no ranks)."""
+    path = tmp_path_factory.mktemp("prof") / "gpt2.json"
+    zoo.profile_from_flops(zoo.load_model_spec("gpt2-small"), zoo.load_device(zoo.DEFAULT_DEVICE)).save(path)
+    return path
+
+
+def test_tune_network_and_o_us_go_through_the_one_resolver(gpt2_profile, tmp_path, capsys, no_ranks):
+    # --network nccl-h100-ib with --o-us 50 at 8 ranks: o replaced, w kept from the preset at 8 ranks
+    out = tmp_path / "out"
+    argv = ["tune", "--profile", str(gpt2_profile), "--network", "nccl-h100-ib", "--o-us", "50"]
+    assert _exit_code([*argv, "--world-size", "8", "--out-dir", str(out), "--json", "--quiet"]) == 0
+    d = json.loads(capsys.readouterr().out)["results"]
+    from ddpsim.resolve import resolve_cost
+
+    cost = resolve_cost("nccl-h100-ib", world_size=8, o_us=50)
+    assert cost.linear_at(8)[0] == pytest.approx(50e-6)
+    prof = GradProfile.load(gpt2_profile)
+    assert d["default_step_time_s"] == pytest.approx(predict(prof, cost, StrategySpec("torch-ddp"), 8).step_time_s)
+
+
 # ---- ddpsim tune --verify, for real, on a model defined only in a test file ----------
 @pytest.mark.slow
 def test_tune_verify_on_a_model_from_a_test_file(tmp_path):
