@@ -13,7 +13,7 @@ from typing import Any
 from realrun.netns import netns_skip_reason
 from simulator.strategies import STRATEGIES
 
-from .cliutil import emit_json, link_mbit, local_world, number, number_list
+from .cliutil import add_out_dir, emit_json, link_mbit, local_world, number, number_list
 from .sim_commands import float_list, positive_float
 
 
@@ -343,14 +343,20 @@ def add_commands(sub: Any) -> None:
         "or 4K:64M:4); default 4 KiB up by factors of 4 to 64 MiB on loopback, to about half a "
         "second per call over an emulated link",
     )
-    c.add_argument("--out", default="params.json", help="fitted parameters (JSON, written whole)")
+    add_out_dir(c, "calibrate", "fitted parameters and measurement records")
+    c.add_argument("--out", default=None, help="fitted parameters (JSON, written whole; default OUT_DIR/params.json)")
     c.add_argument(
         "--records",
-        default="calibration.jsonl",
-        help="measurement records, appended (a new file, or one holding ddpsim records)",
+        default=None,
+        help="measurement records, appended (a new file, or one holding ddpsim records; "
+        "default OUT_DIR/calibration.jsonl)",
     )
     c.add_argument("--json", action="store_true", help="print the fitted parameters as JSON")
-    c.set_defaults(func=cmd_calibrate, _outputs={"out": "file", "records": "jsonl"})
+    c.set_defaults(
+        func=cmd_calibrate,
+        _outputs={"out": "file", "records": "jsonl"},
+        _in_run_dir={"out": "params.json", "records": "calibration.jsonl"},
+    )
 
     v = sub.add_parser("validate", help="run configurations for real and in the simulator; report the error")
     v.add_argument("--params", default=None, help="params from `ddpsim calibrate` (default: calibrate first)")
@@ -393,15 +399,18 @@ def add_commands(sub: Any) -> None:
         metavar="RATE,...",
         help="validate over emulated links of these rates, Mbit/s or with units (calibrates each)",
     )
+    add_out_dir(v, "validate", "results, records and (without --params) the calibration")
     v.add_argument(
         "--out",
-        default="validation.json",
-        help="summary and rows (JSON); without --params the calibration goes beside it (OUT.params.json)",
+        default=None,
+        help="summary and rows (JSON; default OUT_DIR/validation.json); without --params the calibration "
+        "goes beside it (validation.params.json, validation.calibration.jsonl)",
     )
     v.add_argument(
         "--records",
-        default="validation.jsonl",
-        help="raw step records (JSONL, appended; a new file or one holding ddpsim records)",
+        default=None,
+        help="raw step records (JSONL, appended; a new file or one holding ddpsim records; "
+        "default OUT_DIR/validation.jsonl)",
     )
     v.add_argument("--plot-dir", default=None, help="write predicted-vs-measured and bucket-sweep PNGs here")
     v.add_argument(
@@ -413,7 +422,9 @@ def add_commands(sub: Any) -> None:
     )
     v.add_argument("--json", action="store_true", help="print the results as JSON")
     v.set_defaults(
-        func=cmd_validate, _outputs={"out": "file", "records": "jsonl", "plot_dir": "dir", "timeline": "dir"}
+        func=cmd_validate,
+        _outputs={"out": "file", "records": "jsonl", "plot_dir": "dir", "timeline": "dir"},
+        _in_run_dir={"out": "validation.json", "records": "validation.jsonl"},
     )
 
     p = sub.add_parser("plot", help="plots from result files (never re-runs)")

@@ -224,8 +224,28 @@ def _check_records_file(p: Path) -> None:
         raise ValueError(f"{p} exists and does not hold ddpsim records; records are appended, so choose a new file")
 
 
+def add_out_dir(parser: argparse.ArgumentParser, command: str, what: str) -> None:
+    """``--out-dir``: the command's run folder (``ddpsim-<command>``, as ``tune``'s), where every output the
+    user did not place goes; nothing goes into the current folder by default."""
+    parser.add_argument(
+        "--out-dir",
+        default=f"ddpsim-{command}",
+        metavar="DIR",
+        help=f"the run folder: {what}; a new run replaces the results of the last one there, records are appended",
+    )
+
+
+def fill_run_folder(args: argparse.Namespace) -> None:
+    """Outputs left unset go into the run folder: ``set_defaults(_in_run_dir={dest: file name})``."""
+    for dest, name in (getattr(args, "_in_run_dir", None) or {}).items():
+        if getattr(args, dest, None) is None:
+            setattr(args, dest, str(Path(args.out_dir) / name))
+
+
 def check_outputs(args: argparse.Namespace) -> None:
-    """Check every output flag a command declared (``set_defaults(_outputs={dest: kind})``)."""
+    """Check every output flag a command declared (``set_defaults(_outputs={dest: kind})``), after placing
+    the unset ones in the run folder."""
+    fill_run_folder(args)
     for dest, kind in (getattr(args, "_outputs", None) or {}).items():
         value = getattr(args, dest, None)
         if value is None:

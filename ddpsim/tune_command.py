@@ -28,7 +28,7 @@ from simulator.network import CostModel
 from simulator.profile import GradProfile
 from simulator.strategies import StrategySpec
 
-from .cliutil import emit_json, link_mbit, local_world, number
+from .cliutil import add_out_dir, emit_json, link_mbit, local_world, number
 from .sim_commands import add_o_w_args, float_list, load_params, sim_world
 from .tuner import TuneResult, format_tune, recommend, with_files
 
@@ -405,10 +405,6 @@ def add_tune_command(sub: Any, positive_float: Any = None) -> None:
         "--steps", type=number(int, 1, 100_000), default=20, help="timed steps per real setting (default 20)"
     )
     t.add_argument("--warmup", type=number(int, 0, 100_000), default=3, help="untimed steps first")
-    t.add_argument(
-        "--out-dir",
-        default="ddpsim-tune",
-        help="the run folder: plots, trace, report and results (default ddpsim-tune)",
-    )
+    add_out_dir(t, "tune", "plots, trace, report and results")
     t.add_argument("--json", action="store_true", help="print the result as JSON")
     t.set_defaults(func=cmd_tune, _outputs={"out_dir": "dir"})
