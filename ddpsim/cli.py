@@ -31,24 +31,16 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"ddpsim: error: {message}\n")
 
 
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("ddpsim")
-    except Exception:  # noqa: BLE001 - running from a checkout that was never installed
-        return "unknown (not installed)"
-
-
 def build_parser() -> argparse.ArgumentParser:
+    from . import calib_commands, cliutil, run_commands, sim_commands
+
     parser = _Parser(
         prog="ddpsim",
         description="Predict, measure and tune data-parallel step time and gradient bucket size.",
     )
-    parser.add_argument("--version", action="version", version=f"ddpsim {_version()}")
+    parser.add_argument("--version", action="version", version=f"ddpsim {cliutil.ddpsim_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    from . import calib_commands, run_commands, sim_commands
 
     # Everything ships in one distribution: a failing import here is a bug to see, not to hide.
     sim_commands.add_commands(sub)
@@ -70,6 +62,7 @@ def _main(argv: Sequence[str] | None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # --help, --version, or a bad argument (argparse already said why)
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    args._argv = list(sys.argv[1:] if argv is None else argv)  # the command line, for results that record it
     from realrun.errors import run_handler  # no torch: errors.py imports nothing heavy
 
     from .cliutil import check_outputs

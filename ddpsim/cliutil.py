@@ -23,6 +23,16 @@ from typing import Any
 CLI_SCHEMA = "ddpsim.cli/1"
 
 
+def ddpsim_version() -> str:
+    """The installed ddpsim's version (``ddpsim --version``, recorded in results)."""
+    try:
+        from importlib.metadata import version
+
+        return version("ddpsim")
+    except Exception:  # noqa: BLE001 - running from a checkout that was never installed
+        return "unknown (not installed)"
+
+
 # ---- numbers --------------------------------------------------------------------
 def _fmt(v: float) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)

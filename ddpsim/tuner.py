@@ -100,6 +100,7 @@ class TuneResult:
     default_bucket_mb: int = DEFAULT_BUCKET_MB
     files: Mapping[str, str] = field(default_factory=dict)
     verify: Mapping[str, Any] | None = None
+    run: Mapping[str, Any] | None = None  # the command line, host, torch version (``ddpsim tune``)
 
     @property
     def gain_vs_default_pct(self) -> float:
@@ -142,6 +143,7 @@ class TuneResult:
             "notes": list(self.notes),
             "files": dict(self.files),
             "verify": dict(self.verify) if self.verify is not None else None,
+            "run": dict(self.run) if self.run is not None else None,
         }
 
 
@@ -374,5 +376,15 @@ def tune(
     return recommend(prof, resolve_network(network, params), world_size, **recommend_kw)
 
 
-def with_files(res: TuneResult, files: Mapping[str, str], verify: Mapping[str, Any] | None = None) -> TuneResult:
-    return replace(res, files=dict(files), verify=verify if verify is not None else res.verify)
+def with_files(
+    res: TuneResult,
+    files: Mapping[str, str],
+    verify: Mapping[str, Any] | None = None,
+    run: Mapping[str, Any] | None = None,
+) -> TuneResult:
+    return replace(
+        res,
+        files=dict(files),
+        verify=verify if verify is not None else res.verify,
+        run=dict(run) if run is not None else res.run,
+    )
