@@ -11,11 +11,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from simulator.units import MIB, TIB
+
 from .cliutil import emit_json, link_mbit, local_world, number, number_list, timeout_s, world_sizes
 
 _QUIET = [False]  # --quiet of the running command (progress lines on stderr)
 STRATEGY_CHOICES = ("naive", "flat", "individual", "bucketed", "torch-ddp", "sharded")
-MAX_MIB = 1 << 20
+MAX_MIB = TIB // MIB  # 1 TiB: no bucket or gradient set is larger
 bucket_mib = number(float, 0, MAX_MIB, lo_open=True)
 steps = number(int, 1, 100_000)
 warmup = number(int, 0, 100_000)
@@ -283,7 +285,7 @@ def _report_profile(prof: Any, args: Any) -> int:
         return 0
     info = prof.env["profile"]
     print(
-        f"profile of {args.model}: {len(prof.params)} parameter tensors, {prof.total_grad_bytes / 2**20:.2f} MiB of gradients"
+        f"profile of {args.model}: {len(prof.params)} parameter tensors, {prof.total_grad_bytes / MIB:.2f} MiB of gradients"
     )
     print(
         f"  per rank: batch {prof.samples_per_step}, {prof.env.get('world_size')} ranks at once, "

@@ -11,16 +11,15 @@ from typing import Any
 from simulator.network import CostModel, NetworkSpec, list_networks, load_network
 from simulator.profile import GradProfile
 from simulator.strategies import STRATEGIES, StrategySpec
+from simulator.units import MIB, TIB
 
 from .cliutil import emit_json, gbps_both, number, number_list, rate
 from .resolve import DEFAULT_NETWORK
 
-MIB = 1024 * 1024
-
 # ---- argument types (argparse turns their ArgumentTypeError into one line, exit 2) ----
 # One number type for every flag of every command (ddpsim.cliutil.number): finite, bounded.
 
-MAX_MIB = 1 << 20  # 1 TiB: no bucket or gradient set is larger
+MAX_MIB = TIB // MIB  # 1 TiB: no bucket or gradient set is larger
 positive_float = number(float, 0, 1e12, lo_open=True)
 nonneg_float = number(float, 0, 1e12)
 positive_int = number(int, 1, 1 << 31)

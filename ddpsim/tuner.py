@@ -27,10 +27,10 @@ from simulator.profile import GradProfile
 from simulator.schedule import best_schedule
 from simulator.strategies import StrategySpec
 from simulator.sweep import SweepResult, default_grid_mb, sweep
+from simulator.units import MIB
 
 TUNE_SCHEMA = "ddpsim.tune/1"
 DEFAULT_BUCKET_MB = 25
-MIB = 1024 * 1024
 TUNE_STRATEGIES = ("torch-ddp", "bucketed", "sharded", "individual", "flat", "naive")
 NEAR_BEST_PCT = 1.0  # a cap whose predicted step is within this of the best is "near-best"
 # Round caps a user would write: powers of two from 1/64 MiB to 16 GiB.

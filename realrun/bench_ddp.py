@@ -31,6 +31,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from simulator.units import MIB
+
 from .records import make_record
 from .stats import max_over_ranks, summarize
 
@@ -473,7 +475,7 @@ def format_table(records: Sequence[dict[str, Any]]) -> str:
             f"{r['median_s'] * 1e3:8.2f} {r['p10_s'] * 1e3:7.2f} {r['p90_s'] * 1e3:7.2f} "
             f"{r['compute_median_s'] * 1e3:8.2f} {r['exposed_comm_s'] * 1e3:8.2f} "
             f"{'' if share is None else f'{share * 100:5.1f}%':>6} {r['samples_per_s']:10.1f} "
-            f"{r['tokens_per_s']:10.0f} {r['peak_mem_bytes'] / 2**20:8.0f}"
+            f"{r['tokens_per_s']:10.0f} {r['peak_mem_bytes'] / MIB:8.0f}"
         )
     return "\n".join(lines)
 

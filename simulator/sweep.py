@@ -13,8 +13,8 @@ from .network import CostModel
 from .predict import StepResult, check_args, predict_plan
 from .profile import GradProfile
 from .strategies import StrategySpec, comm_plan_arrays, profile_arrays
+from .units import MIB
 
-MIB = 1024 * 1024
 SWEEP_SCHEMA = "ddpsim.sweep/1"
 
 

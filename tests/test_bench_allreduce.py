@@ -13,6 +13,7 @@ from realrun import bench_allreduce as ba
 from realrun.errors import RunFailure
 from realrun.records import RecordWriter, read_records
 from realrun.stats import max_over_ranks, percentile, summarize
+from simulator.units import MIB
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -20,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 # ---------------------------------------------------------------- pure parts
 def test_sizes_are_powers_of_two_like_nccl_tests():
     assert ba.parse_size("1K") == ba.parse_size("1KB") == ba.parse_size("1KiB") == 1024
-    assert ba.parse_size("16MB") == 16 * 1024 * 1024
+    assert ba.parse_size("16MB") == 16 * MIB
     assert ba.parse_size("4096") == 4096
     assert ba.parse_sizes("1KB,1MB,8MB") == (1024, 1 << 20, 8 << 20)
     assert ba.parse_sizes("1M:8M") == (1 << 20, 2 << 20, 4 << 20, 8 << 20)

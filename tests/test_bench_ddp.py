@@ -15,6 +15,7 @@ from realrun.profile_grads import profile_grads  # noqa: E402
 from realrun.records import read_records  # noqa: E402
 from realrun.stats import summarize  # noqa: E402
 from simulator.profile import GradProfile  # noqa: E402
+from simulator.units import MIB
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY_GPT = "gpt:n_layer=2,n_embd=32,n_head=2,block_size=16,vocab_size=64"
@@ -47,7 +48,7 @@ def test_measure_ddp_record(pool, tmp_path):
     assert rec["exposed_comm_s"] == pytest.approx(rec["median_s"] - comp["median_s"])
     assert rec["samples_per_s"] == pytest.approx(2 * 4 / rec["median_s"])
     assert rec["tokens_per_s"] == pytest.approx(2 * 4 * 16 / rec["median_s"])
-    assert rec["peak_mem_bytes"] > 10 * 2**20 and rec["link_mbit"] is None and rec["bucket_cap_mb_list"] is None
+    assert rec["peak_mem_bytes"] > 10 * MIB and rec["link_mbit"] is None and rec["bucket_cap_mb_list"] is None
     assert rec["env"]["torch"] == torch.__version__ and rec["env"]["threads_per_rank"] == pool.threads_per_rank
     trace = json.loads(Path(rec["trace_files"][0]).read_text())
     assert any("backward" in str(e.get("name", "")).lower() for e in trace["traceEvents"])

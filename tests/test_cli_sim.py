@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from ddpsim.cli import main
+from simulator.units import MIB
 
 
 def run_cli(capsys, *argv):
@@ -89,7 +90,7 @@ def test_sweep_json_contract_and_closed_form(capsys, tmp_path):
     assert d["best_bucket_mb"] == best["bucket_mb"]
     cf = d["closed_form"]
     s, o, w = d["total_grad_bytes"], cf["o_s"], cf["w_bytes_per_s"]
-    assert cf["best_bucket_mb"] == pytest.approx((s * w * o) ** 0.5 / 2**20)
+    assert cf["best_bucket_mb"] == pytest.approx((s * w * o) ** 0.5 / MIB)
     assert cf["t_min_s"] == pytest.approx(2 * (s * o / w) ** 0.5)
     assert png.stat().st_size > 10_000
 

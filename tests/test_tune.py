@@ -29,9 +29,9 @@ from simulator.network import CostModel, load_network
 from simulator.predict import predict
 from simulator.profile import GradProfile, ParamSpec
 from simulator.strategies import StrategySpec
+from simulator.units import MIB
 
 ROOT = Path(__file__).resolve().parent.parent
-MIB = 1 << 20
 MS = 1e-3
 
 # o = 10 ms per call, w = 1 GiB/s: 16 MiB take 15.625 ms, 32 MiB 31.25 ms, 64 MiB 62.5 ms
