@@ -13,7 +13,7 @@ from typing import Any
 from realrun.netns import netns_skip_reason
 from simulator.strategies import STRATEGIES
 
-from .cliutil import add_out_dir, emit_json, link_mbit, local_world, number, number_list
+from .cliutil import add_out_dir, emit_json, link_mbit, local_world, number, number_list, strategy_names
 from .sim_commands import float_list, positive_float
 
 
@@ -38,13 +38,10 @@ def _sizes(text: str) -> tuple[int, ...]:
 
 
 def _strategies(text: str) -> tuple[str, ...]:
-    if text == "all":
-        return STRATEGIES
-    out = tuple(s.strip() for s in text.split(",") if s.strip())
-    bad = [s for s in out if s not in STRATEGIES]
-    if bad:
-        raise argparse.ArgumentTypeError(f"unknown strategy {', '.join(bad)}; allowed: all, {', '.join(STRATEGIES)}")
-    return out
+    try:
+        return tuple(strategy_names(text))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 steps = number(int, 1, 100_000)

@@ -120,6 +120,21 @@ def world_sizes(lo: int = 1, hi: int | None = None) -> Callable[[str], list[int]
 timeout_s = number(float, 0, 7 * 86400, lo_open=True)  # a watchdog that is always on: no nan, no inf, <= a week
 
 
+def strategy_names(text: str) -> list[str]:
+    """``all`` or a comma list of names of the strategy registry (``simulator.strategies``), each once."""
+    from simulator.strategies import STRATEGIES
+
+    if text.strip() == "all":
+        return list(STRATEGIES)
+    names = [s.strip() for s in text.split(",")]
+    if any(not s for s in names):
+        raise ValueError(f"expected a comma list of strategies like torch-ddp,bucketed, got {text!r}")
+    bad = [n for n in names if n not in STRATEGIES]
+    if bad:
+        raise ValueError(f"unknown strategy {', '.join(map(repr, bad))}; choose from {', '.join(STRATEGIES)} or all")
+    return list(dict.fromkeys(names))
+
+
 # ---- rates ----------------------------------------------------------------------
 # <prefix><i?><unit>: B/s is bytes, bit/s (b/s, bps) is bits; k/M/G/T decimal, Ki/Mi/Gi binary (bytes only).
 _RATE_RE = re.compile(r"^\s*([0-9.eE+-]+|nan|inf|infinity)\s*([A-Za-z/]*)\s*$", re.IGNORECASE)

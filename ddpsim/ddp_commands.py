@@ -11,12 +11,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from simulator.strategies import STRATEGIES
 from simulator.units import MIB, TIB
 
-from .cliutil import emit_json, link_mbit, local_world, number, number_list, timeout_s, world_sizes
+from .cliutil import emit_json, link_mbit, local_world, number, number_list, strategy_names, timeout_s, world_sizes
 
 _QUIET = [False]  # --quiet of the running command (progress lines on stderr)
-STRATEGY_CHOICES = ("naive", "flat", "individual", "bucketed", "torch-ddp", "sharded")
 MAX_MIB = TIB // MIB  # 1 TiB: no bucket or gradient set is larger
 bucket_mib = number(float, 0, MAX_MIB, lo_open=True)
 steps = number(int, 1, 100_000)
@@ -51,18 +51,6 @@ def parse_world_sizes(text: str) -> list[int]:
     if any(n < 1 for n in sizes):
         raise ValueError(f"world sizes must be >= 1, got {sizes}")
     return list(dict.fromkeys(sizes))
-
-
-def parse_strategies(text: str) -> list[str]:
-    if text.strip() == "all":
-        return list(STRATEGY_CHOICES)
-    names = parse_list(text, "strategy", str)
-    bad = [n for n in names if n not in STRATEGY_CHOICES]
-    if bad:
-        raise ValueError(
-            f"unknown strategy {', '.join(map(repr, bad))}; choose from {', '.join(STRATEGY_CHOICES)} or all"
-        )
-    return list(dict.fromkeys(names))
 
 
 def parse_bucket_mbs(text: str | list | None) -> list[float | None]:
@@ -159,7 +147,7 @@ def add_check_arguments(p: Any) -> None:
     p.add_argument(
         "--model", required=True, help="workload: mlp, cnn, micro-dlrm, gpt[:opts] or path/to/file.py:build_fn"
     )
-    p.add_argument("--strategy", default="all", help=f"comma list of {', '.join(STRATEGY_CHOICES)}, or all (default)")
+    p.add_argument("--strategy", default="all", help=f"comma list of {', '.join(STRATEGIES)}, or all (default)")
     p.add_argument("--world-size", type=local_world(2), default=2, help="ranks")
     p.add_argument(
         "--bucket-mb",
@@ -188,7 +176,7 @@ def check_main(args: Any) -> int:
     from realrun.check import format_results, run_checks
     from realrun.launch import RankPool
 
-    strategies = parse_strategies(args.strategy)
+    strategies = strategy_names(args.strategy)
     _check_positive("--world-size", args.world_size, 2)
     _check_positive("--batch-size", args.batch_size)
     _check_positive("--steps", args.steps)
@@ -317,7 +305,7 @@ def add_bench_arguments(p: Any) -> None:
     p.add_argument(
         "--strategy",
         default="torch-ddp",
-        help=f"comma list of {', '.join(STRATEGY_CHOICES)}, or all (default torch-ddp)",
+        help=f"comma list of {', '.join(STRATEGIES)}, or all (default torch-ddp)",
     )
     p.add_argument(
         "--bucket-mb",
@@ -394,18 +382,19 @@ def bench_configs(
     strategies: Sequence[str], bucket_mbs: Sequence[float | None], cap_list: Sequence[float] | None
 ) -> list[tuple[str, float | None, list[float] | None]]:
     """(strategy, bucket_mb, bucket_cap_mb_list) per configuration, in the order they run."""
-    from realrun.ddp import BUCKET_STRATEGIES
+    from simulator.strategies import strategy
 
     out: list[tuple[str, float | None, list[float] | None]] = []
     for s in strategies:
-        if s in BUCKET_STRATEGIES:
+        entry = strategy(s)
+        if entry.bucketed:
             sizes = list(bucket_mbs) or [None]
-            if s == "bucketed":
+            if entry.needs_bucket_size:
                 sizes = [b for b in sizes if b is not None]
                 if not sizes:
-                    raise ValueError("strategy bucketed needs bucket sizes: --bucket-mb 1,10,100")
+                    raise ValueError(f"strategy {s} needs bucket sizes: --bucket-mb 1,10,100")
             out += [(s, b, None) for b in sizes]
-            if cap_list and s != "bucketed":
+            if cap_list and entry.accepts_cap_list:
                 out.append((s, None, list(cap_list)))
         else:
             out.append((s, None, None))
@@ -420,7 +409,7 @@ def bench_main(args: Any) -> int:
     from realrun.launch import RankPool
     from realrun.records import RecordWriter
 
-    strategies = parse_strategies(args.strategy)
+    strategies = strategy_names(args.strategy)
     world_sizes = list(args.world_size) if args.world_size is not None else [2]
     caps = list(args.bucket_cap_mb_list) if args.bucket_cap_mb_list else None
     configs = bench_configs(strategies, parse_bucket_mbs(args.bucket_mb), caps)

@@ -10,7 +10,7 @@ from typing import Any
 
 from simulator.network import CostModel, NetworkSpec, list_networks, load_network
 from simulator.profile import GradProfile
-from simulator.strategies import STRATEGIES, StrategySpec
+from simulator.strategies import BUCKETED, STRATEGIES, StrategySpec
 from simulator.units import MIB, TIB
 
 from .cliutil import emit_json, gbps_both, number, number_list, rate
@@ -232,10 +232,10 @@ def _ms(s: float) -> str:
 def strategy_label(s: StrategySpec) -> str:
     if s.bucket_cap_mb_list:
         return f"{s.name} bucket_cap_mb_list={list(s.bucket_cap_mb_list)}"
-    if s.name in ("torch-ddp", "sharded"):
+    if s.strategy.ddp_reducer:
         return f"{s.name} bucket_cap_mb={s.bucket_mb if s.bucket_mb is not None else 'unset (25, first 1 MiB)'}"
-    if s.name == "bucketed":
-        return f"bucketed bucket_mb={s.bucket_mb}"
+    if s.strategy.bucketed:
+        return f"{s.name} bucket_mb={s.bucket_mb}"
     return s.name
 
 
@@ -284,7 +284,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         record_events=bool(args.trace),
     )
     first = None
-    if spec.name in ("torch-ddp", "sharded") and not spec.first_step and not spec.bucket_cap_mb_list:
+    if spec.strategy.ddp_reducer and not spec.first_step and not spec.bucket_cap_mb_list:
         first = predict(
             prof,
             cost,
@@ -318,8 +318,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     prof, cost, p = _resolve_all(args)
     spec = replace(resolve_strategy(args), bucket_mb=None)  # --bucket-mb here is the grid, not one size
-    if spec.name not in ("bucketed", "torch-ddp", "sharded"):
-        raise ValueError(f"--strategy {spec.name} has no bucket size to sweep; use bucketed, torch-ddp or sharded")
+    if not spec.strategy.bucketed:
+        raise ValueError(f"--strategy {spec.name} has no bucket size to sweep; use one of {', '.join(BUCKETED)}")
     if args.bucket_mb:
         grid = sorted(set(args.bucket_mb))
     elif args.grid:

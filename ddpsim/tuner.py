@@ -25,13 +25,12 @@ from simulator.network import CostModel
 from simulator.predict import StepResult, predict
 from simulator.profile import GradProfile
 from simulator.schedule import best_schedule
-from simulator.strategies import StrategySpec
+from simulator.strategies import STRATEGIES, StrategySpec, strategy
 from simulator.sweep import SweepResult, default_grid_mb, sweep
 from simulator.units import MIB
 
 TUNE_SCHEMA = "ddpsim.tune/1"
 DEFAULT_BUCKET_MB = 25
-TUNE_STRATEGIES = ("torch-ddp", "bucketed", "sharded", "individual", "flat", "naive")
 NEAR_BEST_PCT = 1.0  # a cap whose predicted step is within this of the best is "near-best"
 # Round caps a user would write: powers of two from 1/64 MiB to 16 GiB.
 ROUND_CAPS_MB = tuple(2.0**k for k in range(-6, 15))
@@ -152,7 +151,7 @@ def recommend(
     cost: CostModel,
     world_size: int,
     *,
-    strategies: Sequence[str] = TUNE_STRATEGIES,
+    strategies: Sequence[str] = STRATEGIES,
     points: int = 48,
     list_min_gain_pct: float = 1.0,
     notes: Sequence[str] = (),
@@ -208,9 +207,9 @@ def recommend(
     caps = readable_caps(profile, sched.groups, sched.caps_mb)
     rows: list[dict[str, Any]] = []
     for s in strategies:
-        if s == "torch-ddp":
+        if s == "torch-ddp":  # the recommendation itself
             rows.append(_strategy_row(s, best_mb, rec))
-        elif s in ("bucketed", "sharded"):
+        elif strategy(s).bucketed:
             sw = sweep(profile, cost, StrategySpec(s, bucket_mb=grid[0]), world_size, grid, **predict_kw)
             rows.append(_strategy_row(s, sw.best_bucket_mb, sw.best))
         else:

@@ -323,15 +323,12 @@ def measure_ddp(
     measured here when ``None``. ``link_mbit``: the emulated link rate the
     pool runs over, recorded as given. Raises ``RunFailure`` if a rank fails.
     """
-    from .ddp import BUCKET_STRATEGIES, STRATEGIES
+    from simulator.strategies import spec_for
+
     from .workloads import load_workload
 
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; allowed: {', '.join(STRATEGIES)}")
-    if strategy not in BUCKET_STRATEGIES:
-        bucket_mb, bucket_cap_mb_list = None, None
-    if strategy == "bucketed" and bucket_mb is None:
-        raise ValueError("strategy 'bucketed' needs a bucket size (bucket_mb)")
+    spec = spec_for(strategy, bucket_mb, bucket_cap_mb_list)  # the simulator's registry checks it, before ranks
+    bucket_mb, bucket_cap_mb_list = spec.bucket_mb, spec.bucket_cap_mb_list
     if steps < 1 or warmup < 0:
         raise ValueError(f"need steps >= 1 and warmup >= 0, got steps={steps}, warmup={warmup}")
     w = load_workload(workload_spec)
@@ -421,15 +418,11 @@ def measure_timeline(
     "compute_step_times_s", "compute_median_s"}`` where ``rank_timelines[r][k]`` is rank ``r``'s
     timeline of timed step ``k`` (times relative to that rank's step start).
     """
-    from .ddp import BUCKET_STRATEGIES, STRATEGIES
+    from simulator.strategies import spec_for
+
     from .workloads import load_workload
 
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; allowed: {', '.join(STRATEGIES)}")
-    if strategy not in BUCKET_STRATEGIES:
-        bucket_mb = None
-    if strategy == "bucketed" and bucket_mb is None:
-        raise ValueError("strategy 'bucketed' needs a bucket size (bucket_mb)")
+    bucket_mb = spec_for(strategy, bucket_mb).bucket_mb  # the simulator's registry checks it, before ranks
     if steps < 1 or warmup < 0:
         raise ValueError(f"need steps >= 1 and warmup >= 0, got steps={steps}, warmup={warmup}")
     from .timeline import _timeline_task
