@@ -13,7 +13,18 @@ from typing import Any
 from realrun.netns import netns_skip_reason
 from simulator.strategies import STRATEGIES
 
-from .cliutil import add_out_dir, emit_json, link_mbit, local_world, number, number_list, strategy_names
+from .cliutil import (
+    add_csv,
+    add_out_dir,
+    csv_stdout,
+    emit_csv,
+    emit_json,
+    link_mbit,
+    local_world,
+    number,
+    number_list,
+    strategy_names,
+)
 from .sim_commands import float_list, positive_float
 
 
@@ -191,12 +202,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if args.plot_dir:
             res["plots"] = _validation_plots(res, Path(args.plot_dir), link)
         results.append(res)
-        if not args.json:
+        if not args.json and not csv_stdout(args):
             print(format_validation(res))
             print(f"results: {res_path}" + (f"; plots: {', '.join(res['plots'])}" if args.plot_dir else ""))
+    # one table over every link: the rows with the link they ran over
+    csv_file = emit_csv(args, [{"link_mbit": r.get("link_mbit"), **row} for r in results for row in r["rows"]])
+    if csv_file and not args.json:
+        print(f"csv: {csv_file}")
     if not results:
         if args.json:
             emit_json(args, {"skipped": skipped})  # stdout stays JSON when every link was skipped
+        return 0
+    if csv_stdout(args):
         return 0
     if args.json:
         emit_json(args, results[0] if len(results) == 1 else {"runs": results})
@@ -417,6 +434,7 @@ def add_commands(sub: Any) -> None:
         help="also run each configuration with per-bucket timelines recorded; write per configuration a "
         "Chrome trace (measured beside predicted), an error decomposition (JSON) and a PNG here",
     )
+    add_csv(v, "the rows (measured and predicted per configuration, with the link)")
     v.add_argument("--json", action="store_true", help="print the results as JSON")
     v.set_defaults(
         func=cmd_validate,

@@ -3,6 +3,7 @@
 - ``number``: the one argparse number type: finite (no ``nan``/``inf``), within bounds;
 - ``rate``: a bandwidth with optional units (``100GB/s``, ``400Gbit/s``; a plain number is the flag's unit);
 - ``check_writable``: an output path that can be written, checked before anything is measured;
+- ``add_csv`` / ``emit_csv``: ``--csv [PATH]``, a command's table as CSV (a file written whole, or stdout);
 - ``emit_json``: the one ``--json`` envelope (``{"schema", "command", "inputs", "results"}``), never NaN/Infinity;
 - ``HelpFormatter``: help text that shows each flag's default.
 """
@@ -10,6 +11,8 @@
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
 import math
 import os
@@ -269,9 +272,17 @@ def fill_run_folder(args: argparse.Namespace) -> None:
 
 def check_outputs(args: argparse.Namespace) -> None:
     """Check every output flag a command declared (``set_defaults(_outputs={dest: kind})``), after placing
-    the unset ones in the run folder."""
+    the unset ones in the run folder; and ``--csv`` (a file, or ``-`` for stdout) where a command has it."""
     fill_run_folder(args)
-    for dest, kind in (getattr(args, "_outputs", None) or {}).items():
+    outputs = dict(getattr(args, "_outputs", None) or {})
+    if getattr(args, "csv", None) == "-":
+        if getattr(args, "json", False):
+            raise ValueError(
+                "--csv without a file prints the table on stdout, as --json prints JSON: give --csv a file"
+            )
+    elif getattr(args, "csv", None) is not None:
+        outputs["csv"] = "file"
+    for dest, kind in outputs.items():
         value = getattr(args, dest, None)
         if value is None:
             continue
@@ -292,6 +303,61 @@ def rescue_records(records: list[dict[str, Any]], command: str) -> str | None:
         return path
     except OSError:
         return None
+
+
+# ---- CSV ------------------------------------------------------------------------
+def add_csv(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--csv [PATH]`` on a table-printing command."""
+    parser.add_argument(
+        "--csv",
+        nargs="?",
+        const="-",
+        default=None,
+        metavar="PATH",
+        help=f"write {what} as CSV to PATH (written whole); --csv alone (or --csv -) prints the CSV on stdout "
+        "instead of the table",
+    )
+
+
+def csv_stdout(args: argparse.Namespace) -> bool:
+    """True when stdout carries the CSV (``--csv`` alone): the text table is then not printed."""
+    return getattr(args, "csv", None) == "-"
+
+
+def _cell(v: Any) -> Any:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else ""  # full precision; JSON's rule: no NaN, no Infinity
+    if isinstance(v, (list, tuple, dict)):
+        return json.dumps(finite(v), separators=(",", ":"))
+    return v
+
+
+def csv_text(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
+    """``rows`` as CSV text (``csv`` module, header first): columns in first-seen order unless given."""
+    if columns is None:
+        columns = list(dict.fromkeys(k for r in rows for k in r))
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    for r in rows:
+        w.writerow([_cell(r.get(c)) for c in columns])
+    return buf.getvalue()
+
+
+def emit_csv(args: argparse.Namespace, rows: list[dict[str, Any]], columns: list[str] | None = None) -> str | None:
+    """Write the table for ``--csv``: to its file whole, or on stdout; the file's path (None: stdout or no flag)."""
+    target = getattr(args, "csv", None)
+    if target is None:
+        return None
+    text = csv_text(rows, columns)
+    if target == "-":
+        sys.stdout.write(text)
+        return None
+    from simulator.jsonio import write_whole
+
+    return str(write_whole(target, text))
 
 
 # ---- JSON -----------------------------------------------------------------------

@@ -13,7 +13,7 @@ from simulator.profile import GradProfile
 from simulator.strategies import BUCKETED, STRATEGIES, StrategySpec
 from simulator.units import MIB, TIB
 
-from .cliutil import emit_json, gbps_both, number, number_list, rate
+from .cliutil import add_csv, csv_stdout, emit_csv, emit_json, gbps_both, number, number_list, rate
 from .resolve import DEFAULT_NETWORK
 
 # ---- argument types (argparse turns their ArgumentTypeError into one line, exit 2) ----
@@ -299,10 +299,14 @@ def cmd_predict(args: argparse.Namespace) -> int:
         from simulator.trace import write_chrome_trace
 
         write_chrome_trace(args.trace, res.events, {"model": prof.model, "strategy": spec.to_dict(), "world_size": p})
+    csv_file = emit_csv(args, [r.to_dict() for r in res.rows])  # the per-bucket rows
+    if csv_stdout(args):
+        return 0
     if args.json:
         d = res.to_dict()
         d["first_step_time_s"] = first.step_time_s if first else None
         d["trace"] = args.trace
+        d["csv"] = csv_file
         emit_json(args, d)
     else:
         print_prediction(res, prof)
@@ -310,6 +314,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
             print(f"\n  first step (one bucket before DDP's rebuild): {first.step_time_s * 1e3:.3f} ms")
         if args.trace:
             print(f"  trace: {args.trace} (open in https://ui.perfetto.dev)")
+        if csv_file:
+            print(f"  bucket rows: {csv_file}")
     return 0
 
 
@@ -348,9 +354,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         from simulator.sweep_plot import plot_sweep
 
         plot_sweep(res.to_dict(), args.plot)
+    csv_file = emit_csv(args, res.to_dict()["rows"])
+    if csv_stdout(args):
+        return 0
     if args.json:
         d = res.to_dict()
         d["plot"] = args.plot
+        d["csv"] = csv_file
         emit_json(args, d)
         return 0
     out = sys.stdout.write
@@ -372,6 +382,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     )
     if args.plot:
         out(f"plot: {args.plot}\n")
+    if csv_file:
+        out(f"csv: {csv_file}\n")
     return 0
 
 
@@ -415,6 +427,7 @@ def add_commands(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--trace", default=None, metavar="OUT.json", help="write the predicted step as a Chrome trace")
+    add_csv(p, "the per-bucket rows (index, name, msg_bytes, n_params, ready_s, start_s, end_s)")
     p.set_defaults(func=cmd_predict, _outputs={"trace": "file"})
 
     s = sub.add_parser("sweep", help="predict step time over bucket sizes and find the best one")
@@ -428,6 +441,7 @@ def add_commands(sub: Any) -> None:
     s.add_argument(
         "--plot", default=None, metavar="OUT.png", help="write step time and exposed overhead vs bucket size"
     )
+    add_csv(s, "the rows (bucket_mb, n_buckets, step_time_s and its p10/p90, overhead_s)")
     s.set_defaults(func=cmd_sweep, _outputs={"plot": "file"})
 
     m = sub.add_parser("models", help="list built-in models, devices and networks")

@@ -94,6 +94,28 @@ def test_record_uses_the_slowest_rank_and_nccl_tests_bandwidths():
     assert table[-1].startswith("# Avg bus bandwidth")
 
 
+def test_csv_holds_the_tables_rows(tmp_path, capsys):
+    import argparse
+    import csv
+
+    from ddpsim.run_commands import CSV_COLUMNS, _report
+
+    spec = ba.AllreduceBenchSpec(world_sizes=(2,), sizes_bytes=(4096, 65536), iters=2, warmup=0)
+    recs = [ba.point_record(spec, "native", 2, n, 2, 0, [[1e-4, 3e-4], [2e-4, 2e-4]], {}, "run") for n in (4096, 65536)]
+    args = argparse.Namespace(json=False, plot=None, quiet=True, out=None, csv="-")
+    assert _report(recs, args) == 0
+    rows = list(csv.DictReader(capsys.readouterr().out.splitlines()))  # stdout: the CSV alone
+    assert list(rows[0]) == CSV_COLUMNS and [int(r["msg_bytes"]) for r in rows] == [4096, 65536]
+    # slowest rank per call: [2e-4, 3e-4] -> median 2.5e-4 s; algbw = 4096 B / 2.5e-4 s = 0.016384 GB/s
+    assert float(rows[0]["median_s"]) == pytest.approx(2.5e-4)
+    assert float(rows[0]["algbw_gbps"]) == pytest.approx(4096 / 2.5e-4 / 1e9)
+    path = tmp_path / "ar.csv"
+    assert _report(recs, argparse.Namespace(json=False, plot=None, quiet=True, out=None, csv=str(path))) == 0
+    out = capsys.readouterr().out
+    assert "# Avg bus bandwidth" in out and f"# csv: {path}" in out  # the table, and the file beside it
+    assert [r["impl"] for r in csv.DictReader(path.read_text().splitlines())] == ["native", "native"]
+
+
 class FakeRanks:
     """Stands in for ``measure`` on 2 ranks: records what it was asked, fails on call ``fail_at``."""
 

@@ -100,6 +100,10 @@ ROWS: list[tuple[str, str]] = [
     ("sweep --jitter inf", "finite"),
     ("sweep --w nan", "finite"),
     ("sweep --o-us inf", "finite"),
+    ("sweep --csv --json", "give --csv a file"),
+    ("sweep --csv /proc/s.csv", "--csv: cannot write /proc/s.csv"),
+    ("sweep --csv {tmp}", "is a folder"),
+    ("predict --csv {tmp}/afile/x.csv", "not a folder"),
     # ---- models
     ("models --bogus", "unrecognized arguments"),
     ("models extra", "unrecognized arguments"),
@@ -127,6 +131,8 @@ ROWS: list[tuple[str, str]] = [
     ("bench-allreduce --from {tmp}/missing.jsonl --plot {tmp}/p.png", "missing.jsonl"),
     ("bench-allreduce --from {tmp}/params_ok.json --plot {tmp}/p.png", "params_ok.json"),
     ("bench-allreduce --dtype int8", "invalid choice"),
+    ("bench-allreduce --csv --json", "give --csv a file"),
+    ("bench-allreduce --csv /proc/ar.csv", "cannot write /proc/ar.csv"),
     # ---- check
     ("check --model mlp --bucket-mb -1", "must be > 0"),
     ("check --model mlp --bucket-mb inf", "finite"),
@@ -188,6 +194,8 @@ ROWS: list[tuple[str, str]] = [
     ("validate --out /proc/v.json", "cannot write"),
     ("validate --out {tmp}/v.json --records {tmp}/v.jsonl --plot-dir {tmp}/afile", "not a folder"),
     ("validate --out {tmp}/v.json --records {tmp}/notrecords.txt", "does not hold ddpsim records"),
+    ("validate --out {tmp}/v.json --records {tmp}/v.jsonl --csv /proc/v.csv", "cannot write /proc/v.csv"),
+    ("validate --out {tmp}/v.json --records {tmp}/v.jsonl --csv - --json", "give --csv a file"),
     ("validate --warmup -1", "must be >= 0"),
     ("validate --rounds 0", "must be >= 1"),
     ("validate --out {tmp}/v.json --records {tmp}/v.jsonl --model {tmp}/exits.py:build", "sys.exit"),

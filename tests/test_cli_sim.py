@@ -165,3 +165,38 @@ def test_python_api_and_cli_resolve_the_network_alike():
     assert cost.linear_at(8) == pytest.approx((5e-3, w))
     with pytest.raises(ValueError, match="world_size"):
         resolve_cost(o_us=5000)
+
+
+# ---- --csv: the table as CSV, to a file or on stdout --------------------------------------
+def _csv_rows(text):
+    import csv
+    import io
+
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_sweep_csv_on_stdout_is_the_json_rows(capsys):
+    argv = ["sweep", "--model", "gpt2-small", "--bucket-mb", "1,4,25"]
+    code, out, _ = run_cli(capsys, *argv, "--csv")
+    assert code == 0
+    rows = _csv_rows(out)  # stdout is the CSV alone: header, then one row per size
+    code, js, _ = run_cli(capsys, *argv, "--json")
+    expected = json.loads(js)["results"]["rows"]
+    assert [r["bucket_mb"] for r in rows] == ["1.0", "4.0", "25.0"]
+    assert [{k: float(v) for k, v in r.items()} for r in rows] == [
+        {k: float(v) for k, v in e.items()} for e in expected
+    ]  # full precision: repr of each float
+
+
+def test_sweep_csv_file_beside_the_table_and_predict_bucket_rows(capsys, tmp_path):
+    path = tmp_path / "s.csv"
+    code, out, _ = run_cli(capsys, "sweep", "--model", "gpt2-small", "--bucket-mb", "1,4", "--csv", str(path))
+    assert code == 0 and "<- best" in out and f"csv: {path}" in out  # the table still printed
+    assert [r["bucket_mb"] for r in _csv_rows(path.read_text())] == ["1.0", "4.0"]
+    code, out, _ = run_cli(capsys, "predict", "--model", "gpt2-small", "--bucket-mb", "25", "--csv", "-")
+    rows = _csv_rows(out)
+    code, js, _ = run_cli(capsys, "predict", "--model", "gpt2-small", "--bucket-mb", "25", "--json")
+    buckets = json.loads(js)["results"]["buckets"]
+    assert list(rows[0]) == ["index", "name", "msg_bytes", "n_params", "ready_s", "start_s", "end_s"]
+    assert [int(r["msg_bytes"]) for r in rows] == [b["msg_bytes"] for b in buckets]
+    assert sum(int(r["msg_bytes"]) for r in rows) == json.loads(js)["results"]["total_grad_bytes"]

@@ -83,3 +83,44 @@ def test_validate_without_params_writes_into_its_run_folder_only(tmp_path, monke
     assert fake_measuring["cal_records"] == str(run / "validation.calibration.jsonl")
     assert fake_measuring["val_records"] == str(run / "validation.jsonl")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ddpsim-validate"]
+
+
+def test_validate_csv_has_one_row_per_configuration(tmp_path, monkeypatch, capsys, fake_measuring):
+    pytest.importorskip("torch")
+    import csv
+
+    rows = [
+        {
+            "strategy": "torch-ddp",
+            "bucket_mb": 1.0,
+            "measured_median_s": 0.2,
+            "predicted_step_s": 0.21,
+            "error_pct": 5.0,
+        },
+        {
+            "strategy": "naive",
+            "bucket_mb": None,
+            "measured_median_s": 0.3,
+            "predicted_step_s": 0.27,
+            "error_pct": -10.0,
+        },
+    ]
+    monkeypatch.setattr(validate_mod, "validate_on_pool", lambda *a, **k: {"model": "mlp", "rows": rows})
+    monkeypatch.setattr(validate_mod, "format_validation", lambda res: "the table")
+    monkeypatch.chdir(tmp_path)
+    assert main(["validate", "--model", "mlp", "--quiet", "--csv"]) == 0
+    out = capsys.readouterr().out
+    got = list(csv.DictReader(out.splitlines()))  # stdout is the CSV alone, not the table
+    assert [r["strategy"] for r in got] == ["torch-ddp", "naive"] and "the table" not in out
+    assert got[1] == {
+        "link_mbit": "",
+        "strategy": "naive",
+        "bucket_mb": "",
+        "measured_median_s": "0.3",
+        "predicted_step_s": "0.27",
+        "error_pct": "-10.0",
+    }
+    assert main(["validate", "--model", "mlp", "--quiet", "--csv", "v.csv"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("the table") and "csv: v.csv" in out
+    assert list(csv.DictReader(open("v.csv", encoding="utf-8")))[0]["error_pct"] == "5.0"

@@ -14,9 +14,7 @@ from simulator.strategies import BUCKETED, CAP_LIST, REGISTRY, STRATEGIES, Strat
 from simulator.units import MIB
 
 # three float32 tensors of 1 MiB, ready 1 ms apart
-PROF = GradProfile(
-    "three", tuple(ParamSpec(f"w{i}", MIB // 4, bwd_s=1e-3) for i in range(3)), ready_order=(2, 1, 0)
-)
+PROF = GradProfile("three", tuple(ParamSpec(f"w{i}", MIB // 4, bwd_s=1e-3) for i in range(3)), ready_order=(2, 1, 0))
 
 
 def test_the_tuples_are_read_off_the_registry():
