@@ -14,7 +14,19 @@ from typing import Any
 from simulator.strategies import STRATEGIES
 from simulator.units import MIB, TIB
 
-from .cliutil import emit_json, link_mbit, local_world, number, number_list, strategy_names, timeout_s, world_sizes
+from .cliutil import (
+    add_csv,
+    csv_stdout,
+    emit_csv,
+    emit_json,
+    link_mbit,
+    local_world,
+    number,
+    number_list,
+    strategy_names,
+    timeout_s,
+    world_sizes,
+)
 
 _QUIET = [False]  # --quiet of the running command (progress lines on stderr)
 MAX_MIB = TIB // MIB  # 1 TiB: no bucket or gradient set is larger
@@ -527,14 +539,42 @@ def _bench_timelines(pool: Any, args: Any, configs: Any, bs: int, say: Any, lead
         print(d["table"], file=sys.stderr if args.json else sys.stdout)
 
 
+# the table's columns, with units in the names (raw per-step times stay in the JSONL records)
+BENCH_CSV_COLUMNS = [
+    "model",
+    "strategy",
+    "bucket_mb",
+    "bucket_cap_mb_list",
+    "world_size",
+    "batch_size",
+    "rounds",
+    "steps",
+    "median_s",
+    "p10_s",
+    "p90_s",
+    "compute_median_s",
+    "exposed_comm_s",
+    "exposed_comm_share",
+    "samples_per_s",
+    "tokens_per_s",
+    "peak_mem_bytes",
+    "link_mbit",
+]
+
+
 def _report_bench(records: list[dict[str, Any]], args: Any, world_sizes: Sequence[int]) -> int:
     from realrun.bench_ddp import combine_records, format_scaling, format_table
 
     combined = combine_records(records)
+    csv_file = emit_csv(args, combined, BENCH_CSV_COLUMNS)
+    if csv_stdout(args):
+        return 0
     if args.json:
         emit_json(args, combined)
         return 0
     print(format_table(combined))
+    if csv_file:
+        print(f"csv: {csv_file}")
     if len(world_sizes) > 1:
         print()
         print(format_scaling(combined))
@@ -580,4 +620,5 @@ def register_bench_ddp(sub: Any) -> None:
         ),
     )
     add_bench_arguments(p)
+    add_csv(p, "the table (one row per configuration)")
     p.set_defaults(func=bench_main)

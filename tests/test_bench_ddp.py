@@ -110,6 +110,21 @@ def test_combine_records_concatenates_rounds():
     assert " 2.00" in scaling and "100.0%" in scaling
 
 
+def test_bench_ddp_csv_is_the_combined_table(tmp_path, capsys):
+    import argparse
+    import csv
+
+    from ddpsim.ddp_commands import BENCH_CSV_COLUMNS, _report_bench
+
+    recs = [_rec("bucketed", 1.0, [0.10, 0.30], [0.05, 0.07]), _rec("bucketed", 1.0, [0.20], [0.06], rnd=1)]
+    args = argparse.Namespace(json=False, out=None, csv="-")
+    assert _report_bench(recs, args, [2]) == 0
+    rows = list(csv.DictReader(capsys.readouterr().out.splitlines()))  # the two rounds combined: one row
+    assert list(rows[0]) == BENCH_CSV_COLUMNS and len(rows) == 1
+    assert float(rows[0]["median_s"]) == pytest.approx(0.20) and float(rows[0]["exposed_comm_s"]) == pytest.approx(0.14)
+    assert rows[0]["rounds"] == "2" and rows[0]["bucket_cap_mb_list"] == ""
+
+
 def test_profile_grads(pool, tmp_path):
     prof = profile_grads(pool, TINY_GPT, batch_size=4, steps=6, warmup=2, optimizer="adam")
     names = [p.name for p in prof.params]

@@ -173,6 +173,8 @@ ROWS: list[tuple[str, str]] = [
     ("bench-ddp --model mlp --out {tmp}/notrecords.txt", "does not hold ddpsim records"),
     ("bench-ddp --model mlp --trace-dir {tmp}/afile", "not a folder"),
     ("bench-ddp --model {tmp}/exits.py:build", "sys.exit"),
+    ("bench-ddp --model mlp --csv - --json", "give --csv a file"),
+    ("bench-ddp --model mlp --csv {tmp}/afile/x.csv", "not a folder"),
     # ---- calibrate
     ("calibrate --link-mbit inf", "finite"),
     ("calibrate --link-mbit 100,nan", "finite"),
