@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from simulator.jsonio import from_fields, to_fields
 from simulator.units import GIB, KIB, MIB
 
 from .records import RecordWriter, environment, make_record
@@ -158,11 +159,11 @@ class AllreduceBenchSpec:
         return (self.iters if self.iters is not None else iters, self.warmup if self.warmup is not None else warmup)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+        return to_fields(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> AllreduceBenchSpec:
-        return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items()})
+        return from_fields(cls, d, what="all-reduce bench spec")
 
 
 # ------------------------------------------------------------------ on the ranks

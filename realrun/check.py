@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
+
+from simulator.jsonio import to_fields
 
 from .errors import RunFailure
 
@@ -52,7 +54,7 @@ class CheckResult:
     detail: str
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_fields(self)
 
 
 def shard_indices(n: int, rank: int, world_size: int) -> list[int]:

@@ -41,6 +41,7 @@ from .buckets import (
     mb_to_bytes,
     simple_buckets,
 )
+from .jsonio import from_fields, to_fields
 from .profile import GradProfile
 
 LAUNCH_RULES = ("after_backward", "on_ready", "in_order")
@@ -128,30 +129,11 @@ class StrategySpec:
         return REGISTRY[self.name]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "bucket_mb": self.bucket_mb,
-            "bucket_cap_mb_list": list(self.bucket_cap_mb_list) if self.bucket_cap_mb_list else None,
-            "find_unused_parameters": self.find_unused_parameters,
-            "static_graph": self.static_graph,
-            "gradient_as_bucket_view": self.gradient_as_bucket_view,
-            "accum_steps": self.accum_steps,
-            "first_step": self.first_step,
-        }
+        return to_fields(self)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> StrategySpec:
-        lst = d.get("bucket_cap_mb_list")
-        return cls(
-            name=d.get("name", "torch-ddp"),
-            bucket_mb=d.get("bucket_mb"),
-            bucket_cap_mb_list=tuple(lst) if lst else None,
-            find_unused_parameters=bool(d.get("find_unused_parameters", False)),
-            static_graph=bool(d.get("static_graph", False)),
-            gradient_as_bucket_view=bool(d.get("gradient_as_bucket_view", False)),
-            accum_steps=int(d.get("accum_steps", 1)),
-            first_step=bool(d.get("first_step", False)),
-        )
+        return from_fields(cls, d, what="strategy")
 
 
 @dataclass(frozen=True)
