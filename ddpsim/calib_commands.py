@@ -170,6 +170,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     load_workload(args.model)  # before ranks start
     world = args.world_size or (given.world_size if given else 2)
     check_backend(args.backend, world)
+    calibrates = given is None or (len(links) > 1 and any(link != given.link_mbit for link in links))
+    if world < 2 and calibrates:
+        raise ValueError(
+            f"validate calibrates first (no --params for every link), which needs at least 2 ranks to communicate, "
+            f"got --world-size {world}"
+        )
     if given is not None and (len(links) == 1 or given.link_mbit in links):
         check_profile_matches(given, args.model, args.batch_size)  # before starting ranks, not after
     results = []

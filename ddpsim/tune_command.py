@@ -328,6 +328,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
             f"--profile {args.profile} was measured for model {given_prof.model!r}, not --model {args.model!r}: "
             "--verify and --target-device would run another model than the profile describes"
         )
+    if given_prof is not None and args.batch_size is not None:
+        raise ValueError(
+            f"--batch-size applies when profiling here; --profile {args.profile} was measured at batch "
+            f"{given_prof.samples_per_step}"
+        )
     given_params = load_params(args.params) if args.params else None  # the reader of predict --params too
     if args.verify_grid and not args.verify:
         raise ValueError("--verify-grid needs --verify (the grid is run for real beside the recommended setting)")

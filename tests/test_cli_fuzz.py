@@ -236,6 +236,8 @@ ROWS: list[tuple[str, str]] = [
     ("tune --out-dir {tmp}/o --network nccl-h100-ib --verify-grid 1,4", "--verify-grid needs --verify"),
     ("tune --out-dir {tmp}/o --model resnet", "unknown workload"),
     ("tune --out-dir {tmp}/o --profile {tmp}/notjson.json", "not valid JSON"),
+    ("tune --out-dir {tmp}/o --profile {tmp}/mlp_profile.json --network nccl-h100-ib --batch-size 8", "--batch-size"),
+    ("validate --out {tmp}/v.json --records {tmp}/v.jsonl --model mlp --world-size 1", "at least 2 ranks"),
     ("calibrate --out {tmp}/p.json --records {tmp}/r.jsonl --model resnet", "unknown workload"),
     ("calibrate --out {tmp}/p.json --records {tmp}/r.jsonl --backend nccl --world-size 8", "CUDA device per rank"),
     ("validate --out {tmp}/v.json --records {tmp}/v.jsonl --model resnet", "unknown workload"),
