@@ -368,11 +368,12 @@ def test_verify_rows_show_the_headline_prediction_and_label_the_retimed_one(monk
 
     prof, cost = toy(), COST
     res = recommend(prof, cost, 2)
-    # measured: compute-only 1.5x the profile's 41 ms; every setting's steps at 200 ms
-    measured = [0.2] * 5
+    # measured: compute-only 1.5x the profile's 41 ms; recommended 200 ms every step, the default's steps
+    # 250, 200, 200, 200, 160 ms: median 200, paired gains (d - r) / d = +20%, 0, 0, 0, -25%
+    measured = {"recommended": [0.2] * 5, "default": [0.25, 0.2, 0.2, 0.2, 0.16]}
 
     def fake_measure(pool, model, configs, labels, bs, **kw):
-        return 5, [list(measured) for _ in configs], [[0.0615] * 5]
+        return 5, [list(measured.get(label, [0.2] * 5)) for label in labels], [[0.0615] * 5]
 
     monkeypatch.setattr(validate_mod, "measure_beside_compute", fake_measure)
     pool = argparse.Namespace(world_size=2, backend="gloo")
@@ -391,9 +392,15 @@ def test_verify_rows_show_the_headline_prediction_and_label_the_retimed_one(monk
     assert "re-timed: the same prediction with compute scaled x1.500" in text
     report = _report_md(with_files(res, {}, v))
     assert (
-        f"| default | {res.default_step_time_s * 1e3:.2f} | 200.00 | 200.00..200.00 | {retimed * 1e3:.2f} |" in report
+        f"| default | {res.default_step_time_s * 1e3:.2f} | 200.00 | 176.00..230.00 | {retimed * 1e3:.2f} |" in report
     )
     assert report.count("re-timed: the same prediction") == 1
+    # the default p10..p90: sorted 160, 200, 200, 200, 250 -> 160 + 0.4 x 40 = 176, 200 + 0.6 x 50 = 230 ms;
+    # the measured gain with its spread: medians equal (0%), paired p10..p90 of [-25, 0, 0, 0, 20] = -15..+12
+    assert v["measured_gain_vs_default_pct"] == 0.0
+    assert v["measured_gain_p10_p90_pct"] == pytest.approx([-15.0, 12.0])
+    assert v["measured_gain_within_noise"] is True
+    assert "step by step p10..p90 -15.0% to +12.0%: within the noise" in text
 
 
 # ---- ddpsim tune --verify, for real, on a model defined only in a test file ----------
