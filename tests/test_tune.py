@@ -363,7 +363,8 @@ def test_verify_rows_show_the_headline_prediction_and_label_the_retimed_one(monk
     import argparse
 
     import calibration.validate as validate_mod
-    from ddpsim.tune_command import _report_md, _verify, format_verify
+    from ddpsim.report import format_verify, report_md
+    from ddpsim.tune_command import _verify
     from ddpsim.tuner import with_files
 
     prof, cost = toy(), COST
@@ -390,7 +391,7 @@ def test_verify_rows_show_the_headline_prediction_and_label_the_retimed_one(monk
     line = next(x for x in text.splitlines() if x.strip().startswith("default"))
     assert f"{res.default_step_time_s * 1e3:.2f} ms" in line and f"{retimed * 1e3:.2f} ms" in line
     assert "re-timed: the same prediction with compute scaled x1.500" in text
-    report = _report_md(with_files(res, {}, v))
+    report = report_md(with_files(res, {}, v))
     assert (
         f"| default | {res.default_step_time_s * 1e3:.2f} | 200.00 | 176.00..230.00 | {retimed * 1e3:.2f} |" in report
     )
