@@ -424,7 +424,7 @@ def add_commands(sub: Any) -> None:
         "--out",
         default=None,
         help="summary and rows (JSON; default OUT_DIR/validation.json); without --params the calibration "
-        "goes beside it (validation.params.json, validation.calibration.jsonl)",
+        "goes beside it (OUT.params.json and OUT.calibration.jsonl: validation.params.json for the default OUT)",
     )
     v.add_argument(
         "--records",
