@@ -39,6 +39,7 @@ from simulator.predict import predict  # noqa: E402
 from simulator.profile import GradProfile, ParamSpec  # noqa: E402
 from simulator.strategies import StrategySpec  # noqa: E402
 from simulator.sweep import default_grid_mb, sweep  # noqa: E402
+from simulator.units import MIB  # noqa: E402
 
 SWEEP = [
     "sweep",
@@ -184,7 +185,7 @@ prof = GradProfile("synthetic", tuple(ParamSpec(f"p{i}", 1000, bwd_s=1e-5) for i
 out = []
 for kw in json.loads(sys.argv[1]):
     cost = CostModel.linear(50e-6, 10e9, **kw)
-    plan = comm_plan(prof, StrategySpec("torch-ddp", bucket_mb=3999 / 2**20), 8)
+    plan = comm_plan(prof, StrategySpec("torch-ddp", bucket_mb=3999 / MIB), 8)
     step = _Step(prof, plan, cost, 8, [1.0], False)  # the engine before issue 12: (profile, plan, cost, p, factors, record)
     res = step.run(1)
     out.append([next(step.env._eid), res.step_time_s])
@@ -267,7 +268,7 @@ def events_per_collective(baseline_dir: str | None = None) -> list[dict]:
         times = []
         for _ in range(4):
             t0 = time.perf_counter()
-            res = predict(prof, cost, StrategySpec("torch-ddp", bucket_mb=3999 / 2**20), 8, model="events")
+            res = predict(prof, cost, StrategySpec("torch-ddp", bucket_mb=3999 / MIB), 8, model="events")
             times.append(time.perf_counter() - t0)
         assert res.n_collectives == 1000
         row = {
@@ -305,7 +306,7 @@ def scaling(repeats: int) -> list[dict]:
     ]:
         prof = synthetic(n_params)
         per_bucket = n_params // n_buckets * 4000
-        spec = StrategySpec("bucketed", bucket_mb=(per_bucket - 1) / 2**20)
+        spec = StrategySpec("bucketed", bucket_mb=(per_bucket - 1) / MIB)
         times, events = [], 0
         for _ in range(repeats):
             t0 = time.perf_counter()

@@ -31,11 +31,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from simulator.units import KIB, MIB
+
 from .contention import fit_contention
 from .fit import fit_linear
 from .params import Params
-
-MIB = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class CalibrateSpec:
 
 def default_sizes(link_mbit: float | None) -> tuple[int, ...]:
     """4 KiB up by factors of 4 to the largest size whose call stays near half a second."""
-    cap = 64 * MIB if link_mbit is None else max(256 * 1024, int(link_mbit * 1e6 / 8 * 0.5))
+    cap = 64 * MIB if link_mbit is None else max(256 * KIB, int(link_mbit * 1e6 / 8 * 0.5))
     sizes, s = [], 4096
     while s <= cap:
         sizes.append(s)
@@ -114,7 +114,7 @@ def measure_allreduce(
         link_mbit=link_mbit,
     )
     call = lambda *a: pool.run(measure, *a)[0]  # noqa: E731
-    say(f"all-reduce and broadcast at {len(sizes)} sizes, {sizes[0] // 1024} KiB to {sizes[-1] / MIB:g} MiB")
+    say(f"all-reduce and broadcast at {len(sizes)} sizes, {sizes[0] // KIB} KiB to {sizes[-1] / MIB:g} MiB")
     return sweep(
         spec, pool.world_size, call, writer, False, run_id=f"calibrate-{int(time.time())}", t_start=time.monotonic()
     )

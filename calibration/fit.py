@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from simulator.collectives import ALGORITHMS, allreduce_time_s, linear_params_from_abg
+from simulator.units import GB
 
 from .contention import fit_contention, fit_contention_from_runs
 from .points import LOOPBACK, AllreducePoint, allreduce_points, select_allreduce
@@ -62,7 +63,6 @@ __all__ = [
     "fit_contention_from_runs",
 ]
 
-GB = 1e9
 DEFAULT_LOSS = "soft_l1"
 DEFAULT_F_SCALE = 0.05
 DEFAULT_N_BOOT = 200

@@ -26,6 +26,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from simulator.jsonio import whole_file
+from simulator.units import MIB
 
 from .fit import LinearFit, allreduce_points, select_allreduce
 from .params import Params
@@ -387,7 +388,7 @@ def plot_timeline(
             if bk.get("ready_s") is not None:
                 bar(y, bk["ready_s"], bk["launch_s"], "delay", edgecolor="#e6550d", hatch="//")
             bar(y, bk["launch_s"], bk["complete_s"], "allreduce")
-            labels.append(f"{side}: bucket {bk['index']} ({bk['bytes'] / 2**20:.2f} MiB)")
+            labels.append(f"{side}: bucket {bk['index']} ({bk['bytes'] / MIB:.2f} MiB)")
             y += 1
         ax.axhline(y - 0.5, color="#999", lw=0.8)
     ax.set_yticks(range(len(labels)))

@@ -34,6 +34,7 @@ from typing import Any
 from simulator.predict import predict
 from simulator.profile import GradProfile
 from simulator.strategies import StrategySpec, comm_plan
+from simulator.units import MIB
 
 DECOMPOSITION_SCHEMA = "ddpsim.timeline_decomposition/1"
 STEP_TERMS = ("compute_s", "exposed_tail_s", "finalize_s", "optimizer_s", "other_s")
@@ -304,7 +305,7 @@ def _lanes(pid: int, tl: dict[str, Any], tid0: int, label: str) -> list[dict[str
                 "ph": "M",
                 "pid": pid,
                 "tid": tid,
-                "args": {"name": f"{label}bucket {b['index']} ({b['bytes'] / 2**20:.2f} MiB)"},
+                "args": {"name": f"{label}bucket {b['index']} ({b['bytes'] / MIB:.2f} MiB)"},
             }
         )
         args = {

@@ -24,7 +24,7 @@ from typing import Any
 from realrun.stats import summarize
 from simulator.predict import predict
 from simulator.profile import GradProfile
-from simulator.strategies import BUCKETED, STRATEGIES, StrategySpec
+from simulator.strategies import STRATEGIES, StrategySpec, strategy
 
 from .params import Params
 
@@ -49,9 +49,8 @@ class ValidateSpec:
     rescale_compute: bool = True
 
     def __post_init__(self) -> None:
-        bad = [s for s in self.strategies if s not in STRATEGIES]
-        if bad:
-            raise ValueError(f"unknown strategy {', '.join(bad)}; allowed: {', '.join(STRATEGIES)}")
+        for s in self.strategies:
+            strategy(s)  # the registry's ValueError for an unknown name
         if any(not b > 0 for b in self.bucket_mb):
             raise ValueError(f"bucket sizes must be > 0 MiB, got {list(self.bucket_mb)}")
         if self.steps < 3:
@@ -62,7 +61,7 @@ class ValidateSpec:
     def configs(self) -> list[StrategySpec]:
         out = []
         for s in self.strategies:
-            if s in BUCKETED:
+            if strategy(s).bucketed:
                 out += [StrategySpec(s, bucket_mb=b) for b in self.bucket_mb]
             else:
                 out.append(StrategySpec(s))

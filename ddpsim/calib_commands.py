@@ -13,7 +13,20 @@ from typing import Any
 from realrun.netns import netns_skip_reason
 from simulator.strategies import STRATEGIES
 
-from .cliutil import add_backend_arg, emit_json, link_mbit, local_world, number, number_list, spawn_backend
+from .cliutil import (
+    add_backend_arg,
+    add_csv,
+    add_out_dir,
+    csv_stdout,
+    emit_csv,
+    emit_json,
+    link_mbit,
+    local_world,
+    number,
+    number_list,
+    spawn_backend,
+    strategy_names,
+)
 from .sim_commands import float_list, positive_float
 
 
@@ -38,13 +51,10 @@ def _sizes(text: str) -> tuple[int, ...]:
 
 
 def _strategies(text: str) -> tuple[str, ...]:
-    if text == "all":
-        return STRATEGIES
-    out = tuple(s.strip() for s in text.split(",") if s.strip())
-    bad = [s for s in out if s not in STRATEGIES]
-    if bad:
-        raise argparse.ArgumentTypeError(f"unknown strategy {', '.join(bad)}; allowed: all, {', '.join(STRATEGIES)}")
-    return out
+    try:
+        return tuple(strategy_names(text))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 steps = number(int, 1, 100_000)
@@ -158,9 +168,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     given = Params.load(args.params) if args.params else None
     load_workload(args.model)  # before ranks start
+    world = args.world_size or (given.world_size if given else 2)
+    backend = spawn_backend(args, world, args.link_mbit)
+    calibrates = given is None or (len(links) > 1 and any(link != given.link_mbit for link in links))
+    if world < 2 and calibrates:
+        raise ValueError(
+            f"validate calibrates first (no --params for every link), which needs at least 2 ranks to communicate, "
+            f"got --world-size {world}"
+        )
     if given is not None and (len(links) == 1 or given.link_mbit in links):
         check_profile_matches(given, args.model, args.batch_size)  # before starting ranks, not after
-    backend = spawn_backend(args, args.world_size or (given.world_size if given else 2), args.link_mbit)
     results = []
     runnable, skipped = _runnable_links(links, "validate")
     for link in runnable:
@@ -192,12 +209,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if args.plot_dir:
             res["plots"] = _validation_plots(res, Path(args.plot_dir), link)
         results.append(res)
-        if not args.json:
+        if not args.json and not csv_stdout(args):
             print(format_validation(res))
             print(f"results: {res_path}" + (f"; plots: {', '.join(res['plots'])}" if args.plot_dir else ""))
+    # one table over every link: the rows with the link they ran over
+    csv_file = emit_csv(args, [{"link_mbit": r.get("link_mbit"), **row} for r in results for row in r["rows"]])
+    if csv_file and not args.json:
+        print(f"csv: {csv_file}")
     if not results:
         if args.json:
             emit_json(args, {"skipped": skipped})  # stdout stays JSON when every link was skipped
+        return 0
+    if csv_stdout(args):
         return 0
     if args.json:
         emit_json(args, results[0] if len(results) == 1 else {"runs": results})
@@ -348,14 +371,20 @@ def add_commands(sub: Any) -> None:
         "or 4K:64M:4); default 4 KiB up by factors of 4 to 64 MiB on loopback, to about half a "
         "second per call over an emulated link",
     )
-    c.add_argument("--out", default="params.json", help="fitted parameters (JSON, written whole)")
+    add_out_dir(c, "calibrate", "fitted parameters and measurement records")
+    c.add_argument("--out", default=None, help="fitted parameters (JSON, written whole; default OUT_DIR/params.json)")
     c.add_argument(
         "--records",
-        default="calibration.jsonl",
-        help="measurement records, appended (a new file, or one holding ddpsim records)",
+        default=None,
+        help="measurement records, appended (a new file, or one holding ddpsim records; "
+        "default OUT_DIR/calibration.jsonl)",
     )
     c.add_argument("--json", action="store_true", help="print the fitted parameters as JSON")
-    c.set_defaults(func=cmd_calibrate, _outputs={"out": "file", "records": "jsonl"})
+    c.set_defaults(
+        func=cmd_calibrate,
+        _outputs={"out": "file", "records": "jsonl"},
+        _in_run_dir={"out": "params.json", "records": "calibration.jsonl"},
+    )
 
     v = sub.add_parser("validate", help="run configurations for real and in the simulator; report the error")
     v.add_argument("--params", default=None, help="params from `ddpsim calibrate` (default: calibrate first)")
@@ -398,15 +427,18 @@ def add_commands(sub: Any) -> None:
         metavar="RATE,...",
         help="validate over emulated links of these rates, Mbit/s or with units (calibrates each)",
     )
+    add_out_dir(v, "validate", "results, records and (without --params) the calibration")
     v.add_argument(
         "--out",
-        default="validation.json",
-        help="summary and rows (JSON); without --params the calibration goes beside it (OUT.params.json)",
+        default=None,
+        help="summary and rows (JSON; default OUT_DIR/validation.json); without --params the calibration "
+        "goes beside it (OUT.params.json and OUT.calibration.jsonl: validation.params.json for the default OUT)",
     )
     v.add_argument(
         "--records",
-        default="validation.jsonl",
-        help="raw step records (JSONL, appended; a new file or one holding ddpsim records)",
+        default=None,
+        help="raw step records (JSONL, appended; a new file or one holding ddpsim records; "
+        "default OUT_DIR/validation.jsonl)",
     )
     v.add_argument("--plot-dir", default=None, help="write predicted-vs-measured and bucket-sweep PNGs here")
     v.add_argument(
@@ -416,9 +448,12 @@ def add_commands(sub: Any) -> None:
         help="also run each configuration with per-bucket timelines recorded; write per configuration a "
         "Chrome trace (measured beside predicted), an error decomposition (JSON) and a PNG here",
     )
+    add_csv(v, "the rows (measured and predicted per configuration, with the link)")
     v.add_argument("--json", action="store_true", help="print the results as JSON")
     v.set_defaults(
-        func=cmd_validate, _outputs={"out": "file", "records": "jsonl", "plot_dir": "dir", "timeline": "dir"}
+        func=cmd_validate,
+        _outputs={"out": "file", "records": "jsonl", "plot_dir": "dir", "timeline": "dir"},
+        _in_run_dir={"out": "validation.json", "records": "validation.jsonl"},
     )
 
     p = sub.add_parser("plot", help="plots from result files (never re-runs)")

@@ -31,15 +31,6 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"ddpsim: error: {message}\n")
 
 
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("ddpsim")
-    except Exception:  # noqa: BLE001 - running from a checkout that was never installed
-        return "unknown (not installed)"
-
-
 class _VersionAction(argparse.Action):
     """``--version``, looked up only when asked (importlib.metadata costs tens of ms at every start)."""
 
@@ -47,11 +38,15 @@ class _VersionAction(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS)
 
     def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
-        print(f"ddpsim {_version()}")
+        from .cliutil import ddpsim_version
+
+        print(f"ddpsim {ddpsim_version()}")
         parser.exit(0)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import calib_commands, run_commands, sim_commands
+
     parser = _Parser(
         prog="ddpsim",
         description="Predict, measure and tune data-parallel step time and gradient bucket size.",
@@ -59,7 +54,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    from . import calib_commands, run_commands, sim_commands
 
     # Everything ships in one distribution: a failing import here is a bug to see, not to hide.
     sim_commands.add_commands(sub)
@@ -81,6 +75,7 @@ def _main(argv: Sequence[str] | None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # --help, --version, or a bad argument (argparse already said why)
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    args._argv = list(sys.argv[1:] if argv is None else argv)  # the command line, for results that record it
     from realrun.errors import run_handler  # no torch: errors.py imports nothing heavy
 
     from .cliutil import check_outputs

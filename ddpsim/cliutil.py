@@ -3,6 +3,7 @@
 - ``number``: the one argparse number type: finite (no ``nan``/``inf``), within bounds;
 - ``rate``: a bandwidth with optional units (``100GB/s``, ``400Gbit/s``; a plain number is the flag's unit);
 - ``check_writable``: an output path that can be written, checked before anything is measured;
+- ``add_csv`` / ``emit_csv``: ``--csv [PATH]``, a command's table as CSV (a file written whole, or stdout);
 - ``emit_json``: the one ``--json`` envelope (``{"schema", "command", "inputs", "results"}``), never NaN/Infinity;
 - ``HelpFormatter``: help text that shows each flag's default.
 """
@@ -10,6 +11,8 @@
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
 import math
 import os
@@ -21,6 +24,16 @@ from pathlib import Path
 from typing import Any
 
 CLI_SCHEMA = "ddpsim.cli/1"
+
+
+def ddpsim_version() -> str:
+    """The installed ddpsim's version (``ddpsim --version``, recorded in results)."""
+    try:
+        from importlib.metadata import version
+
+        return version("ddpsim")
+    except Exception:  # noqa: BLE001 - running from a checkout that was never installed
+        return "unknown (not installed)"
 
 
 # ---- numbers --------------------------------------------------------------------
@@ -108,6 +121,21 @@ def world_sizes(lo: int = 1, hi: int | None = None) -> Callable[[str], list[int]
 
 
 timeout_s = number(float, 0, 7 * 86400, lo_open=True)  # a watchdog that is always on: no nan, no inf, <= a week
+
+
+def strategy_names(text: str) -> list[str]:
+    """``all`` or a comma list of names of the strategy registry (``simulator.strategies``), each once."""
+    from simulator.strategies import STRATEGIES
+
+    if text.strip() == "all":
+        return list(STRATEGIES)
+    names = [s.strip() for s in text.split(",")]
+    if any(not s for s in names):
+        raise ValueError(f"expected a comma list of strategies like torch-ddp,bucketed, got {text!r}")
+    bad = [n for n in names if n not in STRATEGIES]
+    if bad:
+        raise ValueError(f"unknown strategy {', '.join(map(repr, bad))}; choose from {', '.join(STRATEGIES)} or all")
+    return list(dict.fromkeys(names))
 
 
 # ---- rates ----------------------------------------------------------------------
@@ -260,9 +288,37 @@ def _check_records_file(p: Path) -> None:
         raise ValueError(f"{p} exists and does not hold ddpsim records; records are appended, so choose a new file")
 
 
+def add_out_dir(parser: argparse.ArgumentParser, command: str, what: str) -> None:
+    """``--out-dir``: the command's run folder (``ddpsim-<command>``, as ``tune``'s), where every output the
+    user did not place goes; nothing goes into the current folder by default."""
+    parser.add_argument(
+        "--out-dir",
+        default=f"ddpsim-{command}",
+        metavar="DIR",
+        help=f"the run folder: {what}; a new run replaces the results of the last one there, records are appended",
+    )
+
+
+def fill_run_folder(args: argparse.Namespace) -> None:
+    """Outputs left unset go into the run folder: ``set_defaults(_in_run_dir={dest: file name})``."""
+    for dest, name in (getattr(args, "_in_run_dir", None) or {}).items():
+        if getattr(args, dest, None) is None:
+            setattr(args, dest, str(Path(args.out_dir) / name))
+
+
 def check_outputs(args: argparse.Namespace) -> None:
-    """Check every output flag a command declared (``set_defaults(_outputs={dest: kind})``)."""
-    for dest, kind in (getattr(args, "_outputs", None) or {}).items():
+    """Check every output flag a command declared (``set_defaults(_outputs={dest: kind})``), after placing
+    the unset ones in the run folder; and ``--csv`` (a file, or ``-`` for stdout) where a command has it."""
+    fill_run_folder(args)
+    outputs = dict(getattr(args, "_outputs", None) or {})
+    if getattr(args, "csv", None) == "-":
+        if getattr(args, "json", False):
+            raise ValueError(
+                "--csv without a file prints the table on stdout, as --json prints JSON: give --csv a file"
+            )
+    elif getattr(args, "csv", None) is not None:
+        outputs["csv"] = "file"
+    for dest, kind in outputs.items():
         value = getattr(args, dest, None)
         if value is None:
             continue
@@ -283,6 +339,61 @@ def rescue_records(records: list[dict[str, Any]], command: str) -> str | None:
         return path
     except OSError:
         return None
+
+
+# ---- CSV ------------------------------------------------------------------------
+def add_csv(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--csv [PATH]`` on a table-printing command."""
+    parser.add_argument(
+        "--csv",
+        nargs="?",
+        const="-",
+        default=None,
+        metavar="PATH",
+        help=f"write {what} as CSV to PATH (written whole); --csv alone (or --csv -) prints the CSV on stdout "
+        "instead of the table",
+    )
+
+
+def csv_stdout(args: argparse.Namespace) -> bool:
+    """True when stdout carries the CSV (``--csv`` alone): the text table is then not printed."""
+    return getattr(args, "csv", None) == "-"
+
+
+def _cell(v: Any) -> Any:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else ""  # full precision; JSON's rule: no NaN, no Infinity
+    if isinstance(v, (list, tuple, dict)):
+        return json.dumps(finite(v), separators=(",", ":"))
+    return v
+
+
+def csv_text(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
+    """``rows`` as CSV text (``csv`` module, header first): columns in first-seen order unless given."""
+    if columns is None:
+        columns = list(dict.fromkeys(k for r in rows for k in r))
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    for r in rows:
+        w.writerow([_cell(r.get(c)) for c in columns])
+    return buf.getvalue()
+
+
+def emit_csv(args: argparse.Namespace, rows: list[dict[str, Any]], columns: list[str] | None = None) -> str | None:
+    """Write the table for ``--csv``: to its file whole, or on stdout; the file's path (None: stdout or no flag)."""
+    target = getattr(args, "csv", None)
+    if target is None:
+        return None
+    text = csv_text(rows, columns)
+    if target == "-":
+        sys.stdout.write(text)
+        return None
+    from simulator.jsonio import write_whole
+
+    return str(write_whole(target, text))
 
 
 # ---- JSON -----------------------------------------------------------------------

@@ -11,22 +11,28 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from simulator.strategies import STRATEGIES
+from simulator.units import MIB, TIB
+
 from .cliutil import (
     add_backend_arg,
+    add_csv,
+    csv_stdout,
+    emit_csv,
     emit_json,
     link_mbit,
     local_world,
     number,
     number_list,
     spawn_backend,
+    strategy_names,
     timeout_s,
     torchrun_backend,
     world_sizes,
 )
 
 _QUIET = [False]  # --quiet of the running command (progress lines on stderr)
-STRATEGY_CHOICES = ("naive", "flat", "individual", "bucketed", "torch-ddp", "sharded")
-MAX_MIB = 1 << 20
+MAX_MIB = TIB // MIB  # 1 TiB: no bucket or gradient set is larger
 bucket_mib = number(float, 0, MAX_MIB, lo_open=True)
 steps = number(int, 1, 100_000)
 warmup = number(int, 0, 100_000)
@@ -60,18 +66,6 @@ def parse_world_sizes(text: str) -> list[int]:
     if any(n < 1 for n in sizes):
         raise ValueError(f"world sizes must be >= 1, got {sizes}")
     return list(dict.fromkeys(sizes))
-
-
-def parse_strategies(text: str) -> list[str]:
-    if text.strip() == "all":
-        return list(STRATEGY_CHOICES)
-    names = parse_list(text, "strategy", str)
-    bad = [n for n in names if n not in STRATEGY_CHOICES]
-    if bad:
-        raise ValueError(
-            f"unknown strategy {', '.join(map(repr, bad))}; choose from {', '.join(STRATEGY_CHOICES)} or all"
-        )
-    return list(dict.fromkeys(names))
 
 
 def parse_bucket_mbs(text: str | list | None) -> list[float | None]:
@@ -191,7 +185,7 @@ def add_check_arguments(p: Any) -> None:
     p.add_argument(
         "--model", required=True, help="workload: mlp, cnn, micro-dlrm, gpt[:opts] or path/to/file.py:build_fn"
     )
-    p.add_argument("--strategy", default="all", help=f"comma list of {', '.join(STRATEGY_CHOICES)}, or all (default)")
+    p.add_argument("--strategy", default="all", help=f"comma list of {', '.join(STRATEGIES)}, or all (default)")
     p.add_argument("--world-size", type=local_world(2), default=2, help="ranks")
     p.add_argument(
         "--bucket-mb",
@@ -221,7 +215,7 @@ def check_main(args: Any) -> int:
     from realrun.check import format_results, run_checks
     from realrun.launch import RankPool
 
-    strategies = parse_strategies(args.strategy)
+    strategies = strategy_names(args.strategy)
     _check_positive("--world-size", args.world_size, 2)
     _check_positive("--batch-size", args.batch_size)
     _check_positive("--steps", args.steps)
@@ -324,7 +318,7 @@ def _report_profile(prof: Any, args: Any) -> int:
         return 0
     info = prof.env["profile"]
     print(
-        f"profile of {args.model}: {len(prof.params)} parameter tensors, {prof.total_grad_bytes / 2**20:.2f} MiB of gradients"
+        f"profile of {args.model}: {len(prof.params)} parameter tensors, {prof.total_grad_bytes / MIB:.2f} MiB of gradients"
     )
     print(
         f"  per rank: batch {prof.samples_per_step}, {prof.env.get('world_size')} ranks at once, "
@@ -356,7 +350,7 @@ def add_bench_arguments(p: Any) -> None:
     p.add_argument(
         "--strategy",
         default="torch-ddp",
-        help=f"comma list of {', '.join(STRATEGY_CHOICES)}, or all (default torch-ddp)",
+        help=f"comma list of {', '.join(STRATEGIES)}, or all (default torch-ddp)",
     )
     p.add_argument(
         "--bucket-mb",
@@ -435,18 +429,19 @@ def bench_configs(
     strategies: Sequence[str], bucket_mbs: Sequence[float | None], cap_list: Sequence[float] | None
 ) -> list[tuple[str, float | None, list[float] | None]]:
     """(strategy, bucket_mb, bucket_cap_mb_list) per configuration, in the order they run."""
-    from realrun.ddp import BUCKET_STRATEGIES
+    from simulator.strategies import strategy
 
     out: list[tuple[str, float | None, list[float] | None]] = []
     for s in strategies:
-        if s in BUCKET_STRATEGIES:
+        entry = strategy(s)
+        if entry.bucketed:
             sizes = list(bucket_mbs) or [None]
-            if s == "bucketed":
+            if entry.needs_bucket_size:
                 sizes = [b for b in sizes if b is not None]
                 if not sizes:
-                    raise ValueError("strategy bucketed needs bucket sizes: --bucket-mb 1,10,100")
+                    raise ValueError(f"strategy {s} needs bucket sizes: --bucket-mb 1,10,100")
             out += [(s, b, None) for b in sizes]
-            if cap_list and s != "bucketed":
+            if cap_list and entry.accepts_cap_list:
                 out.append((s, None, list(cap_list)))
         else:
             out.append((s, None, None))
@@ -461,7 +456,7 @@ def bench_main(args: Any) -> int:
     from realrun.launch import RankPool
     from realrun.records import RecordWriter
 
-    strategies = parse_strategies(args.strategy)
+    strategies = strategy_names(args.strategy)
     world_sizes = list(args.world_size) if args.world_size is not None else [2]
     caps = list(args.bucket_cap_mb_list) if args.bucket_cap_mb_list else None
     configs = bench_configs(strategies, parse_bucket_mbs(args.bucket_mb), caps)
@@ -585,14 +580,42 @@ def _bench_timelines(pool: Any, args: Any, configs: Any, bs: int, say: Any, lead
         print(d["table"], file=sys.stderr if args.json else sys.stdout)
 
 
+# the table's columns, with units in the names (raw per-step times stay in the JSONL records)
+BENCH_CSV_COLUMNS = [
+    "model",
+    "strategy",
+    "bucket_mb",
+    "bucket_cap_mb_list",
+    "world_size",
+    "batch_size",
+    "rounds",
+    "steps",
+    "median_s",
+    "p10_s",
+    "p90_s",
+    "compute_median_s",
+    "exposed_comm_s",
+    "exposed_comm_share",
+    "samples_per_s",
+    "tokens_per_s",
+    "peak_mem_bytes",
+    "link_mbit",
+]
+
+
 def _report_bench(records: list[dict[str, Any]], args: Any, world_sizes: Sequence[int]) -> int:
     from realrun.bench_ddp import combine_records, format_scaling, format_table
 
     combined = combine_records(records)
+    csv_file = emit_csv(args, combined, BENCH_CSV_COLUMNS)
+    if csv_stdout(args):
+        return 0
     if args.json:
         emit_json(args, combined)
         return 0
     print(format_table(combined))
+    if csv_file:
+        print(f"csv: {csv_file}")
     if len(world_sizes) > 1:
         print()
         print(format_scaling(combined))
@@ -638,4 +661,5 @@ def register_bench_ddp(sub: Any) -> None:
         ),
     )
     add_bench_arguments(p)
+    add_csv(p, "the table (one row per configuration)")
     p.set_defaults(func=bench_main)

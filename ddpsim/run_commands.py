@@ -31,6 +31,9 @@ from realrun.records import read_records
 
 from .cliutil import (
     add_backend_arg,
+    add_csv,
+    csv_stdout,
+    emit_csv,
     emit_json,
     link_mbit,
     number,
@@ -121,6 +124,7 @@ def add_arguments(p: Any) -> None:
     p.add_argument(
         "--timeout-s", type=timeout_s, default=600.0, help="a point that takes longer fails the run, seconds"
     )
+    add_csv(p, "the table (one row per point: sizes, median/p10/p90 times, algbw, busbw, #wrong)")
     p.set_defaults(_outputs={"out": "jsonl", "plot": "file"})
 
 
@@ -145,11 +149,39 @@ def _plot(records: list[dict[str, Any]], png: str) -> None:
     plot_allreduce(records, None, png)
 
 
+# the nccl-tests table's columns, with units in the names (one row per record; raw times stay in the JSONL)
+CSV_COLUMNS = [
+    "kind",
+    "impl",
+    "backend",
+    "world_size",
+    "msg_bytes",
+    "count",
+    "dtype",
+    "iters",
+    "median_s",
+    "p10_s",
+    "p90_s",
+    "mean_s",
+    "min_s",
+    "algbw_gbps",
+    "busbw_gbps",
+    "wrong",
+    "link_mbit",
+    "time_stat",
+]
+
+
 def _report(records: list[dict[str, Any]], args: Any) -> int:
-    if args.json:
+    csv_file = emit_csv(args, records, CSV_COLUMNS)
+    if csv_stdout(args):
+        pass
+    elif args.json:
         emit_json(args, records)
     else:
         print(format_table(records))
+        if csv_file:
+            print(f"# csv: {csv_file}")
     if args.plot:
         try:
             _plot(records, args.plot)

@@ -10,17 +10,16 @@ from typing import Any
 
 from simulator.network import CostModel, NetworkSpec, list_networks, load_network
 from simulator.profile import GradProfile
-from simulator.strategies import STRATEGIES, StrategySpec
+from simulator.strategies import BUCKETED, STRATEGIES, StrategySpec
+from simulator.units import MIB, TIB
 
-from .cliutil import emit_json, gbps_both, number, number_list, rate
+from .cliutil import add_csv, csv_stdout, emit_csv, emit_json, gbps_both, number, number_list, rate
 from .resolve import DEFAULT_NETWORK
-
-MIB = 1024 * 1024
 
 # ---- argument types (argparse turns their ArgumentTypeError into one line, exit 2) ----
 # One number type for every flag of every command (ddpsim.cliutil.number): finite, bounded.
 
-MAX_MIB = 1 << 20  # 1 TiB: no bucket or gradient set is larger
+MAX_MIB = TIB // MIB  # 1 TiB: no bucket or gradient set is larger
 positive_float = number(float, 0, 1e12, lo_open=True)
 nonneg_float = number(float, 0, 1e12)
 positive_int = number(int, 1, 1 << 31)
@@ -245,10 +244,10 @@ def _ms(s: float) -> str:
 def strategy_label(s: StrategySpec) -> str:
     if s.bucket_cap_mb_list:
         return f"{s.name} bucket_cap_mb_list={list(s.bucket_cap_mb_list)}"
-    if s.name in ("torch-ddp", "sharded"):
+    if s.strategy.ddp_reducer:
         return f"{s.name} bucket_cap_mb={s.bucket_mb if s.bucket_mb is not None else 'unset (25, first 1 MiB)'}"
-    if s.name == "bucketed":
-        return f"bucketed bucket_mb={s.bucket_mb}"
+    if s.strategy.bucketed:
+        return f"{s.name} bucket_mb={s.bucket_mb}"
     return s.name
 
 
@@ -297,7 +296,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         record_events=bool(args.trace),
     )
     first = None
-    if spec.name in ("torch-ddp", "sharded") and not spec.first_step and not spec.bucket_cap_mb_list:
+    if spec.strategy.ddp_reducer and not spec.first_step and not spec.bucket_cap_mb_list:
         first = predict(
             prof,
             cost,
@@ -312,12 +311,16 @@ def cmd_predict(args: argparse.Namespace) -> int:
         from simulator.trace import write_chrome_trace
 
         write_chrome_trace(args.trace, res.events, {"model": prof.model, "strategy": spec.to_dict(), "world_size": p})
+    csv_file = emit_csv(args, [r.to_dict() for r in res.rows])  # the per-bucket rows
+    if csv_stdout(args):
+        return 0
     iv = prediction_interval(args, prof, cost, spec, p)
     if args.json:
         d = res.to_dict()
         d["first_step_time_s"] = first.step_time_s if first else None
         d["trace"] = args.trace
         d["interval"] = iv.to_dict() if iv is not None else None
+        d["csv"] = csv_file
         emit_json(args, d)
     else:
         print_prediction(res, prof)
@@ -329,6 +332,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
             print(f"\n  first step (one bucket before DDP's rebuild): {first.step_time_s * 1e3:.3f} ms")
         if args.trace:
             print(f"  trace: {args.trace} (open in https://ui.perfetto.dev)")
+        if csv_file:
+            print(f"  bucket rows: {csv_file}")
     return 0
 
 
@@ -337,8 +342,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     prof, cost, p = _resolve_all(args)
     spec = replace(resolve_strategy(args), bucket_mb=None)  # --bucket-mb here is the grid, not one size
-    if spec.name not in ("bucketed", "torch-ddp", "sharded"):
-        raise ValueError(f"--strategy {spec.name} has no bucket size to sweep; use bucketed, torch-ddp or sharded")
+    if not spec.strategy.bucketed:
+        raise ValueError(f"--strategy {spec.name} has no bucket size to sweep; use one of {', '.join(BUCKETED)}")
     if args.bucket_mb:
         grid = sorted(set(args.bucket_mb))
     elif args.grid:
@@ -367,9 +372,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         from simulator.sweep_plot import plot_sweep
 
         plot_sweep(res.to_dict(), args.plot)
+    csv_file = emit_csv(args, res.to_dict()["rows"])
+    if csv_stdout(args):
+        return 0
     if args.json:
         d = res.to_dict()
         d["plot"] = args.plot
+        d["csv"] = csv_file
         emit_json(args, d)
         return 0
     out = sys.stdout.write
@@ -391,6 +400,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     )
     if args.plot:
         out(f"plot: {args.plot}\n")
+    if csv_file:
+        out(f"csv: {csv_file}\n")
     return 0
 
 
@@ -434,6 +445,7 @@ def add_commands(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--trace", default=None, metavar="OUT.json", help="write the predicted step as a Chrome trace")
+    add_csv(p, "the per-bucket rows (index, name, msg_bytes, n_params, ready_s, start_s, end_s)")
     p.set_defaults(func=cmd_predict, _outputs={"trace": "file"})
 
     s = sub.add_parser("sweep", help="predict step time over bucket sizes and find the best one")
@@ -447,6 +459,7 @@ def add_commands(sub: Any) -> None:
     s.add_argument(
         "--plot", default=None, metavar="OUT.png", help="write step time and exposed overhead vs bucket size"
     )
+    add_csv(s, "the rows (bucket_mb, n_buckets, step_time_s and its p10/p90, overhead_s)")
     s.set_defaults(func=cmd_sweep, _outputs={"plot": "file"})
 
     m = sub.add_parser("models", help="list built-in models, devices and networks")

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +28,10 @@ from simulator.network import CostModel
 from simulator.profile import GradProfile
 from simulator.strategies import StrategySpec
 
-from .cliutil import add_backend_arg, emit_json, link_mbit, local_world, number, spawn_backend
+from .cliutil import add_backend_arg, add_out_dir, emit_json, link_mbit, local_world, number, spawn_backend
+from .report import format_verify, report_md, run_info, write_outputs
 from .sim_commands import add_o_w_args, float_list, load_params, sim_world
-from .tuner import NEAR_BEST_PCT, TuneResult, format_tune, recommend, resolve_network, with_files
+from .tuner import TuneResult, format_tune, recommend, with_files
 
 # calibration.calibrate (scipy) and realrun (torch) are imported inside the handlers:
 # `ddpsim predict` builds this parser and must stay fast.
@@ -64,7 +64,7 @@ def _verify(
     with a compute-only baseline so this box's drift hits all alike; records written per round."""
     from calibration.validate import measure_beside_compute
     from realrun.records import RecordWriter, environment
-    from realrun.stats import summarize
+    from realrun.stats import percentile, summarize
     from simulator.predict import predict
 
     bs = prof.samples_per_step
@@ -103,7 +103,8 @@ def _verify(
     rows = []
     for (label, spec), ts in zip(settings, times):
         m = summarize(ts)
-        pred = predict(prof.scaled(scale), cost, spec, pool.world_size).step_time_s
+        pred = predict(prof, cost, spec, pool.world_size).step_time_s  # the headline's prediction of this setting
+        retimed = predict(prof.scaled(scale), cost, spec, pool.world_size).step_time_s
         rows.append(
             {
                 "setting": label,
@@ -113,19 +114,28 @@ def _verify(
                 "measured_p10_s": m.p10_s,
                 "measured_p90_s": m.p90_s,
                 "predicted_step_s": pred,
-                "error_pct": (pred - m.median_s) / m.median_s * 100,
+                "retimed_predicted_step_s": retimed,
+                "error_pct": (retimed - m.median_s) / m.median_s * 100,
             }
         )
         say(
             f"verify {label}: measured {m.median_s * 1e3:.2f} ms (p10 {m.p10_s * 1e3:.2f}, p90 {m.p90_s * 1e3:.2f}), "
-            f"predicted {pred * 1e3:.2f} ms"
+            f"predicted {pred * 1e3:.2f} ms, re-timed to the measured compute {retimed * 1e3:.2f} ms"
         )
     best = min(rows, key=lambda r: r["measured_median_s"])
     recm, dflt = rows[0], rows[1]
+    # the gain step by step: the settings ran interleaved, so step k of each saw the same load
+    paired = [(d - r) / d * 100 for r, d in zip(times[0], times[1])]
+    gain_lo, gain_hi = percentile(paired, 10), percentile(paired, 90)
     return {
         "method": f"interleaved with a compute-only baseline, {rounds} rounds x {per_round} steps; "
-        f"predictions with compute scaled to the measured baseline (x{scale:.3f})",
+        f"error_pct compares the measured median with the prediction re-timed to the measured baseline "
+        f"(compute x{scale:.3f})",
+        "world_size": pool.world_size,
+        "steps": args.steps,
         "measured_compute_s": comp,
+        "profile_compute_s": prof.compute_s,
+        "compute_scale": scale,
         "rows": rows,
         "recommended_measured_s": recm["measured_median_s"],
         "recommended_measured_p10_s": recm["measured_p10_s"],
@@ -140,72 +150,26 @@ def _verify(
         "measured_gain_vs_default_pct": (dflt["measured_median_s"] - recm["measured_median_s"])
         / dflt["measured_median_s"]
         * 100,
+        "measured_gain_p10_p90_pct": [gain_lo, gain_hi],
+        "measured_gain_within_noise": gain_lo <= 0 <= gain_hi,
         "median_abs_error_pct": statistics.median(abs(r["error_pct"]) for r in rows),
     }
 
 
-def _write_outputs(res: TuneResult, prof: GradProfile, cost: CostModel, out_dir: Path) -> dict[str, str]:
-    from simulator.predict import predict
-    from simulator.sweep_plot import plot_sweep
-    from simulator.trace import write_chrome_trace
+def _resolve_tune_cost(args: argparse.Namespace, base: CostModel | None, params: Any) -> CostModel:
+    """The cost model of ``tune`` through ``ddpsim.resolve``: ``base`` (just calibrated), ``--params`` or
+    ``--network`` (not both), then ``--o-us``/``--w-gbps`` at ``--world-size``."""
+    from .resolve import resolve_cost
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    files = {}
-    files["sweep_plot"] = str(
-        plot_sweep(
-            res.sweep.to_dict(),
-            out_dir / "sweep.png",
-            band_pct=NEAR_BEST_PCT,
-            recommended_mb=None if res.keep_default else res.recommended_bucket_mb,
-        )
+    if params is not None and args.network is not None:
+        raise ValueError("give --params or --network, not both (both describe the network)")
+    return resolve_cost(
+        base if base is not None else args.network,
+        params=params,
+        world_size=args.world_size,
+        o_us=args.o_us,
+        w_gbps=args.w_gbps,
     )
-    rec = predict(
-        prof, cost, StrategySpec("torch-ddp", bucket_mb=res.recommended_bucket_mb), res.world_size, record_events=True
-    )
-    files["trace"] = str(
-        write_chrome_trace(
-            out_dir / "predicted_trace.json",
-            rec.events,
-            {"model": prof.model, "bucket_cap_mb": res.recommended_bucket_mb},
-        )
-    )
-    prof.save(out_dir / "profile.json")
-    files["profile"] = str(out_dir / "profile.json")
-    files["result"] = str(out_dir / "tune.json")
-    files["report"] = str(out_dir / "report.md")
-    return files
-
-
-def _report_md(res: TuneResult) -> str:
-    lines = ["# ddpsim tune report", "", "```", format_tune(res), "```", ""]
-    if res.verify:
-        v = res.verify
-        lines += [
-            "## Verified on this machine",
-            "",
-            "| setting | measured median ms | p10..p90 ms | predicted ms | error |",
-            "|---|---|---|---|---|",
-        ]
-        for r in v["rows"]:
-            lines.append(
-                f"| {r['setting']} | {r['measured_median_s'] * 1e3:.2f} | {r['measured_p10_s'] * 1e3:.2f}..{r['measured_p90_s'] * 1e3:.2f} "
-                f"| {r['predicted_step_s'] * 1e3:.2f} | {r['error_pct']:+.1f}% |"
-            )
-        lines += [
-            "",
-            f"Recommended setting measured {v['recommended_vs_best_measured_pct']:+.2f}% vs the best setting measured "
-            f"({v['best_measured_setting']}); {v['measured_gain_vs_default_pct']:+.2f}% vs the default.",
-            "",
-        ]
-    lines += [
-        "## Step time vs bucket size (predicted)",
-        "",
-        "![sweep](sweep.png)",
-        "",
-        "The predicted timeline of the recommended setting is `predicted_trace.json` (open it in https://ui.perfetto.dev).",
-        "",
-    ]
-    return "\n".join(lines)
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
@@ -222,7 +186,16 @@ def cmd_tune(args: argparse.Namespace) -> int:
             f"--profile {args.profile} was measured for model {given_prof.model!r}, not --model {args.model!r}: "
             "--verify and --target-device would run another model than the profile describes"
         )
+    if given_prof is not None and args.batch_size is not None:
+        raise ValueError(
+            f"--batch-size applies when profiling here; --profile {args.profile} was measured at batch "
+            f"{given_prof.samples_per_step}"
+        )
     given_params = load_params(args.params) if args.params else None  # the reader of predict --params too
+    if args.verify_grid and not args.verify:
+        raise ValueError("--verify-grid needs --verify (the grid is run for real beside the recommended setting)")
+    if args.verify and args.world_size != args.run_world_size:
+        raise ValueError(f"--verify runs on this machine: use --world-size {args.run_world_size} (or --run-world-size)")
     if args.calibrate_device_from and not args.target_device:
         raise ValueError("--calibrate-device-from fits a device's efficiencies: give --target-device too")
     if args.target_device:
@@ -234,6 +207,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
         dev.peak_for(*PRECISIONS[args.dtype])  # a dtype the device has no peak for: exit 2 now
         if args.calibrate_device_from:
             GradProfile.load(args.calibrate_device_from)
+    need_cal = args.params is None and args.network is None and args.o_us is None
+    # the network, through the one resolver, before any rank starts (calibrated costs are resolved after)
+    given_cost = None if need_cal else _resolve_tune_cost(args, None, given_params)
     if args.link_mbit is not None:
         from realrun.netns import netns_skip_reason
 
@@ -247,10 +223,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
         bs = None
     run_world = args.run_world_size
     backend = spawn_backend(args, run_world, args.link_mbit)
-    need_cal = args.params is None and args.network is None and args.o_us is None
     need_ranks = need_cal or args.profile is None or args.verify
     out_dir = Path(args.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir.mkdir(parents=True, exist_ok=True)  # after every check: bad input leaves no folder behind
 
     def plan(pool: Any | None) -> int:
         prof: GradProfile | None = given_prof
@@ -274,23 +249,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 say,
             )
             params.save(out_dir / "params.json")
-            cost, fitted = params.cost_model(), params
+            cost, fitted = _resolve_tune_cost(args, params.cost_model(), None), params
             if prof is None:
                 prof = params.profile()
-        elif given_params is not None:
-            fitted = given_params
-            cost = given_params.cost_model()
         else:
-            cost = resolve_network(args.network)
-        if args.o_us is not None or args.w_gbps is not None:
-            o, w = cost.linear_at(args.world_size)
-            cost = replace(
-                cost,
-                network=None,
-                ref_world_size=args.world_size,
-                o_s=args.o_us * 1e-6 if args.o_us is not None else o,
-                w_bytes_per_s=args.w_gbps * 1e9 if args.w_gbps is not None else w,
-            )
+            fitted, cost = given_params, given_cost
+        assert cost is not None  # resolved above: calibrated here, or given
         if prof is None:
             from realrun.profile_grads import profile_grads
 
@@ -310,29 +274,17 @@ def cmd_tune(args: argparse.Namespace) -> int:
         res = recommend(prof, cost, args.world_size, notes=notes, uncertainty=unc)
         verify = None
         if args.verify:
-            if pool is None or args.world_size != run_world:
-                raise ValueError(f"--verify runs on this machine: use --world-size {run_world} (or --run-world-size)")
             verify = _verify(pool, args, res, prof, cost, say, str(out_dir / "verify.jsonl"))
-        files = _write_outputs(res, prof, cost, out_dir)
-        res = with_files(res, files, verify)
+        files = write_outputs(res, prof, cost, out_dir)
+        res = with_files(res, files, verify, run=run_info(args))
         write_whole(files["result"], dumps_finite(res.to_dict()) + "\n")
-        write_whole(files["report"], _report_md(res))
+        write_whole(files["report"], report_md(res))
         if args.json:
             emit_json(args, res.to_dict())
         else:
             print(format_tune(res))
             if verify:
-                print(f"\nverified on {run_world} real ranks ({args.steps} steps each):")
-                for r in verify["rows"]:
-                    print(
-                        f"  {r['setting']:<18} measured {r['measured_median_s'] * 1e3:9.2f} ms "
-                        f"(p10 {r['measured_p10_s'] * 1e3:.2f}, p90 {r['measured_p90_s'] * 1e3:.2f})  "
-                        f"predicted {r['predicted_step_s'] * 1e3:9.2f} ms  {r['error_pct']:+6.1f}%"
-                    )
-                print(
-                    f"  recommended vs best measured: {verify['recommended_vs_best_measured_pct']:+.2f}%; "
-                    f"vs default: {verify['measured_gain_vs_default_pct']:+.2f}% faster"
-                )
+                print("\n" + format_verify(verify))
             print(f"\nwrote {files['report']}, {files['sweep_plot']}, {files['trace']}, {files['result']}")
         return 0
 
@@ -412,10 +364,6 @@ def add_tune_command(sub: Any, positive_float: Any = None) -> None:
         "--steps", type=number(int, 1, 100_000), default=20, help="timed steps per real setting (default 20)"
     )
     t.add_argument("--warmup", type=number(int, 0, 100_000), default=3, help="untimed steps first")
-    t.add_argument(
-        "--out-dir",
-        default="ddpsim-tune",
-        help="the run folder: plots, trace, report and results (default ddpsim-tune)",
-    )
+    add_out_dir(t, "tune", "plots, trace, report and results")
     t.add_argument("--json", action="store_true", help="print the result as JSON")
     t.set_defaults(func=cmd_tune, _outputs={"out_dir": "dir"})

@@ -25,13 +25,12 @@ from simulator.network import CostModel
 from simulator.predict import StepResult, predict
 from simulator.profile import GradProfile
 from simulator.schedule import best_schedule
-from simulator.strategies import StrategySpec
+from simulator.strategies import STRATEGIES, StrategySpec, strategy
 from simulator.sweep import SweepResult, default_grid_mb, sweep
+from simulator.units import MIB
 
 TUNE_SCHEMA = "ddpsim.tune/1"
 DEFAULT_BUCKET_MB = 25
-MIB = 1024 * 1024
-TUNE_STRATEGIES = ("torch-ddp", "bucketed", "sharded", "individual", "flat", "naive")
 NEAR_BEST_PCT = 1.0  # a cap whose predicted step is within this of the best is "near-best"
 # Round caps a user would write: powers of two from 1/64 MiB to 16 GiB.
 ROUND_CAPS_MB = tuple(2.0**k for k in range(-6, 15))
@@ -100,6 +99,7 @@ class TuneResult:
     default_bucket_mb: int = DEFAULT_BUCKET_MB
     files: Mapping[str, str] = field(default_factory=dict)
     verify: Mapping[str, Any] | None = None
+    run: Mapping[str, Any] | None = None  # the command line, host, torch version (``ddpsim tune``)
 
     @property
     def gain_vs_default_pct(self) -> float:
@@ -142,6 +142,7 @@ class TuneResult:
             "notes": list(self.notes),
             "files": dict(self.files),
             "verify": dict(self.verify) if self.verify is not None else None,
+            "run": dict(self.run) if self.run is not None else None,
         }
 
 
@@ -150,7 +151,7 @@ def recommend(
     cost: CostModel,
     world_size: int,
     *,
-    strategies: Sequence[str] = TUNE_STRATEGIES,
+    strategies: Sequence[str] = STRATEGIES,
     points: int = 48,
     list_min_gain_pct: float = 1.0,
     notes: Sequence[str] = (),
@@ -206,9 +207,9 @@ def recommend(
     caps = readable_caps(profile, sched.groups, sched.caps_mb)
     rows: list[dict[str, Any]] = []
     for s in strategies:
-        if s == "torch-ddp":
+        if s == "torch-ddp":  # the recommendation itself
             rows.append(_strategy_row(s, best_mb, rec))
-        elif s in ("bucketed", "sharded"):
+        elif strategy(s).bucketed:
             sw = sweep(profile, cost, StrategySpec(s, bucket_mb=grid[0]), world_size, grid, **predict_kw)
             rows.append(_strategy_row(s, sw.best_bucket_mb, sw.best))
         else:
@@ -374,5 +375,15 @@ def tune(
     return recommend(prof, resolve_network(network, params), world_size, **recommend_kw)
 
 
-def with_files(res: TuneResult, files: Mapping[str, str], verify: Mapping[str, Any] | None = None) -> TuneResult:
-    return replace(res, files=dict(files), verify=verify if verify is not None else res.verify)
+def with_files(
+    res: TuneResult,
+    files: Mapping[str, str],
+    verify: Mapping[str, Any] | None = None,
+    run: Mapping[str, Any] | None = None,
+) -> TuneResult:
+    return replace(
+        res,
+        files=dict(files),
+        verify=verify if verify is not None else res.verify,
+        run=dict(run) if run is not None else res.run,
+    )

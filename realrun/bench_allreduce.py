@@ -37,6 +37,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from simulator.jsonio import from_fields, to_fields
+from simulator.units import GIB, KIB, MIB
+
 from .records import RecordWriter, environment, make_record
 from .stats import max_over_ranks, summarize
 
@@ -45,7 +48,7 @@ DTYPES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
 DEFAULT_SIZES = "1M:1G"
 MAX_MSG_BYTES = 8 << 30
 MAX_WORLD_SIZE = 64
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+_UNITS = {"": 1, "K": KIB, "M": MIB, "G": GIB}
 _SIZE_RE = re.compile(r"^(\d+(?:\.\d+)?)([KMG]?)(?:I?B)?$", re.IGNORECASE)
 LOOPBACK_BYTES_PER_S = 1.5e9  # rough gloo algbw on this kind of box (DESIGN.md), for iteration counts only
 TIME_BUDGET_S = 1.5  # target timed seconds per point when --iters is not given
@@ -156,11 +159,11 @@ class AllreduceBenchSpec:
         return (self.iters if self.iters is not None else iters, self.warmup if self.warmup is not None else warmup)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+        return to_fields(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> AllreduceBenchSpec:
-        return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items()})
+        return from_fields(cls, d, what="all-reduce bench spec")
 
 
 # ------------------------------------------------------------------ on the ranks
@@ -309,7 +312,7 @@ def format_table(records: list[dict[str, Any]]) -> str:
 
 
 def _human(n: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+    for unit, scale in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
         if n >= scale and n % scale == 0:
             return f"{n // scale} {unit}"
     return f"{n} B"

@@ -31,6 +31,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from simulator.units import MIB
+
 from .records import make_record
 from .stats import max_over_ranks, summarize
 
@@ -321,15 +323,12 @@ def measure_ddp(
     measured here when ``None``. ``link_mbit``: the emulated link rate the
     pool runs over, recorded as given. Raises ``RunFailure`` if a rank fails.
     """
-    from .ddp import BUCKET_STRATEGIES, STRATEGIES
+    from simulator.strategies import spec_for
+
     from .workloads import load_workload
 
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; allowed: {', '.join(STRATEGIES)}")
-    if strategy not in BUCKET_STRATEGIES:
-        bucket_mb, bucket_cap_mb_list = None, None
-    if strategy == "bucketed" and bucket_mb is None:
-        raise ValueError("strategy 'bucketed' needs a bucket size (bucket_mb)")
+    spec = spec_for(strategy, bucket_mb, bucket_cap_mb_list)  # the simulator's registry checks it, before ranks
+    bucket_mb, bucket_cap_mb_list = spec.bucket_mb, spec.bucket_cap_mb_list
     if steps < 1 or warmup < 0:
         raise ValueError(f"need steps >= 1 and warmup >= 0, got steps={steps}, warmup={warmup}")
     w = load_workload(workload_spec)
@@ -419,15 +418,11 @@ def measure_timeline(
     "compute_step_times_s", "compute_median_s"}`` where ``rank_timelines[r][k]`` is rank ``r``'s
     timeline of timed step ``k`` (times relative to that rank's step start).
     """
-    from .ddp import BUCKET_STRATEGIES, STRATEGIES
+    from simulator.strategies import spec_for
+
     from .workloads import load_workload
 
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; allowed: {', '.join(STRATEGIES)}")
-    if strategy not in BUCKET_STRATEGIES:
-        bucket_mb = None
-    if strategy == "bucketed" and bucket_mb is None:
-        raise ValueError("strategy 'bucketed' needs a bucket size (bucket_mb)")
+    bucket_mb = spec_for(strategy, bucket_mb).bucket_mb  # the simulator's registry checks it, before ranks
     if steps < 1 or warmup < 0:
         raise ValueError(f"need steps >= 1 and warmup >= 0, got steps={steps}, warmup={warmup}")
     from .timeline import _timeline_task
@@ -473,7 +468,7 @@ def format_table(records: Sequence[dict[str, Any]]) -> str:
             f"{r['median_s'] * 1e3:8.2f} {r['p10_s'] * 1e3:7.2f} {r['p90_s'] * 1e3:7.2f} "
             f"{r['compute_median_s'] * 1e3:8.2f} {r['exposed_comm_s'] * 1e3:8.2f} "
             f"{'' if share is None else f'{share * 100:5.1f}%':>6} {r['samples_per_s']:10.1f} "
-            f"{r['tokens_per_s']:10.0f} {r['peak_mem_bytes'] / 2**20:8.0f}"
+            f"{r['tokens_per_s']:10.0f} {r['peak_mem_bytes'] / MIB:8.0f}"
         )
     return "\n".join(lines)
 

@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
+
+from simulator.jsonio import to_fields
 
 from .errors import RunFailure
 
@@ -52,7 +54,7 @@ class CheckResult:
     detail: str
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_fields(self)
 
 
 def shard_indices(n: int, rank: int, world_size: int) -> list[int]:
@@ -206,14 +208,15 @@ def check_strategy(
 ) -> list[CheckResult]:
     """The training checks of one strategy on ``pool``'s ranks.
 
-    ``strategy``: a name of ``realrun.ddp.STRATEGIES``, or a module-level
+    ``strategy``: a name of the simulator's registry (``simulator.strategies``), or a module-level
     wrapper class called as ``strategy(module)`` (to check an experiment).
     """
-    from .ddp import BUCKET_STRATEGIES
+    from simulator.strategies import REGISTRY
 
-    if strategy == "bucketed" and bucket_mb is None:
+    entry = REGISTRY.get(strategy) if isinstance(strategy, str) else None
+    if entry is not None and entry.needs_bucket_size and bucket_mb is None:
         bucket_mb = 1.0
-    if strategy not in BUCKET_STRATEGIES:
+    if entry is None or not entry.bucketed:
         bucket_mb = None
     label = strategy if isinstance(strategy, str) else getattr(strategy, "__name__", "custom")
     results: list[CheckResult] = []

@@ -77,11 +77,9 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from simulator.buckets import reverse_order_buckets
+from simulator.strategies import BUCKETED, REGISTRY, StrategySpec
 
 from .sharded import ShardedOptimizer
-
-STRATEGIES = ("naive", "flat", "individual", "bucketed", "torch-ddp", "sharded")
-BUCKET_STRATEGIES = ("bucketed", "torch-ddp", "sharded")
 
 
 def broadcast_module_state(module: nn.Module, process_group: Any = None, src: int = 0) -> None:
@@ -496,14 +494,15 @@ OPTIMIZERS: dict[str, tuple[type, dict[str, Any]]] = {
 
 
 def make_ddp(
-    strategy: str,
+    strategy: str | StrategySpec,
     module: nn.Module,
     bucket_mb: float | None = None,
     bucket_cap_mb_list: Sequence[float] | None = None,
     find_unused_parameters: bool = False,
     process_group: Any = None,
 ) -> nn.Module:
-    """The wrapper for ``strategy`` (one of ``STRATEGIES``) around ``module``.
+    """The wrapper for ``strategy`` (a name of the simulator's registry, ``simulator.strategies``, with
+    the knobs below; or a ``StrategySpec``, whose knobs are used) around ``module``.
 
     ``bucket_mb`` (MiB) applies to ``bucketed`` (required), ``torch-ddp`` and
     ``sharded`` (torch DDP's ``bucket_cap_mb``; left ``None``, torch uses 25 MiB
@@ -511,37 +510,62 @@ def make_ddp(
     only) is torch 2.13's per-bucket caps. ``sharded`` wraps with torch DDP as
     well; pair it with ``make_optimizer("sharded", ...)``.
     """
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; allowed: {', '.join(STRATEGIES)}")
-    if bucket_mb is not None and strategy not in BUCKET_STRATEGIES:
-        raise ValueError(
-            f"strategy {strategy!r} has no buckets; a bucket size applies to {', '.join(BUCKET_STRATEGIES)}"
+    if isinstance(strategy, StrategySpec):
+        spec = strategy
+    else:
+        entry = REGISTRY.get(strategy)
+        if bucket_mb is not None and entry is not None and not entry.bucketed:
+            raise ValueError(f"strategy {strategy!r} has no buckets; a bucket size applies to {', '.join(BUCKETED)}")
+        # the simulator's spec validates the name, the sizes and which strategies take a cap list
+        spec = StrategySpec(
+            strategy,
+            bucket_mb=bucket_mb,
+            bucket_cap_mb_list=tuple(bucket_cap_mb_list) if bucket_cap_mb_list is not None else None,
+            find_unused_parameters=find_unused_parameters,
         )
-    if bucket_mb is not None and not bucket_mb > 0:
-        raise ValueError(f"bucket size must be > 0 MiB, got {bucket_mb}")
-    if bucket_cap_mb_list is not None:
-        if strategy not in ("torch-ddp", "sharded"):
-            raise ValueError("bucket_cap_mb_list applies to torch-ddp and sharded only")
-        if not bucket_cap_mb_list or any(not c > 0 for c in bucket_cap_mb_list):
-            raise ValueError(f"bucket_cap_mb_list must be a non-empty list of sizes > 0 MiB, got {bucket_cap_mb_list}")
-    kw = {"process_group": process_group, "find_unused_parameters": find_unused_parameters}
-    if strategy == "naive":
-        return NaiveDDP(module, **kw)
-    if strategy == "flat":
-        return FlatDDP(module, **kw)
-    if strategy == "individual":
-        return IndividualParameterDDP(module, **kw)
-    if strategy == "bucketed":
-        if bucket_mb is None:
-            raise ValueError("strategy 'bucketed' needs a bucket size (bucket_mb)")
-        return BucketedDDP(module, bucket_mb, **kw)
+    return _WRAPPERS[spec.name](module, spec, process_group)
+
+
+def _torch_ddp(module: nn.Module, spec: StrategySpec, process_group: Any) -> nn.Module:
     device = next(module.parameters()).device
     extra: dict[str, Any] = {}
     if device.type == "cuda":
         extra["device_ids"] = [device.index]
-    if bucket_cap_mb_list is not None:
-        extra["bucket_cap_mb_list"] = list(bucket_cap_mb_list)
-    return TorchDDP(module, bucket_cap_mb=bucket_mb, **kw, **extra)
+    if spec.bucket_cap_mb_list is not None:
+        extra["bucket_cap_mb_list"] = list(spec.bucket_cap_mb_list)
+    return TorchDDP(
+        module,
+        bucket_cap_mb=spec.bucket_mb,
+        process_group=process_group,
+        find_unused_parameters=spec.find_unused_parameters,
+        **extra,
+    )
+
+
+def _hooks(cls: Any) -> Callable[[nn.Module, StrategySpec, Any], nn.Module]:
+    def build(module: nn.Module, spec: StrategySpec, process_group: Any) -> nn.Module:
+        return cls(module, process_group=process_group, find_unused_parameters=spec.find_unused_parameters)
+
+    return build
+
+
+def _bucketed_ddp(module: nn.Module, spec: StrategySpec, process_group: Any) -> nn.Module:
+    assert spec.bucket_mb is not None  # StrategySpec: bucketed needs a size
+    return BucketedDDP(
+        module, spec.bucket_mb, process_group=process_group, find_unused_parameters=spec.find_unused_parameters
+    )
+
+
+# The real implementation of each strategy of the simulator's registry (``simulator.strategies.REGISTRY``);
+# ``sharded`` is torch DDP here, its optimizer is ``make_optimizer("sharded", ...)``.
+_WRAPPERS: dict[str, Callable[[nn.Module, StrategySpec, Any], nn.Module]] = {
+    "naive": _hooks(NaiveDDP),
+    "flat": _hooks(FlatDDP),
+    "individual": _hooks(IndividualParameterDDP),
+    "bucketed": _bucketed_ddp,
+    "torch-ddp": _torch_ddp,
+    "sharded": _torch_ddp,
+}
 
 
 def make_optimizer(strategy: str, model: nn.Module, name: str = "sgd", **overrides: Any) -> torch.optim.Optimizer:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
+
+from simulator.jsonio import from_fields, to_fields
 
 
 def percentile(times_s: Sequence[float], q: float) -> float:
@@ -46,13 +48,11 @@ class TimeSummary:
         return self.p75_s - self.p25_s
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["iqr_s"] = self.iqr_s
-        return d
+        return {**to_fields(self), "iqr_s": self.iqr_s}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TimeSummary:
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
+        return from_fields(cls, d, what="time summary")
 
 
 def summarize(times_s: Sequence[float]) -> TimeSummary:

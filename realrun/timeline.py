@@ -314,14 +314,15 @@ def measure_recording_overhead(
     (side / plain in the same round; median, p10, p90): drift cancels in them. For torch DDP
     a third side, ``torch_hook``, runs torch's own Python all-reduce hook without stamps.
     """
-    from .ddp import BUCKET_STRATEGIES
+    from simulator.strategies import spec_for
+
     from .stats import max_over_ranks, summarize
     from .workloads import load_workload
 
-    if strategy not in BUCKET_STRATEGIES:
-        bucket_mb = None
+    sspec = spec_for(strategy, bucket_mb)
+    bucket_mb = sspec.bucket_mb
     bs = batch_size or load_workload(spec).default_batch_size
-    sides = ("plain", "torch_hook", "recorded") if strategy in ("torch-ddp", "sharded") else ("plain", "recorded")
+    sides = ("plain", "torch_hook", "recorded") if sspec.strategy.ddp_reducer else ("plain", "recorded")
     per_rank = pool.run(_overhead_task, spec, strategy, bucket_mb, bs, steps, warmup, optimizer, sides)
     out: dict[str, Any] = {
         "model": spec,

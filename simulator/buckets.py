@@ -28,10 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .profile import GradProfile
+from .units import MIB
 
-MIB = 1024 * 1024
 DEFAULT_BUCKET_CAP_MB = 25  # torch: _DEFAULT_BUCKET_CAP_MB
-DEFAULT_FIRST_BUCKET_BYTES = 1024 * 1024  # torch: dist._DEFAULT_FIRST_BUCKET_BYTES
+DEFAULT_FIRST_BUCKET_BYTES = MIB  # torch: dist._DEFAULT_FIRST_BUCKET_BYTES
 
 
 def mb_to_bytes(mb: float) -> int:

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-MIB = 1024 * 1024
+from .units import MIB
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .jsonio import to_fields
 from .network import CostModel
 from .predict import predict
 from .profile import GradProfile
@@ -107,14 +108,7 @@ class Interval:
     sources: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "level": self.level,
-            "lo_s": self.lo_s,
-            "median_s": self.median_s,
-            "hi_s": self.hi_s,
-            "n_draws": self.n_draws,
-            "sources": list(self.sources),
-        }
+        return to_fields(self)
 
     def describe_ms(self) -> str:
         if not self.sources:

@@ -1,16 +1,23 @@
 """Reading JSON input files with one clear error (a ``ValueError`` naming the file) for every failure;
-writing result files whole (temporary file in the same folder, then ``os.replace``)."""
+writing result files whole (temporary file in the same folder, then ``os.replace``); dataclasses to
+and from JSON by their fields (``to_fields``, ``from_fields``), the one serialiser of configs and results."""
 
 from __future__ import annotations
 
+import collections.abc
+import dataclasses
 import json
 import math
 import os
 import tempfile
-from collections.abc import Iterator
+import types
+import typing
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def read_json(path: str | Path, what: str) -> Any:
@@ -64,3 +71,97 @@ def dumps_finite(obj: Any, indent: int | None = 1) -> str:
         return o
 
     return json.dumps(clean(obj), indent=indent, allow_nan=False)
+
+
+# ---- dataclasses to and from JSON, by their fields -------------------------------
+# One serialiser for configs and results: a class's JSON is its fields, in declaration order;
+# tuples are lists, nested dataclasses nest. Reading converts back by the field types
+# (lists to tuples, ints to floats where a float is declared, nested objects by their
+# class's own ``from_dict`` when it has one) and leaves validation to ``__post_init__``.
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _to_json(v: Any) -> Any:
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        to_dict = getattr(v, "to_dict", None)
+        return to_dict() if to_dict is not None else to_fields(v)
+    if isinstance(v, (list, tuple)):
+        return [_to_json(x) for x in v]
+    if isinstance(v, Mapping):
+        return {k: _to_json(x) for k, x in v.items()}
+    return v
+
+
+def _default(f: dataclasses.Field[Any]) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return dataclasses.MISSING
+
+
+def to_fields(obj: Any, *, schema: str | None = None, omit_default: Iterable[str] = ()) -> dict[str, Any]:
+    """``obj`` (a dataclass instance) as a JSON-ready dict of its fields, ``schema`` first when given;
+    fields named in ``omit_default`` are left out while they equal their default."""
+    omit = set(omit_default)
+    out: dict[str, Any] = {"schema": schema} if schema is not None else {}
+    for f in dataclasses.fields(obj):
+        v = getattr(obj, f.name)
+        if f.name in omit and v == _default(f):
+            continue
+        out[f.name] = _to_json(v)
+    return out
+
+
+def _from_json(v: Any, tp: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        if v is None:
+            return None
+        options = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _from_json(v, options[0], where) if len(options) == 1 else v
+    if origin is tuple:
+        if not isinstance(v, (list, tuple)):
+            raise ValueError(f"{where} must be a list, got {v!r}")
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_from_json(x, args[0], where) for x in v)
+        if len(args) != len(v):
+            raise ValueError(f"{where} must be a list of {len(args)}, got {v!r}")
+        return tuple(_from_json(x, a, where) for x, a in zip(v, args))
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp) and isinstance(v, Mapping):
+        from_dict = getattr(tp, "from_dict", None)
+        return from_dict(v) if from_dict is not None else from_fields(tp, v, what=where)
+    if origin in (dict, Mapping, collections.abc.Mapping) and isinstance(v, Mapping):
+        return dict(v)
+    if tp is float and isinstance(v, int) and not isinstance(v, bool):
+        return float(v)
+    if tp is int and isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v
+
+
+def from_fields(cls: type[T], d: Any, *, what: str, defaults: Mapping[str, Any] | None = None) -> T:
+    """``cls`` built from the JSON object ``d`` by its fields (keys that are not fields are ignored:
+    a schema, derived values). A missing field takes ``defaults[name]``, else its own default; one
+    without either is a ``ValueError``: ``"<what> lacks '<name>'"``."""
+    if not isinstance(d, Mapping):
+        raise ValueError(f"{what} must be a JSON object, got {type(d).__name__}")
+    hints = _hints(cls)
+    kw: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if not f.init:
+            continue
+        if f.name in d:
+            kw[f.name] = _from_json(d[f.name], hints[f.name], f"{what}: {f.name}")
+        elif defaults is not None and f.name in defaults:
+            kw[f.name] = defaults[f.name]
+        elif _default(f) is dataclasses.MISSING:
+            raise ValueError(f"{what} lacks {f.name!r}")
+    return cls(**kw)

@@ -24,6 +24,7 @@ from typing import Any
 
 from . import collectives as C
 from .jsonio import read_json
+from .units import MIB
 
 NETWORK_SCHEMA = "ddpsim.network/1"
 
@@ -358,7 +359,7 @@ class CostModel:
         o, slope = self._affine(msg_bytes, p)
         return o, msg_bytes * slope / C.busbw_factor_allreduce(p)
 
-    def linear_at(self, p: int, msg_bytes: float = 25 * 1024 * 1024) -> tuple[float, float]:
+    def linear_at(self, p: int, msg_bytes: float = 25 * MIB) -> tuple[float, float]:
         """``(o_s, w_bytes_per_s)`` of the all-reduce at ``p`` ranks (for the algorithm chosen at ``msg_bytes``)."""
         o, slope = self._affine(msg_bytes, p)
         return o, (1.0 / slope if slope > 0 else math.inf)

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .jsonio import from_fields, to_fields
+
 PROFILE_SCHEMA = "ddpsim.profile/1"
 
 DTYPE_BYTES = {
@@ -80,27 +82,12 @@ class ParamSpec:
         return self.numel * DTYPE_BYTES[self.dtype]
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"name": self.name, "numel": self.numel, "dtype": self.dtype, "bwd_s": self.bwd_s}
-        if self.shape is not None:
-            d["shape"] = list(self.shape)
-        if not self.requires_grad:
-            d["requires_grad"] = False
-        return d
+        return to_fields(self, omit_default=("shape", "requires_grad"))  # profiles of many tensors stay small
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ParamSpec:
         _require(isinstance(d, Mapping), f"a parameter entry must be an object, got {type(d).__name__}")
-        for key in ("name", "numel"):
-            _require(key in d, f"parameter entry {dict(d)!r} lacks {key!r}")
-        shape = d.get("shape")
-        return cls(
-            name=d["name"],
-            numel=d["numel"],
-            dtype=d.get("dtype", "float32"),
-            bwd_s=float(d.get("bwd_s", 0.0)),
-            shape=tuple(int(x) for x in shape) if shape is not None else None,
-            requires_grad=bool(d.get("requires_grad", True)),
-        )
+        return from_fields(cls, d, what=f"parameter entry {dict(d)!r}")
 
 
 @dataclass(frozen=True)
@@ -207,19 +194,7 @@ class GradProfile:
 
     # ---- (de)serialisation --------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema": PROFILE_SCHEMA,
-            "model": self.model,
-            "source": self.source,
-            "forward_s": self.forward_s,
-            "optimizer_s": self.optimizer_s,
-            "backward_tail_s": self.backward_tail_s,
-            "samples_per_step": self.samples_per_step,
-            "tokens_per_sample": self.tokens_per_sample,
-            "ready_order": list(self.ready_order),
-            "params": [p.to_dict() for p in self.params],
-            "env": dict(self.env),
-        }
+        return to_fields(self, schema=PROFILE_SCHEMA)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> GradProfile:
@@ -230,18 +205,7 @@ class GradProfile:
             f"profile schema is {schema!r}; this ddpsim reads {PROFILE_SCHEMA!r}",
         )
         _require(isinstance(d.get("params"), list), "profile lacks a 'params' list")
-        return cls(
-            model=str(d.get("model", "unnamed")),
-            params=tuple(ParamSpec.from_dict(p) for p in d["params"]),
-            ready_order=tuple(int(i) for i in d.get("ready_order", ())),
-            forward_s=float(d.get("forward_s", 0.0)),
-            optimizer_s=float(d.get("optimizer_s", 0.0)),
-            backward_tail_s=float(d.get("backward_tail_s", 0.0)),
-            samples_per_step=int(d.get("samples_per_step", 1)),
-            tokens_per_sample=int(d.get("tokens_per_sample", 1)),
-            source=str(d.get("source", "unspecified")),
-            env=dict(d.get("env", {})),
-        )
+        return from_fields(cls, d, what="profile", defaults={"model": "unnamed"})
 
     def save(self, path: str | Path) -> None:
         from .jsonio import dumps_finite, write_whole

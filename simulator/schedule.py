@@ -31,8 +31,7 @@ from .network import CostModel
 from .predict import StepResult, predict
 from .profile import GradProfile
 from .strategies import StrategySpec
-
-MIB = 1024 * 1024
+from .units import MIB
 
 
 @dataclass(frozen=True)

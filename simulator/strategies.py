@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import sys
 import weakref
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -41,10 +41,39 @@ from .buckets import (
     mb_to_bytes,
     simple_buckets,
 )
+from .jsonio import from_fields, to_fields
 from .profile import GradProfile
 
-STRATEGIES = ("naive", "flat", "individual", "bucketed", "torch-ddp", "sharded")
-BUCKETED = ("bucketed", "torch-ddp", "sharded")
+LAUNCH_RULES = ("after_backward", "on_ready", "in_order")
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """One entry of the strategy registry: what every layer (simulator, realrun, calibration, CLI) knows
+    about a strategy by name. ``plan`` is its launch rule made concrete: the ``CommPlan`` it produces.
+
+    ``bucketed``: takes a bucket size (``bucket_mb``); ``needs_bucket_size``: has no default size;
+    ``ddp_reducer``: runs on torch DDP's reducer, so it takes ``bucket_cap_mb_list``, its first bucket
+    is capped at 1 MiB when ``bucket_mb`` is unset, and its first iteration is one bucket (the
+    rebuild follows); ``launch``: the rule of ``CommPlan.launch`` (module docstring).
+    """
+
+    name: str
+    bucketed: bool
+    needs_bucket_size: bool
+    ddp_reducer: bool
+    launch: str
+    plan: Callable[[GradProfile, StrategySpec, int], CommPlan]
+    summary: str
+
+    def __post_init__(self) -> None:
+        _require(self.launch in LAUNCH_RULES, f"launch rule {self.launch!r} is not one of {LAUNCH_RULES}")
+        _require(self.bucketed or not (self.needs_bucket_size or self.ddp_reducer), "only bucketed take sizes")
+
+    @property
+    def accepts_cap_list(self) -> bool:
+        """Takes torch's per-bucket ``bucket_cap_mb_list`` (torch >= 2.13, C++ reducer only)."""
+        return self.ddp_reducer
 
 
 def _require(cond: bool, msg: str) -> None:
@@ -74,7 +103,7 @@ class StrategySpec:
     first_step: bool = False
 
     def __post_init__(self) -> None:
-        _require(self.name in STRATEGIES, f"unknown strategy {self.name!r}; allowed: {', '.join(STRATEGIES)}")
+        entry = strategy(self.name)  # an unknown name is a ValueError naming the allowed ones
         if self.bucket_mb is not None:
             _require(
                 isinstance(self.bucket_mb, (int, float)) and self.bucket_mb > 0,
@@ -84,39 +113,27 @@ class StrategySpec:
             object.__setattr__(self, "bucket_cap_mb_list", tuple(float(x) for x in self.bucket_cap_mb_list))
             _require(len(self.bucket_cap_mb_list) > 0, "bucket_cap_mb_list must not be empty")
             _require(all(x > 0 for x in self.bucket_cap_mb_list), "bucket_cap_mb_list entries must be > 0 MiB")
-            _require(self.name in ("torch-ddp", "sharded"), "bucket_cap_mb_list applies to torch-ddp and sharded only")
+            _require(
+                entry.accepts_cap_list, f"bucket_cap_mb_list applies to {' and '.join(CAP_LIST)} only, not {self.name}"
+            )
         _require(
             isinstance(self.accum_steps, int) and self.accum_steps >= 1,
             f"accum_steps must be an integer >= 1, got {self.accum_steps}",
         )
-        if self.name == "bucketed":
-            _require(self.bucket_mb is not None, "strategy 'bucketed' needs a bucket size (bucket_mb)")
+        if entry.needs_bucket_size:
+            _require(self.bucket_mb is not None, f"strategy {self.name!r} needs a bucket size (bucket_mb)")
+
+    @property
+    def strategy(self) -> Strategy:
+        """This spec's registry entry."""
+        return REGISTRY[self.name]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "bucket_mb": self.bucket_mb,
-            "bucket_cap_mb_list": list(self.bucket_cap_mb_list) if self.bucket_cap_mb_list else None,
-            "find_unused_parameters": self.find_unused_parameters,
-            "static_graph": self.static_graph,
-            "gradient_as_bucket_view": self.gradient_as_bucket_view,
-            "accum_steps": self.accum_steps,
-            "first_step": self.first_step,
-        }
+        return to_fields(self)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> StrategySpec:
-        lst = d.get("bucket_cap_mb_list")
-        return cls(
-            name=d.get("name", "torch-ddp"),
-            bucket_mb=d.get("bucket_mb"),
-            bucket_cap_mb_list=tuple(lst) if lst else None,
-            find_unused_parameters=bool(d.get("find_unused_parameters", False)),
-            static_graph=bool(d.get("static_graph", False)),
-            gradient_as_bucket_view=bool(d.get("gradient_as_bucket_view", False)),
-            accum_steps=int(d.get("accum_steps", 1)),
-            first_step=bool(d.get("first_step", False)),
-        )
+        return from_fields(cls, d, what="strategy")
 
 
 @dataclass(frozen=True)
@@ -151,34 +168,45 @@ def _bucket_colls(profile: GradProfile, buckets: tuple[tuple[int, ...], ...]) ->
     )
 
 
-def comm_plan(profile: GradProfile, spec: StrategySpec, world_size: int) -> CommPlan:
+def _naive_plan(profile: GradProfile, spec: StrategySpec, world_size: int) -> CommPlan:
+    """One blocking all-reduce per parameter in ``module.parameters()`` order, after backward."""
+    ps = profile.params
+    colls = tuple(Collective(p.name, "allreduce", p.nbytes, (i,)) for i, p in enumerate(ps) if p.requires_grad)
+    return CommPlan("after_backward", colls, copy_in=False, copy_out_bytes=0)
+
+
+def _flat_plan(profile: GradProfile, spec: StrategySpec, world_size: int) -> CommPlan:
+    """One all-reduce of everything after backward; flatten before, unflatten after (both copies counted)."""
+    total = profile.total_grad_bytes
+    trainable = tuple(i for i, p in enumerate(profile.params) if p.requires_grad)
+    return CommPlan("after_backward", (Collective("flat", "allreduce", total, trainable),), False, 2 * total)
+
+
+# The hand-written hook-driven variants launch in a fixed index order, reverse registration
+# (realrun/ddp.py: every rank must issue the same sequence, as torch's reducer walks
+# ``next_bucket_``): a call that is ready early waits for every lower-index one to be ready.
+def _individual_plan(profile: GradProfile, spec: StrategySpec, world_size: int) -> CommPlan:
     ps = profile.params
     trainable = [i for i, p in enumerate(ps) if p.requires_grad]
-    total = profile.total_grad_bytes
-    if spec.name == "naive":
-        colls = tuple(Collective(ps[i].name, "allreduce", ps[i].nbytes, (i,)) for i in trainable)
-        return CommPlan("after_backward", colls, copy_in=False, copy_out_bytes=0)
-    if spec.name == "flat":
-        # flatten before, unflatten after: both copies counted after backward
-        return CommPlan(
-            "after_backward",
-            (Collective("flat", "allreduce", total, tuple(trainable)),),
-            copy_in=False,
-            copy_out_bytes=2 * total,
-        )
-    # The hand-written hook-driven variants launch in a fixed index order, reverse registration
-    # (realrun/ddp.py: every rank must issue the same sequence, as torch's reducer walks
-    # ``next_bucket_``): a call that is ready early waits for every lower-index one to be ready.
-    if spec.name == "individual":
-        colls = tuple(Collective(ps[i].name, "allreduce", ps[i].nbytes, (i,)) for i in reversed(trainable))
-        return CommPlan("in_order", colls, copy_in=False, copy_out_bytes=0, python_hooks=True)
-    if spec.name == "bucketed":
-        assert spec.bucket_mb is not None  # StrategySpec: bucketed needs a size
-        colls = _bucket_colls(profile, simple_buckets(profile, spec.bucket_mb))
-        return CommPlan(
-            "in_order", colls, copy_in=True, copy_out_bytes=total, python_hooks=True, copy_out_per_bucket=True
-        )
-    # torch-ddp and sharded share DDP's reducer
+    colls = tuple(Collective(ps[i].name, "allreduce", ps[i].nbytes, (i,)) for i in reversed(trainable))
+    return CommPlan("in_order", colls, copy_in=False, copy_out_bytes=0, python_hooks=True)
+
+
+def _bucketed_plan(profile: GradProfile, spec: StrategySpec, world_size: int) -> CommPlan:
+    assert spec.bucket_mb is not None  # StrategySpec: bucketed needs a size
+    colls = _bucket_colls(profile, simple_buckets(profile, spec.bucket_mb))
+    return CommPlan(
+        "in_order",
+        colls,
+        copy_in=True,
+        copy_out_bytes=profile.total_grad_bytes,
+        python_hooks=True,
+        copy_out_per_bucket=True,
+    )
+
+
+def _ddp_plan(profile: GradProfile, spec: StrategySpec, world_size: int) -> CommPlan:
+    """torch DDP's reducer: its buckets (``ddp_buckets``), launched in index order."""
     b = ddp_buckets(
         profile,
         bucket_cap_mb=spec.bucket_mb,
@@ -187,20 +215,111 @@ def comm_plan(profile: GradProfile, spec: StrategySpec, world_size: int) -> Comm
         static_graph=spec.static_graph,
     )
     buckets = b.first_step if spec.first_step else b.steady
-    copy_out = 0 if spec.gradient_as_bucket_view else total
-    colls = _bucket_colls(profile, buckets)
-    if spec.name == "torch-ddp":
-        return CommPlan("in_order", colls, copy_in=True, copy_out_bytes=copy_out, copy_out_per_bucket=True)
-    post = tuple(Collective(f"bcast:{ps[i].name}", "broadcast", ps[i].nbytes, (i,)) for i in trainable)
+    copy_out = 0 if spec.gradient_as_bucket_view else profile.total_grad_bytes
     return CommPlan(
-        "in_order",
-        colls,
-        copy_in=True,
-        copy_out_bytes=copy_out,
-        optimizer_fraction=1.0 / world_size,
-        post_optimizer=post,
-        copy_out_per_bucket=True,
+        "in_order", _bucket_colls(profile, buckets), copy_in=True, copy_out_bytes=copy_out, copy_out_per_bucket=True
     )
+
+
+def _sharded_plan(profile: GradProfile, spec: StrategySpec, world_size: int) -> CommPlan:
+    """DDP's reducer, the optimizer on a ``1/p`` shard, then one blocking broadcast per parameter."""
+    ps = profile.params
+    post = tuple(
+        Collective(f"bcast:{p.name}", "broadcast", p.nbytes, (i,)) for i, p in enumerate(ps) if p.requires_grad
+    )
+    return replace(_ddp_plan(profile, spec, world_size), optimizer_fraction=1.0 / world_size, post_optimizer=post)
+
+
+# ---- the registry: a new strategy is one entry (and its plan function) ----------------------
+REGISTRY: dict[str, Strategy] = {
+    s.name: s
+    for s in (
+        Strategy(
+            "naive",
+            bucketed=False,
+            needs_bucket_size=False,
+            ddp_reducer=False,
+            launch="after_backward",
+            plan=_naive_plan,
+            summary="blocking per-parameter all-reduce after backward",
+        ),
+        Strategy(
+            "flat",
+            bucketed=False,
+            needs_bucket_size=False,
+            ddp_reducer=False,
+            launch="after_backward",
+            plan=_flat_plan,
+            summary="one all-reduce of all gradients, flattened",
+        ),
+        Strategy(
+            "individual",
+            bucketed=False,
+            needs_bucket_size=False,
+            ddp_reducer=False,
+            launch="in_order",
+            plan=_individual_plan,
+            summary="async per-parameter all-reduce from gradient hooks",
+        ),
+        Strategy(
+            "bucketed",
+            bucketed=True,
+            needs_bucket_size=True,
+            ddp_reducer=False,
+            launch="in_order",
+            plan=_bucketed_plan,
+            summary="hand-written buckets, each launched once ready",
+        ),
+        Strategy(
+            "torch-ddp",
+            bucketed=True,
+            needs_bucket_size=False,
+            ddp_reducer=True,
+            launch="in_order",
+            plan=_ddp_plan,
+            summary="torch DistributedDataParallel (bucket_cap_mb, bucket_cap_mb_list)",
+        ),
+        Strategy(
+            "sharded",
+            bucketed=True,
+            needs_bucket_size=False,
+            ddp_reducer=True,
+            launch="in_order",
+            plan=_sharded_plan,
+            summary="ZeRO-1: torch DDP, the optimizer on a 1/p shard, then broadcasts",
+        ),
+    )
+}
+STRATEGIES = tuple(REGISTRY)  # every strategy, in the registry's order
+BUCKETED = tuple(n for n, s in REGISTRY.items() if s.bucketed)  # take a bucket size
+CAP_LIST = tuple(n for n, s in REGISTRY.items() if s.accepts_cap_list)  # take bucket_cap_mb_list (DDP's reducer)
+
+
+def strategy(name: str) -> Strategy:
+    """The registry entry of ``name``; ``ValueError`` naming the allowed ones otherwise."""
+    try:
+        return REGISTRY[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown strategy {name!r}; allowed: {', '.join(REGISTRY)}") from None
+
+
+def spec_for(
+    name: str, bucket_mb: float | None = None, bucket_cap_mb_list: Sequence[float] | None = None, **knobs: Any
+) -> StrategySpec:
+    """A ``StrategySpec`` for a run over a grid: a strategy without buckets drops the bucket knobs (a
+    grid of sizes applies to the bucketed strategies only); the rest is validated by ``StrategySpec``."""
+    bucketed = strategy(name).bucketed
+    return StrategySpec(
+        name,
+        bucket_mb=bucket_mb if bucketed else None,
+        bucket_cap_mb_list=tuple(bucket_cap_mb_list) if bucket_cap_mb_list and bucketed else None,
+        **knobs,
+    )
+
+
+def comm_plan(profile: GradProfile, spec: StrategySpec, world_size: int) -> CommPlan:
+    """The collectives of ``spec`` on ``profile`` and the rule that launches them (its registry entry's)."""
+    return spec.strategy.plan(profile, spec, world_size)
 
 
 # ---- the plan as arrays: what the engine consumes -------------------------------------------
@@ -323,12 +442,14 @@ def comm_plan_arrays(profile: GradProfile, spec: StrategySpec, world_size: int) 
     """``plan_arrays(profile, comm_plan(profile, spec, world_size))``, in O(n) numpy for the bucketed
     strategies of one dtype (buckets formed by ``buckets.bucket_starts``), with ``key`` set."""
     pa = profile_arrays(profile)
-    if spec.name not in BUCKETED or not pa.one_dtype:
+    if spec.strategy.plan not in (_bucketed_plan, _ddp_plan, _sharded_plan) or not pa.one_dtype:
         plan = comm_plan(profile, spec, world_size)
         return replace(plan_arrays(profile, plan), key=("plan", spec.name, tuple(c.params for c in plan.collectives)))
     ps = profile.params
     total = pa.total_grad_bytes
-    if spec.name == "bucketed":  # reverse registration order, launched in index order (buckets.reverse_order_buckets)
+    if (
+        spec.strategy.plan is _bucketed_plan
+    ):  # reverse registration order, launched in index order (buckets.reverse_order_buckets)
         members = np.flatnonzero(pa.pos >= 0)[::-1]
         assert spec.bucket_mb is not None  # StrategySpec: bucketed needs a size
         starts = bucket_starts(pa.nbytes[members], [mb_to_bytes(spec.bucket_mb)])

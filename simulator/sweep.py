@@ -12,9 +12,9 @@ from .closed_form import ClosedForm, closed_form
 from .network import CostModel
 from .predict import StepResult, check_args, predict_plan
 from .profile import GradProfile
-from .strategies import StrategySpec, comm_plan_arrays, profile_arrays
+from .strategies import BUCKETED, StrategySpec, comm_plan_arrays, profile_arrays
+from .units import MIB
 
-MIB = 1024 * 1024
 SWEEP_SCHEMA = "ddpsim.sweep/1"
 
 
@@ -94,17 +94,15 @@ def sweep(
     **predict_kw: Any,
 ) -> SweepResult:
     """Predict every bucket size of the grid (default: ``default_grid_mb``) for a bucketed strategy."""
-    if strategy.name not in ("bucketed", "torch-ddp", "sharded"):
-        raise ValueError(
-            f"a bucket sweep needs a bucketed strategy (bucketed, torch-ddp, sharded), not {strategy.name!r}"
-        )
+    if not strategy.strategy.bucketed:
+        raise ValueError(f"a bucket sweep needs a bucketed strategy ({', '.join(BUCKETED)}), not {strategy.name!r}")
     grid = list(bucket_mb) if bucket_mb is not None else default_grid_mb(profile)
     check_args(world_size, **{k: v for k, v in predict_kw.items() if k in ("ranks", "jitter_sigma", "repeats")})
     # Many caps give the same buckets (every cap below the smallest tensor, every cap between two
     # closing points): each distinct assignment is simulated once and its result shared.
     pa = profile_arrays(profile)
     smallest = int(pa.nbytes[pa.pos >= 0].min())
-    singletons = strategy.name in ("bucketed", "torch-ddp", "sharded") and not strategy.first_step
+    singletons = not strategy.first_step  # every bucketed strategy (checked above)
     done: dict[Any, StepResult] = {}
     rows_l: list[StepResult] = []
     for mb in grid:

@@ -60,6 +60,7 @@ from typing import Any
 
 from .jsonio import read_json
 from .profile import DTYPE_BYTES, GradProfile, ParamSpec
+from .units import MIB
 
 MODEL_SCHEMA = "ddpsim.model/1"
 DEVICE_SCHEMA = "ddpsim.device/2"
@@ -577,7 +578,7 @@ def model_summary(name: str | ModelSpec) -> dict[str, Any]:
         "n_tensors": len(spec.params),
         "n_params": spec.n_params,
         "grad_bytes": spec.grad_bytes,
-        "grad_mib": spec.grad_bytes / 2**20,
+        "grad_mib": spec.grad_bytes / MIB,
         "fwd_flops_per_sample": spec.fwd_flops_per_sample,
         "default_batch_size": spec.default_batch_size,
         "tokens_per_sample": spec.tokens_per_sample,

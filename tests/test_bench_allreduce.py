@@ -13,6 +13,7 @@ from realrun import bench_allreduce as ba
 from realrun.errors import RunFailure
 from realrun.records import RecordWriter, read_records
 from realrun.stats import max_over_ranks, percentile, summarize
+from simulator.units import MIB
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -20,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 # ---------------------------------------------------------------- pure parts
 def test_sizes_are_powers_of_two_like_nccl_tests():
     assert ba.parse_size("1K") == ba.parse_size("1KB") == ba.parse_size("1KiB") == 1024
-    assert ba.parse_size("16MB") == 16 * 1024 * 1024
+    assert ba.parse_size("16MB") == 16 * MIB
     assert ba.parse_size("4096") == 4096
     assert ba.parse_sizes("1KB,1MB,8MB") == (1024, 1 << 20, 8 << 20)
     assert ba.parse_sizes("1M:8M") == (1 << 20, 2 << 20, 4 << 20, 8 << 20)
@@ -91,6 +92,28 @@ def test_record_uses_the_slowest_rank_and_nccl_tests_bandwidths():
     ]
     assert table[3].split()[:8] == ["native", "8000000", "2000000", "float32", "3000.0", "2.667", "4.000", "n/a"]
     assert table[-1].startswith("# Avg bus bandwidth")
+
+
+def test_csv_holds_the_tables_rows(tmp_path, capsys):
+    import argparse
+    import csv
+
+    from ddpsim.run_commands import CSV_COLUMNS, _report
+
+    spec = ba.AllreduceBenchSpec(world_sizes=(2,), sizes_bytes=(4096, 65536), iters=2, warmup=0)
+    recs = [ba.point_record(spec, "native", 2, n, 2, 0, [[1e-4, 3e-4], [2e-4, 2e-4]], {}, "run") for n in (4096, 65536)]
+    args = argparse.Namespace(json=False, plot=None, quiet=True, out=None, csv="-")
+    assert _report(recs, args) == 0
+    rows = list(csv.DictReader(capsys.readouterr().out.splitlines()))  # stdout: the CSV alone
+    assert list(rows[0]) == CSV_COLUMNS and [int(r["msg_bytes"]) for r in rows] == [4096, 65536]
+    # slowest rank per call: [2e-4, 3e-4] -> median 2.5e-4 s; algbw = 4096 B / 2.5e-4 s = 0.016384 GB/s
+    assert float(rows[0]["median_s"]) == pytest.approx(2.5e-4)
+    assert float(rows[0]["algbw_gbps"]) == pytest.approx(4096 / 2.5e-4 / 1e9)
+    path = tmp_path / "ar.csv"
+    assert _report(recs, argparse.Namespace(json=False, plot=None, quiet=True, out=None, csv=str(path))) == 0
+    out = capsys.readouterr().out
+    assert "# Avg bus bandwidth" in out and f"# csv: {path}" in out  # the table, and the file beside it
+    assert [r["impl"] for r in csv.DictReader(path.read_text().splitlines())] == ["native", "native"]
 
 
 class FakeRanks:

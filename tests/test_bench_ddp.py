@@ -15,6 +15,7 @@ from realrun.profile_grads import profile_grads  # noqa: E402
 from realrun.records import read_records  # noqa: E402
 from realrun.stats import summarize  # noqa: E402
 from simulator.profile import GradProfile  # noqa: E402
+from simulator.units import MIB
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY_GPT = "gpt:n_layer=2,n_embd=32,n_head=2,block_size=16,vocab_size=64"
@@ -47,7 +48,7 @@ def test_measure_ddp_record(pool, tmp_path):
     assert rec["exposed_comm_s"] == pytest.approx(rec["median_s"] - comp["median_s"])
     assert rec["samples_per_s"] == pytest.approx(2 * 4 / rec["median_s"])
     assert rec["tokens_per_s"] == pytest.approx(2 * 4 * 16 / rec["median_s"])
-    assert rec["peak_mem_bytes"] > 10 * 2**20 and rec["link_mbit"] is None and rec["bucket_cap_mb_list"] is None
+    assert rec["peak_mem_bytes"] > 10 * MIB and rec["link_mbit"] is None and rec["bucket_cap_mb_list"] is None
     assert rec["env"]["torch"] == torch.__version__ and rec["env"]["threads_per_rank"] == pool.threads_per_rank
     trace = json.loads(Path(rec["trace_files"][0]).read_text())
     assert any("backward" in str(e.get("name", "")).lower() for e in trace["traceEvents"])
@@ -107,6 +108,21 @@ def test_combine_records_concatenates_rounds():
     )
     # P=1: 4/0.1 = 40 samples/s; P=2: 80 samples/s -> speed-up 2.00, efficiency 100%
     assert " 2.00" in scaling and "100.0%" in scaling
+
+
+def test_bench_ddp_csv_is_the_combined_table(tmp_path, capsys):
+    import argparse
+    import csv
+
+    from ddpsim.ddp_commands import BENCH_CSV_COLUMNS, _report_bench
+
+    recs = [_rec("bucketed", 1.0, [0.10, 0.30], [0.05, 0.07]), _rec("bucketed", 1.0, [0.20], [0.06], rnd=1)]
+    args = argparse.Namespace(json=False, out=None, csv="-")
+    assert _report_bench(recs, args, [2]) == 0
+    rows = list(csv.DictReader(capsys.readouterr().out.splitlines()))  # the two rounds combined: one row
+    assert list(rows[0]) == BENCH_CSV_COLUMNS and len(rows) == 1
+    assert float(rows[0]["median_s"]) == pytest.approx(0.20) and float(rows[0]["exposed_comm_s"]) == pytest.approx(0.14)
+    assert rows[0]["rounds"] == "2" and rows[0]["bucket_cap_mb_list"] == ""
 
 
 def test_profile_grads(pool, tmp_path):

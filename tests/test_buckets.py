@@ -13,6 +13,7 @@ import pytest
 
 from simulator.buckets import assign_buckets, ddp_buckets, reverse_order_buckets
 from simulator.profile import GradProfile, ParamSpec
+from simulator.units import MIB
 
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
@@ -134,5 +135,5 @@ def test_find_unused_parameters_buckets_by_registration_order_without_rebuild():
 
 def test_reverse_order_buckets():
     # 5 tensors of 400 B, cap 1000 B: reverse order 4,3,2 (1200 >= 1000) then 1,0
-    mb = 1000 / (1024 * 1024)
+    mb = 1000 / MIB
     assert reverse_order_buckets([400] * 5, mb) == ((4, 3, 2), (1, 0))

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from ddpsim.cli import main
+from simulator.units import MIB
 
 
 def run_cli(capsys, *argv):
@@ -89,7 +90,7 @@ def test_sweep_json_contract_and_closed_form(capsys, tmp_path):
     assert d["best_bucket_mb"] == best["bucket_mb"]
     cf = d["closed_form"]
     s, o, w = d["total_grad_bytes"], cf["o_s"], cf["w_bytes_per_s"]
-    assert cf["best_bucket_mb"] == pytest.approx((s * w * o) ** 0.5 / 2**20)
+    assert cf["best_bucket_mb"] == pytest.approx((s * w * o) ** 0.5 / MIB)
     assert cf["t_min_s"] == pytest.approx(2 * (s * o / w) ** 0.5)
     assert png.stat().st_size > 10_000
 
@@ -187,3 +188,38 @@ def test_predict_from_fitted_params_carries_an_interval_and_a_preset_says_it_has
     assert json.loads(out)["results"]["interval"] is None
     code, out, _ = run_cli(capsys, "predict", "--model", "gpt2-small")
     assert "no interval" in out
+
+
+# ---- --csv: the table as CSV, to a file or on stdout --------------------------------------
+def _csv_rows(text):
+    import csv
+    import io
+
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_sweep_csv_on_stdout_is_the_json_rows(capsys):
+    argv = ["sweep", "--model", "gpt2-small", "--bucket-mb", "1,4,25"]
+    code, out, _ = run_cli(capsys, *argv, "--csv")
+    assert code == 0
+    rows = _csv_rows(out)  # stdout is the CSV alone: header, then one row per size
+    code, js, _ = run_cli(capsys, *argv, "--json")
+    expected = json.loads(js)["results"]["rows"]
+    assert [r["bucket_mb"] for r in rows] == ["1.0", "4.0", "25.0"]
+    assert [{k: float(v) for k, v in r.items()} for r in rows] == [
+        {k: float(v) for k, v in e.items()} for e in expected
+    ]  # full precision: repr of each float
+
+
+def test_sweep_csv_file_beside_the_table_and_predict_bucket_rows(capsys, tmp_path):
+    path = tmp_path / "s.csv"
+    code, out, _ = run_cli(capsys, "sweep", "--model", "gpt2-small", "--bucket-mb", "1,4", "--csv", str(path))
+    assert code == 0 and "<- best" in out and f"csv: {path}" in out  # the table still printed
+    assert [r["bucket_mb"] for r in _csv_rows(path.read_text())] == ["1.0", "4.0"]
+    code, out, _ = run_cli(capsys, "predict", "--model", "gpt2-small", "--bucket-mb", "25", "--csv", "-")
+    rows = _csv_rows(out)
+    code, js, _ = run_cli(capsys, "predict", "--model", "gpt2-small", "--bucket-mb", "25", "--json")
+    buckets = json.loads(js)["results"]["buckets"]
+    assert list(rows[0]) == ["index", "name", "msg_bytes", "n_params", "ready_s", "start_s", "end_s"]
+    assert [int(r["msg_bytes"]) for r in rows] == [b["msg_bytes"] for b in buckets]
+    assert sum(int(r["msg_bytes"]) for r in rows) == json.loads(js)["results"]["total_grad_bytes"]

@@ -9,6 +9,7 @@ from simulator.engine import simulate_step
 from simulator.network import CostModel
 from simulator.profile import GradProfile, ParamSpec
 from simulator.strategies import StrategySpec, comm_plan
+from simulator.units import MIB
 
 
 @pytest.mark.parametrize("n_b", [1, 2, 5, 16, 40])
@@ -19,7 +20,7 @@ def test_event_model_equals_closed_form(n_b):
     b = s // n_b
     prof = GradProfile("eq", tuple(ParamSpec(f"p{i}", b // 4, bwd_s=b / w) for i in range(n_b)))
     cost = CostModel.linear(o, w, channels=1)
-    spec = StrategySpec("bucketed", bucket_mb=(b - 1) / 2**20)  # each parameter closes its own bucket
+    spec = StrategySpec("bucketed", bucket_mb=(b - 1) / MIB)  # each parameter closes its own bucket
     out = simulate_step(prof, comm_plan(prof, spec, 2), cost, 2)
     assert len(out.rows) == n_b
     assert out.step_time_s - prof.compute_s == pytest.approx(exposed_overhead_s(s, n_b, o, w), rel=1e-12)

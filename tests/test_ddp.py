@@ -13,8 +13,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from realrun.check import check_data_sharding, check_strategy, format_results, shard_indices  # noqa: E402
-from realrun.ddp import STRATEGIES, BucketedDDP  # noqa: E402
+from realrun.ddp import BucketedDDP  # noqa: E402
 from simulator.buckets import reverse_order_buckets  # noqa: E402
+from simulator.strategies import STRATEGIES  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TRICKY = ROOT / "tests" / "data" / "tricky_models.py"

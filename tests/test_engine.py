@@ -7,6 +7,7 @@ from simulator.network import CostModel
 from simulator.predict import predict
 from simulator.profile import GradProfile, ParamSpec
 from simulator.strategies import StrategySpec, comm_plan
+from simulator.units import MIB
 
 # Three parameters registered a, b, c; backward produces c, b, a.
 # Sizes 1000 B, 2000 B, 1000 B; backward compute 1.0 s (c), 2.0 s (b), 1.0 s (a);
@@ -88,7 +89,7 @@ def test_no_sync_accumulation_communicates_once():
 
 def test_torch_ddp_first_step_is_one_bucket_and_launch_is_in_index_order():
     # cap 1500 B = 0.00143 MiB: rebuilt in ready order c (1000), b (2000 -> 3000 >= 1500 closes), a
-    mb = 1500 / 2**20
+    mb = 1500 / MIB
     steady = run("torch-ddp", bucket_mb=mb)
     first = run("torch-ddp", bucket_mb=mb, first_step=True)
     assert [r.n_params for r in steady.rows] == [2, 1]
@@ -104,7 +105,7 @@ def test_in_order_launch_waits_for_lower_buckets():
     # that differs (a ready first), bucket 0 (= c) is ready last, so nothing launches before it.
     prof = GradProfile("p", PROF.params, ready_order=(0, 1, 2), forward_s=0.5, optimizer_s=0.25)
     cost = CostModel.linear(0.5, 1000.0)
-    spec = StrategySpec("torch-ddp", bucket_mb=500 / 2**20, find_unused_parameters=True)
+    spec = StrategySpec("torch-ddp", bucket_mb=500 / MIB, find_unused_parameters=True)
     out = simulate_step(prof, comm_plan(prof, spec, 2), cost, 2)
     # buckets (c), (b), (a); backward a [0.5,1.5], b [1.5,3.5], c [3.5,4.5]; all three launch at 4.5
     assert [r.name for r in out.rows] == ["bucket0", "bucket1", "bucket2"]
@@ -113,7 +114,7 @@ def test_in_order_launch_waits_for_lower_buckets():
 
 
 def test_sharded_adds_broadcasts_after_a_partial_optimizer_step():
-    mb = 1e6 / 2**20  # one bucket
+    mb = 1e6 / MIB  # one bucket
     ddp = run("torch-ddp", bucket_mb=mb)
     zero = run("sharded", bucket_mb=mb)
     # optimizer on half the parameters (p = 2): 0.125 s; then broadcasts of a, b, c at busbw = w * 2(p-1)/p = w

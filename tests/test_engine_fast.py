@@ -23,9 +23,9 @@ from simulator.predict import predict
 from simulator.profile import GradProfile, ParamSpec
 from simulator.strategies import StrategySpec, comm_plan
 from simulator.sweep import sweep
+from simulator.units import MIB
 
 REL = 1e-9
-MIB = 1024 * 1024
 
 
 def _close(a: float, b: float) -> bool:

@@ -32,11 +32,11 @@ from simulator.network import CostModel, load_network
 from simulator.predict import predict
 from simulator.profile import GradProfile, ParamSpec
 from simulator.strategies import StrategySpec
+from simulator.units import MIB
 
 GOLDEN = Path(__file__).resolve().parent / "data" / "engine_golden.json"
 N_CONFIGS = 360
 REL = 1e-9
-MIB = 1024 * 1024
 
 
 def config(seed: int) -> dict[str, Any]:

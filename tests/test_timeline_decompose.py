@@ -14,6 +14,7 @@ from calibration.timeline import (
     timeline_outputs,
     timeline_trace,
 )
+from simulator.units import MIB
 
 
 def _tl(bwd_start, bwd_end, buckets, opt_start, opt_end, step):
@@ -133,7 +134,7 @@ def test_predicted_timeline_from_the_simulator():
     prof = GradProfile("toy", params, forward_s=0.005, optimizer_s=0.001)
     cost = CostModel.linear(0.0005, 1e9, 2)
     tl = predicted_timeline(prof, cost, StrategySpec("torch-ddp", bucket_mb=2.0), 2)
-    assert [b["bytes"] for b in tl["buckets"]] == [2 * 2**20] * 4
+    assert [b["bytes"] for b in tl["buckets"]] == [2 * MIB] * 4
     assert tl["backward_start_s"] == pytest.approx(0.005)
     for b in tl["buckets"]:
         assert b["ready_s"] <= b["launch_s"] <= b["complete_s"]

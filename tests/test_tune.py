@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,9 +29,9 @@ from simulator.network import CostModel, load_network
 from simulator.predict import predict
 from simulator.profile import GradProfile, ParamSpec
 from simulator.strategies import StrategySpec
+from simulator.units import MIB
 
 ROOT = Path(__file__).resolve().parent.parent
-MIB = 1 << 20
 MS = 1e-3
 
 # o = 10 ms per call, w = 1 GiB/s: 16 MiB take 15.625 ms, 32 MiB 31.25 ms, 64 MiB 62.5 ms
@@ -315,6 +316,94 @@ def test_tune_world_size_0_and_link_without_netns_exit_2(tmp_path, capsys, monke
     assert capsys.readouterr().err == "ddpsim: error: --link-mbit: emulated links need root (simulated by the test)\n"
 
 
+@pytest.fixture(scope="module")
+def gpt2_profile(tmp_path_factory) -> Path:
+    """gpt2-small's FLOP profile on the default device, as a profile file (``tune --profile``: no ranks)."""
+    path = tmp_path_factory.mktemp("prof") / "gpt2.json"
+    zoo.profile_from_flops(zoo.load_model_spec("gpt2-small"), zoo.load_device(zoo.DEFAULT_DEVICE)).save(path)
+    return path
+
+
+def test_tune_network_and_o_us_go_through_the_one_resolver(gpt2_profile, tmp_path, capsys, no_ranks):
+    # --network nccl-h100-ib with --o-us 50 at 8 ranks: o replaced, w kept from the preset at 8 ranks
+    out = tmp_path / "out"
+    argv = ["tune", "--profile", str(gpt2_profile), "--network", "nccl-h100-ib", "--o-us", "50"]
+    assert _exit_code([*argv, "--world-size", "8", "--out-dir", str(out), "--json", "--quiet"]) == 0
+    d = json.loads(capsys.readouterr().out)["results"]
+    from ddpsim.resolve import resolve_cost
+
+    cost = resolve_cost("nccl-h100-ib", world_size=8, o_us=50)
+    assert cost.linear_at(8)[0] == pytest.approx(50e-6)
+    prof = GradProfile.load(gpt2_profile)
+    assert d["default_step_time_s"] == pytest.approx(predict(prof, cost, StrategySpec("torch-ddp"), 8).step_time_s)
+
+
+def test_tune_records_its_command_line_host_and_torch(gpt2_profile, tmp_path, capsys, no_ranks):
+    import socket
+
+    out = tmp_path / "out"
+    argv = ["tune", "--profile", str(gpt2_profile), "--network", "nccl-h100-ib", "--out-dir", str(out), "--quiet"]
+    assert _exit_code(argv) == 0
+    run = json.loads((out / "tune.json").read_text())["run"]
+    assert run["command"] == "ddpsim " + " ".join(argv) and run["host"] == socket.gethostname()
+    try:
+        from importlib.metadata import version
+
+        torch_version = version("torch")
+    except Exception:
+        torch_version = None
+    assert run["torch"] == torch_version
+    report = (out / "report.md").read_text()
+    assert "ddpsim " + " ".join(argv) in report and f"host {socket.gethostname()}, torch {torch_version}" in report
+
+
+def test_verify_rows_show_the_headline_prediction_and_label_the_retimed_one(monkeypatch):
+    """Each verified setting shows the headline's prediction; the prediction re-timed to the measured compute is
+    a second, labelled column, and the error is the re-timed one's."""
+    import argparse
+
+    import calibration.validate as validate_mod
+    from ddpsim.report import format_verify, report_md
+    from ddpsim.tune_command import _verify
+    from ddpsim.tuner import with_files
+
+    prof, cost = toy(), COST
+    res = recommend(prof, cost, 2)
+    # measured: compute-only 1.5x the profile's 41 ms; recommended 200 ms every step, the default's steps
+    # 250, 200, 200, 200, 160 ms: median 200, paired gains (d - r) / d = +20%, 0, 0, 0, -25%
+    measured = {"recommended": [0.2] * 5, "default": [0.25, 0.2, 0.2, 0.2, 0.16]}
+
+    def fake_measure(pool, model, configs, labels, bs, **kw):
+        return 5, [list(measured.get(label, [0.2] * 5)) for label in labels], [[0.0615] * 5]
+
+    monkeypatch.setattr(validate_mod, "measure_beside_compute", fake_measure)
+    pool = argparse.Namespace(world_size=2, backend="gloo")
+    args = argparse.Namespace(model="toy", verify_grid=None, link_mbit=None, steps=5, warmup=1)
+    v = _verify(pool, args, res, prof, cost, lambda m: None, os.devnull)
+    rows = {r["setting"]: r for r in v["rows"]}
+    assert rows["recommended"]["predicted_step_s"] == res.predicted_step_time_s  # one prediction per setting
+    assert rows["default"]["predicted_step_s"] == res.default_step_time_s
+    assert v["compute_scale"] == pytest.approx(1.5)  # 61.5 ms measured / 41 ms profiled
+    retimed = predict(prof.scaled(1.5), cost, StrategySpec("torch-ddp"), 2).step_time_s
+    assert rows["default"]["retimed_predicted_step_s"] == pytest.approx(retimed, rel=1e-12)
+    assert rows["default"]["error_pct"] == pytest.approx((retimed - 0.2) / 0.2 * 100, rel=1e-12)
+    text = format_verify(v)
+    line = next(x for x in text.splitlines() if x.strip().startswith("default"))
+    assert f"{res.default_step_time_s * 1e3:.2f} ms" in line and f"{retimed * 1e3:.2f} ms" in line
+    assert "re-timed: the same prediction with compute scaled x1.500" in text
+    report = report_md(with_files(res, {}, v))
+    assert (
+        f"| default | {res.default_step_time_s * 1e3:.2f} | 200.00 | 176.00..230.00 | {retimed * 1e3:.2f} |" in report
+    )
+    assert report.count("re-timed: the same prediction") == 1
+    # the default p10..p90: sorted 160, 200, 200, 200, 250 -> 160 + 0.4 x 40 = 176, 200 + 0.6 x 50 = 230 ms;
+    # the measured gain with its spread: medians equal (0%), paired p10..p90 of [-25, 0, 0, 0, 20] = -15..+12
+    assert v["measured_gain_vs_default_pct"] == 0.0
+    assert v["measured_gain_p10_p90_pct"] == pytest.approx([-15.0, 12.0])
+    assert v["measured_gain_within_noise"] is True
+    assert "step by step p10..p90 -15.0% to +12.0%: within the noise" in text
+
+
 # ---- ddpsim tune --verify, for real, on a model defined only in a test file ----------
 @pytest.mark.slow
 def test_tune_verify_on_a_model_from_a_test_file(tmp_path):
@@ -377,14 +466,19 @@ def test_tune_verify_on_a_model_from_a_test_file(tmp_path):
             r["measured_p90_s"],
         )
         assert 0 < r["measured_p10_s"] <= r["measured_median_s"] <= r["measured_p90_s"] < 10
-        expected_err = (r["predicted_step_s"] - r["measured_median_s"]) / r["measured_median_s"] * 100
+        expected_err = (r["retimed_predicted_step_s"] - r["measured_median_s"]) / r["measured_median_s"] * 100
         assert r["error_pct"] == pytest.approx(expected_err, rel=1e-12)
-    # verify predicts with the profile's compute scaled to the compute-only baseline measured beside the settings
+    # one prediction per setting: the headline's; beside it, labelled, the one with the profile's compute
+    # scaled to the compute-only baseline measured beside the settings (the error is that one's)
+    assert (rec["predicted_step_s"], default["predicted_step_s"]) == (
+        d["predicted_step_time_s"],
+        d["default_step_time_s"],
+    )
     scaled = prof.scaled(v["measured_compute_s"] / prof.compute_s)
-    assert rec["predicted_step_s"] == pytest.approx(
+    assert rec["retimed_predicted_step_s"] == pytest.approx(
         predict(scaled, cost, StrategySpec("torch-ddp", bucket_mb=d["recommended_bucket_mb"]), 2).step_time_s, rel=1e-9
     )
-    assert default["predicted_step_s"] == pytest.approx(
+    assert default["retimed_predicted_step_s"] == pytest.approx(
         predict(scaled, cost, StrategySpec("torch-ddp"), 2).step_time_s, rel=1e-9
     )
     best = min(v["rows"], key=lambda r: r["measured_median_s"])
