@@ -285,6 +285,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             cost = replace(
                 cost,
                 network=None,
+                measured_world_sizes=(),
                 ref_world_size=args.world_size,
                 o_s=args.o_us * 1e-6 if args.o_us is not None else o,
                 w_bytes_per_s=args.w_gbps * 1e9 if args.w_gbps is not None else w,
