@@ -48,6 +48,14 @@ def _strategies(text: str) -> tuple[str, ...]:
 
 
 steps = number(int, 1, 100_000)
+
+
+def _calibrate_worlds(text: str) -> list[int]:
+    """``--world-size 2`` (its message as before) or ``2,4``: ranks started here, each as ``local_world``."""
+    return world_sizes(1)(text) if "," in text else [local_world(1)(text)]
+
+
+_calibrate_worlds.__name__ = "world size"
 link_list = number_list(link_mbit)
 
 
@@ -333,7 +341,7 @@ def add_commands(sub: Any) -> None:
     c.add_argument("--backend", default="gloo", choices=("gloo", "nccl"), help="collective backend")
     c.add_argument(
         "--world-size",
-        type=world_sizes(1),
+        type=_calibrate_worlds,
         default=[2],
         help="ranks started here: one number, or a list like 2,4 (the all-reduce is measured at each and one "
         "model fitted across them; the profile and contention probes run at the smallest)",
