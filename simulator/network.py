@@ -49,6 +49,9 @@ GLOO_ALGORITHM_SOURCE = (
     "UNSPECIFIED (bcube only when asked) at every message size and world size: a reduce-scatter then an "
     "all-gather over 2p or more segments (at most 1 MiB each, kMaxSegmentSize), two in flight"
 )
+# The algorithm a cross-p fit assumes per backend. gloo: its ring, always (above). NCCL picks ring or tree
+# (and NVLS/CollNet where present) per size from its own tuning model; a fit over one node's GPUs takes the
+# ring, NCCL's choice for bandwidth-bound sizes (pin it with NCCL_ALGO=Ring when calibrating to be sure).
 DEFAULT_ALGORITHM = {"gloo": "ring", "nccl": "ring"}
 
 
