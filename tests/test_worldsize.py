@@ -220,3 +220,28 @@ def test_predict_sweep_tune_outputs_say_which_p_were_measured(tmp_path, capsys, 
         assert d["network_provenance"]["measured_world_sizes"] == [2, 4]
     assert main(["predict", "--params", str(path), "--world-size", "4", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["results"]["network_provenance"]["extrapolated"] is False
+
+
+def test_validate_says_which_p_were_measured():
+    """validate's result and text name the measured p: params from p = 2 validated at p = 4."""
+    from calibration.validate import format_validation
+
+    params = _params((2,))
+    prov = params.cost_model().provenance(4)
+    res = {
+        "model": "gpt",
+        "world_size": 4,
+        "backend": "gloo",
+        "link_mbit": 200.0,
+        "measured_compute_s": 0.85,
+        "predicted_compute_s": 0.42,
+        "rescale_compute": True,
+        "network_provenance": prov,
+        "rows": [],
+        "median_abs_error_pct": 0.0,
+        "worst_abs_error_pct": 0.0,
+        "n_configs": 0,
+        "best_bucket": {},
+    }
+    text = format_validation(res)
+    assert "network fitted at p = 2 only; p = 4 extrapolated" in text and "latency split assumed" in text
