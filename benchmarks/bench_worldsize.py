@@ -115,6 +115,7 @@ def main() -> int:
     ap.add_argument("--strategies", default="torch-ddp,flat,individual")
     ap.add_argument("--bucket-mb", default="1,4,25")
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--sizes", default=None, help="all-reduce sizes for calibrate --sizes (default: calibrate's)")
     args = ap.parse_args()
 
     from calibration.params import Params
@@ -128,7 +129,8 @@ def main() -> int:
     run(
         py
         + ["calibrate", "--model", args.model, "--world-size", args.calibrate_world_sizes, "--link-mbit", link]
-        + ["--out", str(joint_path), "--records", str(out / "calibration.jsonl")],
+        + ["--out", str(joint_path), "--records", str(out / "calibration.jsonl")]
+        + (["--sizes", args.sizes] if args.sizes else []),
         log,
     )
     joint = Params.load(joint_path)
