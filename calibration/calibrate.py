@@ -335,7 +335,7 @@ def calibrate_world_sizes(
         + ", ".join(f"p={p}: t0 {f.o_us:.0f} us, w {f.w_gbps * 8e3:.0f} Mbit/s" for p, f in lin.items())
         + f"; rel. RMS {abg.rel_rms * 100:.1f}%"
     )
-    return replace(params, abg=abg, source_records=params.source_records)
+    return replace(params, abg=abg)
 
 
 def fit_across_world_sizes(records: list[dict[str, Any]], params: Params, link_mbit: float | None) -> ABGFit:

@@ -274,6 +274,9 @@ def _abg_columns(algorithm: str, n: float, p: int) -> tuple[float, float, float]
 
 @dataclass(frozen=True)
 class ABGPoint:
+    """One (world size, size) of a cross-p fit: ``measured_median_s`` is the statistic fitted (the
+    median, or the mean with ``fit_abg(statistic="mean")``)."""
+
     world_size: int
     msg_bytes: int
     measured_median_s: float
