@@ -15,6 +15,14 @@ link) runs, in order, with a progress line per phase:
    they are inside a step; these replace the contention probe's (kept in
    ``probes`` beside them).
 
+With several world sizes (``--world-size 2,4``), all of that runs at the
+smallest; then a pool of each larger size runs the all-reduce sweep alone, and
+one model is fitted across every p (``fit_across_world_sizes``): a per-call
+constant, gloo's ring latency per step and the link bandwidth, stored as the
+params' ``abg``. With one world size the split of the zero-byte time between
+the per-call constant and the per-step latency is assumed, and predictions at
+other p say so.
+
 Every measurement is appended to the records file as it is taken; the params
 file is written at the end (atomically). Nothing here is assumed: each number
 in the params file comes from a record listed in it.
@@ -34,7 +42,7 @@ from typing import Any
 from simulator.units import KIB, MIB
 
 from .contention import fit_contention
-from .fit import fit_linear
+from .fit import ABGFit, fit_abg, fit_linear
 from .params import Params
 
 
@@ -52,10 +60,15 @@ class CalibrateSpec:
     optimizer: str = "sgd"
     records: str = "calibration.jsonl"
     timeout_s: float = 900.0
+    world_sizes: tuple[int, ...] = ()  # all-reduce measured at each; () = (world_size,); the rest at the smallest
 
     def __post_init__(self) -> None:
-        if self.world_size < 2:
-            raise ValueError(f"calibration needs at least 2 ranks to communicate, got --world-size {self.world_size}")
+        if self.world_sizes:
+            object.__setattr__(self, "world_sizes", tuple(sorted(set(self.world_sizes))))
+            object.__setattr__(self, "world_size", self.world_sizes[0])
+        small = [p for p in self.world_sizes or (self.world_size,) if p < 2]
+        if small:
+            raise ValueError(f"calibration needs at least 2 ranks to communicate, got --world-size {small[0]}")
         if self.link_mbit is not None and not self.link_mbit > 0:
             raise ValueError(f"--link-mbit must be > 0, got {self.link_mbit}")
         if self.batch_size is not None and self.batch_size < 1:
@@ -102,7 +115,12 @@ def open_pool(world_size: int, backend: str, link_mbit: float | None, timeout_s:
 
 
 def measure_allreduce(
-    pool: Any, sizes: tuple[int, ...], link_mbit: float | None, writer: Any, say: Callable[[str], None]
+    pool: Any,
+    sizes: tuple[int, ...],
+    link_mbit: float | None,
+    writer: Any,
+    say: Callable[[str], None],
+    impls: tuple[str, ...] = ("native", "broadcast"),
 ) -> list[dict]:
     from realrun.bench_allreduce import AllreduceBenchSpec, measure, sweep
 
@@ -110,11 +128,12 @@ def measure_allreduce(
         backend=pool.backend,
         world_sizes=(pool.world_size,),
         sizes_bytes=sizes,
-        impls=("native", "broadcast"),
+        impls=impls,
         link_mbit=link_mbit,
     )
     call = lambda *a: pool.run(measure, *a)[0]  # noqa: E731
-    say(f"all-reduce and broadcast at {len(sizes)} sizes, {sizes[0] // KIB} KiB to {sizes[-1] / MIB:g} MiB")
+    what = " and ".join("all-reduce" if i == "native" else i for i in impls)
+    say(f"{what} at {len(sizes)} sizes, {sizes[0] // KIB} KiB to {sizes[-1] / MIB:g} MiB")
     return sweep(
         spec, pool.world_size, call, writer, False, run_id=f"calibrate-{int(time.time())}", t_start=time.monotonic()
     )
@@ -300,9 +319,76 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
 
 def calibrate(spec: CalibrateSpec, progress: bool = True) -> Params:
     say = Progress(progress)
+    ps = spec.world_sizes or (spec.world_size,)
+    t_start = time.time()
     say(
         f"{spec.world_size} {spec.backend} ranks"
         + (f" over emulated {spec.link_mbit:g} Mbit/s links" if spec.link_mbit else " on loopback")
+        + (f" (then the all-reduce at p = {', '.join(map(str, ps[1:]))})" if len(ps) > 1 else "")
     )
     with open_pool(spec.world_size, spec.backend, spec.link_mbit, spec.timeout_s) as pool:
-        return calibrate_on_pool(pool, spec, say)
+        params = calibrate_on_pool(pool, spec, say)
+    if len(ps) > 1:
+        params = calibrate_world_sizes(params, spec, ps[1:], say, since_unix_s=t_start)
+    return params
+
+
+# ---- across world sizes ---------------------------------------------------------------
+def calibrate_world_sizes(
+    params: Params, spec: CalibrateSpec, more: tuple[int, ...], say: Callable[[str], None], since_unix_s: float
+) -> Params:
+    """The all-reduce sweep at each of the ``more`` world sizes (a fresh pool each, same link), then ONE
+    model across all of them (``fit_across_world_sizes``) stored as ``params.abg``. The profile, streams,
+    copies and contention stay those measured at the smallest world size."""
+    from realrun.records import RecordWriter, read_records
+
+    sizes = spec.sizes_bytes or default_sizes(spec.link_mbit)
+    for p in more:
+        say(
+            f"{p} {spec.backend} ranks"
+            + (f" over emulated {spec.link_mbit:g} Mbit/s links" if spec.link_mbit else " on loopback")
+        )
+        with open_pool(p, spec.backend, spec.link_mbit, spec.timeout_s) as pool, RecordWriter(spec.records) as writer:
+            measure_allreduce(pool, sizes, spec.link_mbit, writer, say, impls=("native",))
+    recs = [
+        r
+        for r in read_records(spec.records)
+        if r.get("kind") == "allreduce" and float(r.get("time_unix_s", 0.0)) >= since_unix_s
+    ]
+    abg = fit_across_world_sizes(recs, params, spec.link_mbit)
+    lin = {p: abg.linear_at(p) for p in abg.world_sizes}
+    say(
+        f"across p = {', '.join(map(str, abg.world_sizes))} ({abg.algorithm}): o = {abg.o_s * 1e6:.1f} us per call, "
+        f"alpha = {abg.alpha_s * 1e6:.1f} us per step, link {8e-6 / abg.beta_s_per_byte:.4g} Mbit/s; "
+        + ", ".join(f"p={p}: t0 {f.o_us:.0f} us, w {f.w_gbps * 8e3:.0f} Mbit/s" for p, f in lin.items())
+        + f"; rel. RMS {abg.rel_rms * 100:.1f}%"
+    )
+    return replace(params, abg=abg)
+
+
+def fit_across_world_sizes(records: list[dict[str, Any]], params: Params, link_mbit: float | None) -> ABGFit:
+    """One all-reduce model over every world size measured: gloo's ring (``GLOO_ALGORITHM_SOURCE``) as a
+    per-call constant ``o``, ``alpha`` per ring step and the link's bandwidth, fitted to the mean call of
+    each (p, size) as ``calibrate``'s ``w`` is.
+
+    The per-call overhead the simulator uses at the smallest p comes from calls issued back to back (the
+    stream probe, ``params.linear.o_s``), which pay a hand-off an isolated call does not: that
+    difference is taken as per-call (it does not grow with p) and added to ``o``.
+    """
+    from simulator.network import DEFAULT_ALGORITHM
+
+    algorithm = DEFAULT_ALGORITHM.get(params.backend, "ring")
+    abg = fit_abg(records, algorithm, link_mbit=link_mbit if link_mbit else None, statistic="mean")
+    p0 = params.world_size
+    shift = params.linear.o_s - abg.linear_at(p0).o_s
+    o = max(0.0, abg.o_s + shift)
+    lo, hi = abg.o_ci_s
+    note = f"o shifted by {shift * 1e6:+.1f} us so the zero-byte time at p = {p0} is the back-to-back stream fit's" + (
+        " (clipped at 0)" if abg.o_s + shift < 0 else ""
+    )
+    return replace(
+        abg,
+        o_s=o,
+        o_ci_s=(max(0.0, lo + shift), max(0.0, hi + shift)),
+        note="; ".join(x for x in (abg.note, note) if x),
+    )

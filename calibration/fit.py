@@ -59,6 +59,7 @@ __all__ = [
     "select_allreduce",
     "fit_linear",
     "fit_abg",
+    "abg_from_linear",
     "fit_contention",
     "fit_contention_from_runs",
 ]
@@ -273,6 +274,9 @@ def _abg_columns(algorithm: str, n: float, p: int) -> tuple[float, float, float]
 
 @dataclass(frozen=True)
 class ABGPoint:
+    """One (world size, size) of a cross-p fit: ``measured_median_s`` is the statistic fitted (the
+    median, or the mean with ``fit_abg(statistic="mean")``)."""
+
     world_size: int
     msg_bytes: int
     measured_median_s: float
@@ -282,7 +286,14 @@ class ABGPoint:
 
 @dataclass(frozen=True)
 class ABGFit:
-    """alpha (s), beta (s/byte sent), gamma (s/byte reduced) of one all-reduce algorithm.
+    """A per-call constant ``o`` (s), alpha (s per step), beta (s/byte sent), gamma (s/byte reduced)
+    of one all-reduce algorithm: ``T(n, p) = o + A(p) alpha + B(p) n beta + C(p) n gamma``.
+
+    ``o`` does not grow with p (a network preset's ``call_overhead_s``); alpha is
+    paid once per step of the algorithm. ``split`` says how o and alpha were
+    separated: ``"fitted"`` (measured at two or more world sizes, ``fit_abg``)
+    or ``"assumed"`` (one world size, ``abg_from_linear``: the zero-byte time at
+    that p split by an assumed share).
 
     ``gamma_identified`` is False when gamma was not fitted: either given
     (``gamma_fixed``) or, by default, set to 0 because the data cannot separate
@@ -311,14 +322,28 @@ class ABGFit:
     link_mbit: float | None = None
     ci_method: str = "none"
     note: str = ""
+    o_s: float = 0.0
+    o_ci_s: tuple[float, float] = (0.0, 0.0)
+    split: str = "fitted"
+
+    def __post_init__(self) -> None:
+        if self.split not in ("fitted", "assumed"):
+            raise ValueError(f"split must be 'fitted' or 'assumed', got {self.split!r}")
+        for name in ("o_s", "alpha_s", "beta_s_per_byte", "gamma_s_per_byte"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
 
     def predict_time_s(self, msg_bytes: float, p: int) -> float:
-        return allreduce_time_s(self.algorithm, msg_bytes, p, self.alpha_s, self.beta_s_per_byte, self.gamma_s_per_byte)
+        return self.o_s + allreduce_time_s(
+            self.algorithm, msg_bytes, p, self.alpha_s, self.beta_s_per_byte, self.gamma_s_per_byte
+        )
 
     def linear_at(self, p: int) -> LinearFit:
-        """The ``o``, ``w`` of this algorithm at ``p`` ranks (``linear_params_from_abg``).
+        """The ``o``, ``w`` of this algorithm at ``p`` ranks: ``o`` here is the zero-byte time
+        ``o + A(p) alpha``, ``w`` the algorithm bandwidth (``linear_params_from_abg``).
 
-        Intervals: ``o`` is ``A(p) alpha`` so its interval scales exactly; for
+        Intervals: the ends of ``o`` and ``A(p) alpha`` added (conservative); for
         ``w`` the ends combine the beta and gamma ends (conservative)."""
         if not isinstance(p, (int, np.integer)) or isinstance(p, bool) or p < 2:
             raise ValueError(f"linear_at needs an integer world size >= 2, got {p!r}")
@@ -327,9 +352,9 @@ class ABGFit:
         a_coef, b_coef, g_coef = _abg_columns(self.algorithm, 1.0, p)  # alpha's coefficient does not depend on n
         slope = [b_coef * self.beta_ci_s_per_byte[i] + g_coef * self.gamma_ci_s_per_byte[i] for i in (0, 1)]
         return LinearFit(
-            o_s=o,
+            o_s=self.o_s + o,
             w_bytes_per_s=w,
-            o_ci_s=(a_coef * self.alpha_ci_s[0], a_coef * self.alpha_ci_s[1]),
+            o_ci_s=(self.o_ci_s[0] + a_coef * self.alpha_ci_s[0], self.o_ci_s[1] + a_coef * self.alpha_ci_s[1]),
             w_ci_bytes_per_s=(inv(slope[1]), inv(slope[0])),
             impl=self.impl,
             backend=self.backend,
@@ -342,13 +367,16 @@ class ABGFit:
     def to_dict(self) -> dict[str, Any]:
         return {
             "algorithm": self.algorithm,
+            "o_s": self.o_s,
             "alpha_s": self.alpha_s,
             "beta_s_per_byte": self.beta_s_per_byte,
             "gamma_s_per_byte": self.gamma_s_per_byte,
+            "o_ci_s": [jfloat(v) for v in self.o_ci_s],
             "alpha_ci_s": [jfloat(v) for v in self.alpha_ci_s],
             "beta_ci_s_per_byte": [jfloat(v) for v in self.beta_ci_s_per_byte],
             "gamma_ci_s_per_byte": [jfloat(v) for v in self.gamma_ci_s_per_byte],
             "gamma_identified": self.gamma_identified,
+            "split": self.split,
             "world_sizes": list(self.world_sizes),
             "points": [vars(pt).copy() for pt in self.points],
             "rel_rms": jfloat(self.rel_rms),
@@ -389,9 +417,55 @@ class ABGFit:
                 link_mbit=d.get("link_mbit"),
                 ci_method=str(d.get("ci_method", "none")),
                 note=str(d.get("note", "")),
+                # written before the per-call constant was fitted: none, as those fits had
+                o_s=float(d.get("o_s", 0.0)),
+                o_ci_s=_pair(d.get("o_ci_s")) if d.get("o_ci_s") is not None else (0.0, 0.0),
+                split=str(d.get("split", "fitted")),
             )
         except (TypeError, ValueError) as e:
             raise ValueError(f"alpha-beta-gamma fit is malformed: {e}") from None
+
+
+def abg_from_linear(fit: LinearFit, latency_share: float | None = None, algorithm: str = "ring") -> ABGFit:
+    """The terms of a fit at ONE world size, its latency split assumed: ``latency_share`` of the
+    zero-byte time ``o`` goes to the ring's ``2(p-1)`` steps, the rest is the per-call constant
+    (``simulator.network.split_linear``, the split ``CostModel`` applies to a linear model)."""
+    from simulator.network import ASSUMED_LATENCY_SHARE, ASSUMED_LATENCY_SHARE_SOURCE, split_linear
+
+    if fit.world_size is None or fit.world_size < 2:
+        raise ValueError(f"the linear fit needs its world size (>= 2) to be split, got {fit.world_size!r}")
+    if algorithm != "ring":
+        raise ValueError(f"a one-p fit is split over the ring only (gloo's algorithm), got {algorithm!r}")
+    share = ASSUMED_LATENCY_SHARE if latency_share is None else latency_share
+    t = split_linear(fit.o_s, fit.w_bytes_per_s, fit.world_size, share)
+    beta = 1.0 / t.bw_bytes_per_s
+    steps = _abg_columns(algorithm, 0.0, fit.world_size)[0]
+    lo, hi = fit.o_ci_s
+    w_lo, w_hi = fit.w_ci_bytes_per_s
+    per_byte = _abg_columns(algorithm, 1.0, fit.world_size)[1]
+    return ABGFit(
+        algorithm=algorithm,
+        o_s=t.call_overhead_s,
+        alpha_s=t.alpha_s,
+        beta_s_per_byte=beta,
+        gamma_s_per_byte=0.0,
+        o_ci_s=((1 - share) * lo, (1 - share) * hi),
+        alpha_ci_s=(share * lo / steps, share * hi / steps),
+        beta_ci_s_per_byte=(inv(w_hi * per_byte), inv(w_lo * per_byte)),
+        gamma_ci_s_per_byte=(0.0, 0.0),
+        gamma_identified=False,
+        world_sizes=(fit.world_size,),
+        points=(),
+        rel_rms=fit.rel_rms,
+        max_abs_rel_err=fit.max_abs_rel_err,
+        impl=fit.impl,
+        backend=fit.backend,
+        link_mbit=fit.link_mbit,
+        ci_method=fit.ci_method,
+        note=f"measured at p = {fit.world_size} only: latency split assumed, {share:.0%} of the zero-byte "
+        f"time per ring step ({ASSUMED_LATENCY_SHARE_SOURCE if latency_share is None else 'given'})",
+        split="assumed",
+    )
 
 
 def fit_abg(
@@ -406,13 +480,21 @@ def fit_abg(
     f_scale: float = DEFAULT_F_SCALE,
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = 0,
+    statistic: str = "median",
+    call_overhead: bool = True,
 ) -> ABGFit:
-    """Fit alpha, beta, gamma (all >= 0) of ``algorithm`` to all-reduce medians over world sizes and sizes.
+    """Fit ``o`` (per call), alpha, beta, gamma (all >= 0) of ``algorithm`` to all-reduce medians
+    (``statistic="mean"``: means) over world sizes and sizes.
 
     Needs records at two or more world sizes >= 2 (world size 1 records are
     ignored: nothing is communicated): the alpha-beta-gamma form is
     what carries a fit to another ``p``, and with one ``p`` its dependence on
-    ``p`` would be assumed rather than fitted (use ``fit_linear`` there).
+    ``p`` would be assumed rather than fitted (use ``fit_linear`` there, and
+    ``abg_from_linear`` to split it with an assumed share).
+
+    ``o`` and alpha: separable because alpha's coefficient ``A(p)`` changes with
+    p and ``o``'s does not (``call_overhead=False`` fixes ``o = 0``: all of the
+    zero-byte time is per step).
 
     beta and gamma: separable only if the data make their coefficients
     independent, which no single algorithm here does (see ``ABGFit``). Pass
@@ -434,18 +516,25 @@ def fit_abg(
             "world size the data fix only o and w (use fit_linear); fitting alpha/beta/gamma there would "
             "assume, not measure, how time grows with p"
         )
-    cols = np.array([_abg_columns(algorithm, pt.msg_bytes, pt.world_size) for pt in pts])
+    # columns: o, alpha, beta, gamma
+    cols = np.array([(1.0, *_abg_columns(algorithm, pt.msg_bytes, pt.world_size)) for pt in pts])
     med = np.array([pt.median_s for pt in pts])
     A = cols / med[:, None]
     An = A / np.linalg.norm(A, axis=0).clip(min=1e-300)
-    if np.linalg.matrix_rank(An[:, :2], tol=1e-9) < 2:
+    if np.linalg.matrix_rank(An[:, 1:3], tol=1e-9) < 2:
         raise ValueError("alpha and beta cannot be separated: measure at least two message sizes")
+    o_free = [0] if call_overhead else []
+    if call_overhead and np.linalg.matrix_rank(An[:, :3], tol=1e-9) < 3:
+        raise ValueError(
+            f"the per-call constant and {algorithm}'s per-step latency cannot be separated at world sizes {ps}: "
+            "measure world sizes with different step counts"
+        )
     if gamma_s_per_byte is not None:
-        free, fixed_g, note = [0, 1], float(gamma_s_per_byte), "gamma given, not fitted"
-    elif np.linalg.matrix_rank(An, tol=1e-9) == 3:
-        free, fixed_g, note = [0, 1, 2], 0.0, ""
+        free, fixed_g, note = o_free + [1, 2], float(gamma_s_per_byte), "gamma given, not fitted"
+    elif np.linalg.matrix_rank(An[:, o_free + [1, 2, 3]], tol=1e-9) == len(o_free) + 3:
+        free, fixed_g, note = o_free + [1, 2, 3], 0.0, ""
     else:
-        free, fixed_g = [0, 1], 0.0
+        free, fixed_g = o_free + [1, 2], 0.0
         note = (
             f"beta and gamma enter {algorithm} only as one combination, so all-reduce times cannot "
             "separate them; gamma set to 0 and beta is the effective value (predictions of this "
@@ -453,31 +542,36 @@ def fit_abg(
         )
     core = robust_fit(
         cols[:, free],
-        cols[:, 2] * fixed_g if 2 not in free else np.zeros(len(pts)),
+        cols[:, 3] * fixed_g if 3 not in free else np.zeros(len(pts)),
         [np.asarray(pt.times_s) for pt in pts],
         loss=loss,
         f_scale=f_scale,
         n_boot=n_boot,
         seed=seed,
+        statistic=statistic,
     )
     theta = dict(zip(free, core.theta))
     ci = dict(zip(free, (tuple(map(float, c)) for c in core.ci)))
-    gamma = float(theta.get(2, fixed_g))
-    pred = med * (1.0 + core.rel_err)
+    gamma = float(theta.get(3, fixed_g))
+    center = np.median if statistic == "median" else np.mean
+    stat = np.array([center(pt.times_s) for pt in pts])
+    pred = stat * (1.0 + core.rel_err)
     lm = sel[0].get("link_mbit")
     return ABGFit(
         algorithm=algorithm,
-        alpha_s=float(theta[0]),
-        beta_s_per_byte=float(theta[1]),
+        o_s=float(theta.get(0, 0.0)),
+        o_ci_s=ci.get(0, (0.0, 0.0)),
+        alpha_s=float(theta[1]),
+        beta_s_per_byte=float(theta[2]),
         gamma_s_per_byte=gamma,
-        alpha_ci_s=ci[0],
-        beta_ci_s_per_byte=ci[1],
-        gamma_ci_s_per_byte=ci.get(2, (gamma, gamma)),
-        gamma_identified=2 in free,
+        alpha_ci_s=ci[1],
+        beta_ci_s_per_byte=ci[2],
+        gamma_ci_s_per_byte=ci.get(3, (gamma, gamma)),
+        gamma_identified=3 in free,
         world_sizes=tuple(ps),
         points=tuple(
-            ABGPoint(pt.world_size, pt.msg_bytes, pt.median_s, float(pr), float(e))
-            for pt, pr, e in zip(pts, pred, core.rel_err)
+            ABGPoint(pt.world_size, pt.msg_bytes, float(m), float(pr), float(e))
+            for pt, m, pr, e in zip(pts, stat, pred, core.rel_err)
         ),
         rel_rms=rms(core.rel_err),
         max_abs_rel_err=float(np.max(np.abs(core.rel_err))),
@@ -486,4 +580,5 @@ def fit_abg(
         link_mbit=None if lm is None else float(lm),
         ci_method=core.method,
         note=note,
+        split="fitted",
     )

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from simulator.jsonio import read_json
 from simulator.profile import GradProfile
 
-from .fit import ABGFit, LinearFit
+from .fit import ABGFit, LinearFit, abg_from_linear
 
 PARAMS_SCHEMA = "ddpsim.params/1"
 
@@ -118,15 +118,31 @@ class Params:
             p = Path(base_dir) / p
         return GradProfile.load(p)
 
-    def cost_model(self, shared_bandwidth: bool = True):
-        """The simulator's ``CostModel`` from these parameters (o and w valid at ``world_size``;
-        other world sizes through the alpha-beta fit when there is one, else a ring mapping)."""
-        from simulator.network import CostModel
+    @property
+    def measured_world_sizes(self) -> tuple[int, ...]:
+        """The world sizes the all-reduce was measured at: the cross-p fit's, else this one."""
+        if self.abg is not None and self.abg.split == "fitted" and len(self.abg.world_sizes) >= 2:
+            return tuple(self.abg.world_sizes)
+        return (self.world_size,)
 
-        return CostModel.linear(
-            self.o_s,
-            self.w_bytes_per_s,
-            self.world_size,
+    def network_terms(self) -> ABGFit:
+        """The all-reduce as a per-call constant, per-step latency and bandwidth: fitted across world sizes
+        when ``calibrate --world-size`` measured several, else the linear fit at this world size with the
+        latency split assumed (``abg_from_linear``)."""
+        if self.abg is not None and self.abg.split == "fitted" and len(self.abg.world_sizes) >= 2:
+            return self.abg
+        return abg_from_linear(replace(self.linear, world_size=self.world_size))
+
+    def cost_model(self, shared_bandwidth: bool = True):
+        """The simulator's ``CostModel`` from these parameters, in the terms a network preset has.
+
+        Fitted across world sizes: a one-level network (``NetworkSpec.from_alpha_beta``) with the fitted
+        per-call constant, per-step latency and bandwidth. One world size: the linear model, exact at
+        ``world_size`` and split into the same terms with an assumed share at every other p.
+        """
+        from simulator.network import CostModel, NetworkSpec
+
+        kw: dict[str, Any] = dict(
             channels=self.channels,
             shared_bandwidth=shared_bandwidth,
             contention=self.contention_c or 0.0,
@@ -135,7 +151,29 @@ class Params:
             hook_s_per_param=self.hook_s_per_param(),
             broadcast_o_s=self.broadcast.o_s if self.broadcast is not None else None,
             broadcast_w_bytes_per_s=self.broadcast.w_bytes_per_s if self.broadcast is not None else None,
+            measured_world_sizes=self.measured_world_sizes,
         )
+        if len(self.measured_world_sizes) >= 2:
+            t = self.network_terms()
+            ps = ", ".join(map(str, t.world_sizes))
+            name = (
+                f"fitted at p = {ps}: o={t.o_s * 1e6:.1f}us per call + {t.algorithm} "
+                f"alpha={t.alpha_s * 1e6:.1f}us per step, link {8e-6 / t.beta_s_per_byte:.4g} Mbit/s"
+            )
+            net = NetworkSpec.from_alpha_beta(
+                name,
+                call_overhead_s=t.o_s,
+                alpha_s=t.alpha_s,
+                bw_bytes_per_s=1.0 / t.beta_s_per_byte,
+                gamma_s_per_byte=t.gamma_s_per_byte,
+                algorithm=t.algorithm,
+                backend=self.backend,
+                channels=kw["channels"],
+                description=f"{self.backend} all-reduce fitted across p = {ps} by ddpsim calibrate",
+                sources={"fit": f"records {', '.join(self.source_records) or '?'}"},
+            )
+            return CostModel(network=net, **kw)
+        return CostModel.linear(self.o_s, self.w_bytes_per_s, self.world_size, **kw)
 
     def uncertainty(self, compute_samples_s: Sequence[float] = ()):
         """What a prediction from these parameters inherits (``simulator.interval.Uncertainty``): the o and w

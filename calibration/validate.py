@@ -326,7 +326,9 @@ def validate_on_pool(
         f"configurations beside a compute-only baseline",
         "rescale_compute": spec.rescale_compute,
         "compute_scale": scales,
+        "network_provenance": params.cost_model().provenance(p),
         "params": {
+            "measured_world_sizes": list(params.measured_world_sizes),
             "o_us": params.o_us,
             "w_gbps": params.w_gbps,
             "contention_c": params.contention_c,
@@ -357,6 +359,7 @@ def format_validation(res: dict[str, Any]) -> str:
         + (f" over {res['link_mbit']:g} Mbit/s links" if res.get("link_mbit") else " on loopback")
         + f"; compute measured {res['measured_compute_s'] * 1e3:.2f} ms, profiled {res['predicted_compute_s'] * 1e3:.2f} ms"
         + (" (profile rescaled to the measured baseline)" if res.get("rescale_compute") else ""),
+        *([res["network_provenance"]["text"]] if res.get("network_provenance") else []),
         "",
         f"  {'strategy':<11} {'bucket MiB':>10} {'measured ms':>12} {'p10..p90':>17} {'predicted':>10} "
         f"{'exp. meas':>10} {'exp. pred':>10} {'error':>8}",

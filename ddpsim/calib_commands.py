@@ -26,6 +26,7 @@ from .cliutil import (
     number_list,
     spawn_backend,
     strategy_names,
+    world_sizes,
 )
 from .sim_commands import float_list, positive_float
 
@@ -58,6 +59,14 @@ def _strategies(text: str) -> tuple[str, ...]:
 
 
 steps = number(int, 1, 100_000)
+
+
+def _calibrate_worlds(text: str) -> list[int]:
+    """``--world-size 2`` (its message as before) or ``2,4``: ranks started here, each as ``local_world``."""
+    return world_sizes(1)(text) if "," in text else [local_world(1)(text)]
+
+
+_calibrate_worlds.__name__ = "world size"
 link_list = number_list(link_mbit)
 
 
@@ -96,7 +105,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         spec = CalibrateSpec(
             model=args.model,
             backend=backend,
-            world_size=args.world_size,
+            world_size=min(args.world_size),
+            world_sizes=tuple(args.world_size),
             batch_size=args.batch_size,
             link_mbit=link,
             records=_out_path(args.records, link, multi),
@@ -111,7 +121,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         if not args.json:
             lin = params.linear
             print(f"wrote {out}")
-            print(f"  o = {lin.o_us:.1f} us  (95% CI {lin.o_ci_us[0]:.1f} .. {lin.o_ci_us[1]:.1f})")
+            print(
+                f"  t0 = {lin.o_us:.1f} us at p = {params.world_size}: zero-byte time of one call, o + 2(p-1) alpha  "
+                f"(95% CI {lin.o_ci_us[0]:.1f} .. {lin.o_ci_us[1]:.1f})"
+            )
             print(
                 f"  w = {lin.w_gbps:.4g} GB/s = {lin.w_gbps * 8:.4g} Gbit/s = {lin.w_gbps * 8e3:.1f} Mbit/s  "
                 f"(95% CI {lin.w_ci_gbps[0]:.4g} .. {lin.w_ci_gbps[1]:.4g} GB/s)"
@@ -124,6 +137,18 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                 f"  contention: compute x{1 + params.contention_c:.3f} while communicating, communication x{1 + params.comm_contention_c:.3f} while computing"
             )
             print(f"  memory copy {params.copy_bytes_per_s / 1e9:.2f} GB/s; channels {params.channels}")
+            t = params.network_terms()
+            how = (
+                f"fitted across p = {', '.join(map(str, t.world_sizes))}"
+                if t.split == "fitted"
+                else f"measured at p = {params.world_size} only: latency split assumed"
+            )
+            print(
+                f"  network terms ({t.algorithm}, {how}): "
+                f"o = {t.o_s * 1e6:.1f} us per call, alpha = {t.alpha_s * 1e6:.1f} us per step, "
+                f"link {8e-6 / t.beta_s_per_byte:.4g} Mbit/s"
+                + (f", fit rel. RMS {t.rel_rms * 100:.1f}% over {len(t.points)} points" if t.split == "fitted" else "")
+            )
             prof = params.profile()
             print(
                 f"  profile {prof.model}: forward {prof.forward_s * 1e3:.2f} ms, backward {prof.backward_s * 1e3:.2f} ms, optimizer {prof.optimizer_s * 1e3:.2f} ms"
@@ -341,7 +366,13 @@ def add_commands(sub: Any) -> None:
         "--model", default="gpt", help="workload to profile (built-in or path/to/file.py:build_fn; default gpt)"
     )
     add_backend_arg(c)
-    c.add_argument("--world-size", type=local_world(1), default=2, help="ranks started here")
+    c.add_argument(
+        "--world-size",
+        type=_calibrate_worlds,
+        default=[2],
+        help="ranks started here: one number, or a list like 2,4 (the all-reduce is measured at each and one "
+        "model fitted across them; the profile and contention probes run at the smallest)",
+    )
     c.add_argument(
         "--batch-size", type=number(int, 1, 1 << 20), default=None, help="samples per rank (default: the workload's)"
     )

@@ -53,6 +53,7 @@ def resolve_cost(
             w_bytes_per_s=w_gbps * 1e9 if w_gbps is not None else w,
             ref_world_size=world_size,  # given for this world size: no extrapolation
             network=None,
+            measured_world_sizes=(),  # given, not measured
         )
     overrides: dict[str, Any] = {}
     if channels is not None:

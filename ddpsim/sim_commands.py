@@ -257,7 +257,10 @@ def print_prediction(res: Any, prof: GradProfile, out: Any = None) -> None:
         f"{prof.model}: {sum(p.numel for p in prof.trainable) / 1e6:.1f}M params, "
         f"{res.total_grad_bytes / MIB:.1f} MiB of gradients, {prof.source} compute\n"
     )
-    w(f"{res.world_size} ranks, {strategy_label(res.strategy)}, network {res.cost_label}\n\n")
+    w(f"{res.world_size} ranks, {strategy_label(res.strategy)}, network {res.cost_label}\n")
+    if res.network_provenance:
+        w(f"{res.network_provenance['text']}\n")
+    w("\n")
     w(f"  step time      {_ms(res.step_time_s)} ms")
     if res.repeats > 1:
         w(f"   (p10 {res.step_time_p10_s * 1e3:.3f}, p90 {res.step_time_p90_s * 1e3:.3f} over {res.repeats} seeds)")
@@ -385,6 +388,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     out(
         f"{prof.model}: {res.total_grad_bytes / MIB:.1f} MiB of gradients, {p} ranks, {spec.name}, network {res.cost_label}\n"
     )
+    if res.network_provenance:
+        out(f"{res.network_provenance['text']}\n")
     out(f"compute (no communication) {res.best.compute_s * 1e3:.3f} ms\n\n")
     out(f"  {'bucket MiB':>11} {'buckets':>7} {'step ms':>11} {'exposed ms':>11}\n")
     for mb, r in zip(res.bucket_mb, res.rows):

@@ -111,6 +111,7 @@ class TuneResult:
             "model": self.model,
             "world_size": self.world_size,
             "network": self.network,
+            "network_provenance": dict(self.sweep.network_provenance) if self.sweep.network_provenance else None,
             "profile_source": self.profile_source,
             "recommended_bucket_mb": self.recommended_bucket_mb,
             "predicted_step_time_s": self.predicted_step_time_s,
@@ -324,6 +325,8 @@ def format_tune(res: TuneResult) -> str:
         f"b* = sqrt(s w o) = {cf.best_bucket_mb:.3g} MiB, T_min = 2 sqrt(s o / w) = {ms(cf.t_min_s)}"
     )
     lines.append(f"\n{res.model} on {res.world_size} ranks, network {res.network}, compute from {res.profile_source}")
+    if res.sweep.network_provenance:
+        lines.append(res.sweep.network_provenance["text"])
     for n in res.notes:
         lines.append(f"note: {n}")
     lines.append(f"\n  {'strategy':<11} {'bucket MiB':>10} {'step ms':>10} {'exposed ms':>11} {'calls':>6}")

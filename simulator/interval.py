@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -127,10 +127,10 @@ def draw_inputs(
     out = []
     for _ in range(n):
         c = cost
-        if cost.o_s is not None and unc.o_sd_s > 0:
-            c = replace(c, o_s=max(0.0, cost.o_s + unc.o_sd_s * float(rng.standard_normal())))
-        if cost.w_bytes_per_s is not None and unc.w_log_sd > 0:
-            c = replace(c, w_bytes_per_s=cost.w_bytes_per_s * math.exp(unc.w_log_sd * float(rng.standard_normal())))
+        if unc.o_sd_s > 0:
+            c = c.perturbed(o_delta_s=unc.o_sd_s * float(rng.standard_normal()))
+        if unc.w_log_sd > 0:
+            c = c.perturbed(w_factor=math.exp(unc.w_log_sd * float(rng.standard_normal())))
         p = profile
         if len(unc.compute_rel) > 1:
             p = profile.scaled(float(unc.compute_rel[int(rng.integers(len(unc.compute_rel)))]))

@@ -28,6 +28,33 @@ from .units import MIB
 
 NETWORK_SCHEMA = "ddpsim.network/1"
 
+# One meaning of the all-reduce's terms everywhere (presets, fitted parameters, a linear o/w):
+#
+#     T(n, p) = o + A(p) alpha + B(p) n beta + C(p) n gamma
+#
+# ``o`` is the per-call constant that does not grow with p (enqueue, thread hand-off, DDP's bucket
+# bookkeeping: a preset's ``call_overhead_s``); ``alpha`` the latency of one step of the algorithm the
+# library runs (gloo: always its ring, ``A(p) = 2(p-1)``; see ``GLOO_ALGORITHM_SOURCE``), ``beta`` seconds
+# per byte sent over one link, ``gamma`` per byte reduced. A linear fit ``o + n/w`` taken at one p fixes
+# only the zero-byte time ``o + A(p) alpha`` and the slope: how that time splits between the constant
+# and the per-step latency is then assumed (``ASSUMED_LATENCY_SHARE``) and every output says so.
+ASSUMED_LATENCY_SHARE = 2.0 / 3.0
+ASSUMED_LATENCY_SHARE_SOURCE = (
+    "assumed: gloo on a 16-core host over loopback (issue 11) measured a zero-byte all-reduce time of "
+    "258, 589, 1271 us at p = 2, 4, 8, which the ring fits as 87 us per call + 85 us per step, so 2/3 "
+    "of the zero-byte time at p = 2 is the ring's 2(p-1) steps"
+)
+GLOO_ALGORITHM_SOURCE = (
+    "ProcessGroupGloo's AsyncAllreduceWork calls gloo::allreduce(opts) without choosing an algorithm "
+    "(torch/csrc/distributed/c10d/ProcessGroupGlooDetail.hpp); gloo/allreduce.cc runs its ring for "
+    "UNSPECIFIED (bcube only when asked) at every message size and world size: a reduce-scatter then an "
+    "all-gather over 2p or more segments (at most 1 MiB each, kMaxSegmentSize), two in flight"
+)
+# The algorithm a cross-p fit assumes per backend. gloo: its ring, always (above). NCCL picks ring or tree
+# (and NVLS/CollNet where present) per size from its own tuning model; a fit over one node's GPUs takes the
+# ring, NCCL's choice for bandwidth-bound sizes (pin it with NCCL_ALGO=Ring when calibrating to be sure).
+DEFAULT_ALGORITHM = {"gloo": "ring", "nccl": "ring"}
+
 
 def _require(cond: bool, msg: str) -> None:
     if not cond:
@@ -173,6 +200,33 @@ class NetworkSpec:
             )
 
     @classmethod
+    def from_alpha_beta(
+        cls,
+        name: str,
+        *,
+        call_overhead_s: float,
+        alpha_s: float,
+        bw_bytes_per_s: float,
+        gamma_s_per_byte: float = 0.0,
+        algorithm: str = "ring",
+        backend: str = "gloo",
+        channels: int = 1,
+        description: str = "",
+        sources: Mapping[str, str] | None = None,
+    ) -> NetworkSpec:
+        """One rank per node over one level of links: the form of a preset, from fitted terms."""
+        return cls(
+            name=name,
+            backend=backend,
+            channels=channels,
+            gpus_per_node=1,
+            call_overhead_s=call_overhead_s,
+            inter=LinkLevel(alpha_s, bw_bytes_per_s, gamma_s_per_byte, (algorithm,)),
+            description=description,
+            sources=dict(sources or {}),
+        )
+
+    @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> NetworkSpec:
         _require(isinstance(d, Mapping), "a network spec must be a JSON object")
         _require(
@@ -258,10 +312,18 @@ def load_network(name_or_path: str) -> NetworkSpec:
 class CostModel:
     """Durations of collectives for the engine, plus how communication interacts with compute.
 
-    Either ``o_s``/``w_bytes_per_s`` (the linear model, valid at
-    ``ref_world_size``; other world sizes are mapped through a ring
-    alpha-beta model with the same ``o`` and ``w`` at the reference size) or a
-    ``network`` topology.
+    Either ``o_s``/``w_bytes_per_s`` (the linear model: the zero-byte time and
+    algorithm bandwidth of one all-reduce at ``ref_world_size``) or a
+    ``network`` topology (a preset, or ``calibration.params.Params.cost_model``
+    fitted across world sizes). Both mean the same terms (see the top of this
+    module): a per-call constant ``o``, ``alpha`` per step of the algorithm,
+    bandwidth. A linear model is used as it is at ``ref_world_size`` (or at
+    every p when that is ``None``); at another p it is split into those terms
+    (``terms``), ``latency_share`` of its zero-byte time going to the ring's
+    ``2(ref-1)`` steps (default ``ASSUMED_LATENCY_SHARE``) and the rest to the
+    per-call constant. ``measured_world_sizes``: where the terms were measured
+    (empty for presets and given values); outputs say which p are extrapolated
+    (``provenance``).
 
     ``channels``: collectives in flight at once (NCCL 1, gloo 2).
     ``shared_bandwidth``: concurrent collectives share the bandwidth (their
@@ -288,8 +350,20 @@ class CostModel:
     hook_s_per_param: float = 0.0
     broadcast_o_s: float | None = None
     broadcast_w_bytes_per_s: float | None = None
+    latency_share: float | None = None
+    measured_world_sizes: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
+        share = self.latency_share
+        _require(
+            share is None or (math.isfinite(share) and 0.0 <= share <= 1.0),
+            f"latency share must be between 0 and 1, got {share}",
+        )
+        object.__setattr__(self, "measured_world_sizes", tuple(sorted({int(q) for q in self.measured_world_sizes})))
+        _require(
+            all(q >= 2 for q in self.measured_world_sizes),
+            f"measured world sizes must be >= 2, got {list(self.measured_world_sizes)}",
+        )
         if self.network is None:
             _require(
                 self.o_s is not None and self.w_bytes_per_s is not None, "a cost model needs o and w, or a network"
@@ -331,8 +405,103 @@ class CostModel:
         if self.network is not None:
             return self.network.name
         assert self.o_s is not None and self.w_bytes_per_s is not None  # __post_init__: o and w, or a network
+        # o_s here is the whole zero-byte time of a call at ref_world_size (t0 = o + A(p) alpha), not the per-call o
+        at = f" at p={self.ref_world_size}" if self.ref_world_size is not None else ""
         return (
-            f"o={self.o_s * 1e6:.1f}us w={self.w_bytes_per_s / 1e9:.3g}GB/s ({self.w_bytes_per_s * 8 / 1e9:.3g}Gbit/s)"
+            f"t0={self.o_s * 1e6:.1f}us w={self.w_bytes_per_s / 1e9:.3g}GB/s "
+            f"({self.w_bytes_per_s * 8 / 1e9:.3g}Gbit/s){at}"
+        )
+
+    # --- what the terms are, and where they come from -------------------------
+    def terms(self) -> Terms:
+        """The per-call constant, per-step latency and bandwidth of this model (``Terms``).
+
+        A network: its call overhead and its inter-node level (intra when it has only that). The
+        linear model: split at ``ref_world_size`` (``split_linear``); with no reference size, all of
+        ``o`` is the per-call constant and ``w`` the bandwidth at every p (``split="given"``).
+        """
+        if self.network is not None:
+            net = self.network
+            level = net.inter or net.intra
+            assert level is not None  # NetworkSpec: intra or inter when there is no linear block
+            split = "fitted" if len(self.measured_world_sizes) >= 2 else "preset"
+            if len(self.measured_world_sizes) == 1:
+                split = "assumed"
+            return Terms(
+                net.call_overhead_s,
+                level.alpha_s,
+                level.bw_bytes_per_s,
+                level.gamma_s_per_byte,
+                "/".join(level.algorithms),
+                split,
+            )
+        assert self.o_s is not None and self.w_bytes_per_s is not None
+        if self.ref_world_size is None:
+            return Terms(self.o_s, 0.0, self.w_bytes_per_s, 0.0, "ring", "given")
+        share = ASSUMED_LATENCY_SHARE if self.latency_share is None else self.latency_share
+        return split_linear(self.o_s, self.w_bytes_per_s, self.ref_world_size, share)
+
+    def provenance(self, p: int) -> dict[str, Any]:
+        """Which p the network terms were measured at and whether ``p`` is extrapolated, with one line of text
+        (``"network fitted at p = 2, 4; p = 64 extrapolated"``) that every output repeats."""
+        measured = list(self.measured_world_sizes)
+        t = self.terms()
+        ref = self.ref_world_size if self.network is None else None
+        if measured:
+            head = f"network fitted at p = {', '.join(map(str, measured))}" + (" only" if len(measured) == 1 else "")
+            at = measured
+        elif self.network is not None:
+            head = f"network preset {self.network.name} (sourced or assumed values; no p measured here)"
+            at = []
+        elif ref is not None:
+            head = f"network o and w given at p = {ref}"
+            at = [ref]
+        else:
+            head = "network o and w given, used as they are at every p"
+            at = []
+        extrapolated = p >= 2 and p not in at and not (self.network is None and ref is None)
+        if p < 2:
+            tail = f"p = {p}: nothing communicated"
+        elif p in at:
+            tail = f"p = {p} measured" if p in measured else f"p = {p} as given"
+        elif self.network is None and ref is None:
+            tail = f"p = {p} uses them unchanged"
+        else:
+            tail = f"p = {p} extrapolated ({t.algorithm}: o + {_steps(t.algorithm)} alpha + bandwidth)"
+        if extrapolated and t.split == "assumed":
+            share = ASSUMED_LATENCY_SHARE if self.latency_share is None else self.latency_share
+            tail += (
+                f"; latency split assumed ({share:.0%} of the zero-byte time at p = {at[0] if at else ref} "
+                f"taken as per-step latency, the rest per call)"
+            )
+        return {
+            "text": f"{head}; {tail}",
+            "measured_world_sizes": measured,
+            "world_size": p,
+            "extrapolated": extrapolated,
+            "latency_split": t.split,
+            "terms": t.to_dict(),
+        }
+
+    def perturbed(self, o_delta_s: float = 0.0, w_factor: float = 1.0) -> CostModel:
+        """This model with the per-call time shifted by ``o_delta_s`` (clipped at 0) and every bandwidth
+        scaled by ``w_factor``: what a draw of the fit's uncertainty changes."""
+        if self.network is None:
+            assert self.o_s is not None and self.w_bytes_per_s is not None
+            return replace(self, o_s=max(0.0, self.o_s + o_delta_s), w_bytes_per_s=self.w_bytes_per_s * w_factor)
+        net = self.network
+
+        def scaled(level: LinkLevel | None) -> LinkLevel | None:
+            return None if level is None else replace(level, bw_bytes_per_s=level.bw_bytes_per_s * w_factor)
+
+        return replace(
+            self,
+            network=replace(
+                net,
+                call_overhead_s=max(0.0, net.call_overhead_s + o_delta_s),
+                intra=scaled(net.intra),
+                inter=scaled(net.inter),
+            ),
         )
 
     # --- per call -----------------------------------------------------------
@@ -370,10 +539,12 @@ class CostModel:
             ref = self.ref_world_size
             if ref is None or ref == p:
                 return self.o_s, 1.0 / self.w_bytes_per_s
-            # Same o and w at the reference size, mapped through a ring: o = 2(p-1)a, 1/w = 2(p-1)/p b.
-            alpha = self.o_s / (2 * (ref - 1))
-            beta = 1.0 / (self.w_bytes_per_s * 2 * (ref - 1) / ref)
-            return 2 * (p - 1) * alpha, 2 * (p - 1) / p * beta
+            # Another p: the same terms a preset has (per-call o, ring alpha per step, link bandwidth),
+            # equal to o and w at the reference size; the split of the zero-byte time is assumed.
+            t = self.terms()
+            steps = C.allreduce_time_s(t.algorithm, 0.0, p, 1.0, 0.0, 0.0)
+            per_byte = C.allreduce_time_s(t.algorithm, 1.0, p, 0.0, 1.0, 0.0)
+            return t.call_overhead_s + steps * t.alpha_s, per_byte / t.bw_bytes_per_s
         net = self.network
         g = min(net.gpus_per_node, p)
         nodes = math.ceil(p / g)
@@ -405,6 +576,10 @@ class CostModel:
             d.update(o_s=self.o_s, w_bytes_per_s=self.w_bytes_per_s, ref_world_size=self.ref_world_size)
         if self.broadcast_o_s is not None:
             d.update(broadcast_o_s=self.broadcast_o_s, broadcast_w_bytes_per_s=self.broadcast_w_bytes_per_s)
+        if self.latency_share is not None:
+            d["latency_share"] = self.latency_share
+        if self.measured_world_sizes:
+            d["measured_world_sizes"] = list(self.measured_world_sizes)
         return d
 
     @classmethod
@@ -424,4 +599,74 @@ class CostModel:
             hook_s_per_param=_num(d, "hook_s_per_param", 0.0),
             broadcast_o_s=_num(d, "broadcast_o_s"),
             broadcast_w_bytes_per_s=_num(d, "broadcast_w_bytes_per_s"),
+            latency_share=_num(d, "latency_share"),
+            measured_world_sizes=_world_sizes(d.get("measured_world_sizes")),
         )
+
+
+def _world_sizes(v: Any) -> tuple[int, ...]:
+    if v is None:
+        return ()
+    if not isinstance(v, list) or not all(isinstance(q, int) and not isinstance(q, bool) for q in v):
+        raise ValueError(f"field 'measured_world_sizes' must be a list of integers, got {v!r}")
+    return tuple(v)
+
+
+def _steps(algorithm: str) -> str:
+    """The latency steps of an algorithm, as text."""
+    return {
+        "ring": "2(p-1)",
+        "recursive_doubling": "lg p",
+        "rabenseifner": "2 lg p",
+        "reduce_bcast": "2 lg p",
+        "tree": "2 lg p",
+    }.get(algorithm, "A(p)")
+
+
+@dataclass(frozen=True)
+class Terms:
+    """The all-reduce's terms, the same for a preset and fitted parameters.
+
+    ``call_overhead_s``: the per-call constant ``o`` (does not grow with p);
+    ``alpha_s``: latency per step of ``algorithm``; ``bw_bytes_per_s``: one link's
+    bandwidth ``1/beta`` (gamma folded in unless given). ``split``: ``"fitted"``
+    (o and alpha fitted across world sizes), ``"assumed"`` (one p measured: the
+    zero-byte time split by ``ASSUMED_LATENCY_SHARE``), ``"preset"`` (a preset's
+    values), ``"given"`` (o and w used unchanged at every p).
+    """
+
+    call_overhead_s: float
+    alpha_s: float
+    bw_bytes_per_s: float
+    gamma_s_per_byte: float
+    algorithm: str
+    split: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "call_overhead_s": self.call_overhead_s,
+            "alpha_s": self.alpha_s,
+            "bw_bytes_per_s": self.bw_bytes_per_s,
+            "gamma_s_per_byte": self.gamma_s_per_byte,
+            "algorithm": self.algorithm,
+            "split": self.split,
+        }
+
+
+def split_linear(
+    o_s: float, w_bytes_per_s: float, world_size: int, latency_share: float = ASSUMED_LATENCY_SHARE
+) -> Terms:
+    """A linear fit ``o + n/w`` at one world size as ring terms that reproduce it exactly there:
+    ``2(p-1) alpha = share * o``, per-call constant ``(1 - share) * o``, ``1/w = 2(p-1)/p beta``."""
+    if world_size < 2:
+        raise ValueError(f"a linear fit is split at a world size >= 2, got {world_size}")
+    steps = C.allreduce_time_s("ring", 0.0, world_size, 1.0, 0.0, 0.0)
+    per_byte = C.allreduce_time_s("ring", 1.0, world_size, 0.0, 1.0, 0.0)
+    return Terms(
+        call_overhead_s=(1.0 - latency_share) * o_s,
+        alpha_s=latency_share * o_s / steps,
+        bw_bytes_per_s=w_bytes_per_s * per_byte,
+        gamma_s_per_byte=0.0,
+        algorithm="ring",
+        split="assumed",
+    )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +44,7 @@ class StepResult:
     repeats: int
     n_sim_events: int
     cost_label: str
+    network_provenance: Mapping[str, Any] | None = None  # CostModel.provenance: which p were measured
 
     @property
     def n_collectives(self) -> int:
@@ -61,6 +62,7 @@ class StepResult:
             "strategy": self.strategy.to_dict(),
             "world_size": self.world_size,
             "network": self.cost_label,
+            "network_provenance": dict(self.network_provenance) if self.network_provenance else None,
             "step_time_s": self.step_time_s,
             "step_time_p10_s": self.step_time_p10_s,
             "step_time_p90_s": self.step_time_p90_s,
@@ -198,4 +200,5 @@ def predict_plan(
         repeats=repeats,
         n_sim_events=sum(o.n_sim_events for o in outcomes),
         cost_label=cost.label,
+        network_provenance=cost.provenance(world_size),
     )

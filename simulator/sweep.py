@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -49,6 +49,7 @@ class SweepResult:
     best_index: int
     closed: ClosedForm
     cost_label: str
+    network_provenance: Mapping[str, Any] | None = None  # CostModel.provenance: which p were measured
 
     @property
     def best(self) -> StepResult:
@@ -65,6 +66,7 @@ class SweepResult:
             "strategy": self.strategy.name,
             "world_size": self.world_size,
             "network": self.cost_label,
+            "network_provenance": dict(self.network_provenance) if self.network_provenance else None,
             "total_grad_bytes": self.total_grad_bytes,
             "best_bucket_mb": self.best_bucket_mb,
             "best_step_time_s": self.best.step_time_s,
@@ -130,4 +132,5 @@ def sweep(
         best_index=best,
         closed=closed_form(pa.total_grad_bytes, o_s, w),
         cost_label=cost.label,
+        network_provenance=cost.provenance(world_size),
     )

@@ -213,8 +213,8 @@ def test_abg_linear_at_matches_the_collectives_formula():
     fit = fit_abg(ring_records(seed=22), n_boot=20)
     lin = fit.linear_at(8)
     o, w = linear_params_from_abg("ring", 8, fit.alpha_s, fit.beta_s_per_byte, fit.gamma_s_per_byte)
-    assert (lin.o_s, lin.w_bytes_per_s) == (o, w)
-    assert math.isclose(lin.o_s, 2 * 7 * fit.alpha_s)  # ring: 2 (p-1) alpha
+    assert (lin.o_s, lin.w_bytes_per_s) == (fit.o_s + o, w)
+    assert math.isclose(lin.o_s, fit.o_s + 2 * 7 * fit.alpha_s)  # per-call o + ring: 2 (p-1) alpha
     assert lin.o_ci_s[0] <= lin.o_s <= lin.o_ci_s[1] and lin.source == "abg:ring@p=8"
     assert ABGFit.from_dict(json.loads(json.dumps(fit.to_dict(), allow_nan=False))) == fit
 
