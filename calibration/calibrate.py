@@ -76,8 +76,11 @@ class CalibrateSpec:
 
 
 def default_sizes(link_mbit: float | None) -> tuple[int, ...]:
-    """4 KiB up by factors of 4 to the largest size whose call stays near half a second."""
-    cap = 64 * MIB if link_mbit is None else max(256 * KIB, int(link_mbit * 1e6 / 8 * 0.5))
+    """4 KiB up by factors of 4 to the largest size whose call stays near half a second, and over a link at
+    least to 16 MiB: a DDP step moves buckets of that size (torch's default cap is 25 MiB), and over a
+    200 Mbit/s tbf link a fit that stopped at 4 MiB put the bandwidth 4-8 % above what 16 MiB calls get
+    (benchmarks/results/worldsize.md)."""
+    cap = 64 * MIB if link_mbit is None else max(16 * MIB, int(link_mbit * 1e6 / 8 * 0.5))
     sizes, s = [], 4096
     while s <= cap:
         sizes.append(s)
