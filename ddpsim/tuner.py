@@ -253,6 +253,9 @@ def _round_recommendation(
     a tie: fewer calls); else the best rounded to 2 significant digits if that stays in the band; else the exact best."""
     band = ddp.best.step_time_s * (1 + NEAR_BEST_PCT / 100)
     caps = [mb for mb in ROUND_CAPS_MB if grid[0] <= mb <= grid[-1]]
+    # the grid ends at one bucket holding every gradient; any larger cap is that same bucket, so the first
+    # power of two above it is a round way to write it (3.84 MiB of gradients: 4, not 3.83704)
+    caps += [mb for mb in ROUND_CAPS_MB if mb > grid[-1]][:1]
     if caps:  # one sweep: caps that give the same buckets are simulated once
         rs = sweep(profile, cost, StrategySpec("torch-ddp", bucket_mb=caps[0]), world_size, caps, **predict_kw)
         if rs.best.step_time_s <= band:  # the sweep's best: fastest, the larger cap on a tie

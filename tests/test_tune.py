@@ -576,3 +576,17 @@ def test_uncertainty_from_a_fit_and_the_interval_it_gives():
     assert iv.lo_s == pytest.approx(fast, rel=1e-12) and iv.hi_s == pytest.approx(slow, rel=1e-12)
     point = step_interval(_stream(), STREAM_COST, spec, 2, Uncertainty())
     assert point.lo_s == point.hi_s and point.sources == ()
+
+
+def test_one_bucket_of_everything_is_recommended_as_the_next_power_of_two():
+    """When the best is a single bucket holding every gradient, the recommended cap is the first power of two
+    above the gradients' size (as round as the band allows), not that size to 5 digits."""
+    from ddpsim.tuner import recommend
+    from simulator.network import CostModel
+    from simulator.profile import GradProfile, ParamSpec
+
+    # 3.84 MiB of gradients, a slow per-call cost: one bucket is best
+    prof = GradProfile("m", tuple(ParamSpec(f"w{i}", 251_450, bwd_s=1e-4) for i in range(4)), forward_s=1e-3)
+    res = recommend(prof, CostModel.linear(5e-3, 1e9, 2), world_size=2)
+    assert prof.total_grad_bytes / MIB == pytest.approx(3.837, abs=1e-3)
+    assert res.recommended_bucket_mb == 4.0
