@@ -113,11 +113,13 @@ def test_recommended_bucket_is_the_sweeps_argmin(case):
     assert res.predicted_step_time_s <= band * (1 + 1e-12)
     again = predict(prof, cost, StrategySpec("torch-ddp", bucket_mb=res.recommended_bucket_mb), 2)
     assert again.step_time_s == pytest.approx(res.predicted_step_time_s, rel=1e-12)
+    # powers of two on the grid, and the first above its top (a cap above every gradient: one bucket)
+    on_grid = [2.0**k for k in range(-6, 15) if sw.bucket_mb[0] <= 2.0**k <= sw.bucket_mb[-1]]
+    above = [2.0**k for k in range(-6, 15) if 2.0**k > sw.bucket_mb[-1]][:1]
     pow2_in_band = [
-        2.0**k
-        for k in range(-6, 15)
-        if sw.bucket_mb[0] <= 2.0**k <= sw.bucket_mb[-1]
-        and predict(prof, cost, StrategySpec("torch-ddp", bucket_mb=2.0**k), 2).step_time_s <= band
+        mb
+        for mb in on_grid + above
+        if predict(prof, cost, StrategySpec("torch-ddp", bucket_mb=mb), 2).step_time_s <= band
     ]
     if pow2_in_band:
         assert res.recommended_bucket_mb in pow2_in_band
@@ -126,13 +128,14 @@ def test_recommended_bucket_is_the_sweeps_argmin(case):
     assert res.near_best_range_mb[0] <= sw.best_bucket_mb <= res.near_best_range_mb[1]
 
 
-def test_rounding_that_moves_a_boundary_keeps_the_exact_size():
+def test_rounding_that_moves_a_boundary_is_not_taken():
     # toy(bias): the best single cap holds all 80 MiB + 256 B in one bucket (41 + T(80 MiB + 256 B) ms);
-    # 3 digits would give 80.0 MiB, which closes the bucket before the bias and adds a call of o = 10 ms
+    # rounding to 80.0 MiB would close the bucket before the bias and add a call of o = 10 ms, so the round
+    # cap is the first power of two above every gradient: 128 MiB, the same one bucket
     res = recommend(toy(bias=True), COST, 2)
     total = 80 * MIB + 256
-    assert res.recommended_bucket_mb == pytest.approx(total / MIB, rel=1e-12)  # the grid's top: every byte
-    assert int(res.recommended_bucket_mb * MIB) >= total
+    assert res.exact_best_bucket_mb == pytest.approx(total / MIB, rel=1e-12)  # the grid's top: every byte
+    assert res.recommended_bucket_mb == 128.0
     assert res.predicted_step_time_s == pytest.approx(41 * MS + T(total), rel=1e-12)
     rounded = predict(toy(bias=True), COST, StrategySpec("torch-ddp", bucket_mb=80.0), 2)
     assert rounded.step_time_s == pytest.approx(41 * MS + T(80 * MIB) + T(256), rel=1e-12)
