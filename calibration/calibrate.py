@@ -42,7 +42,7 @@ from typing import Any
 from simulator.units import KIB, MIB
 
 from .contention import fit_contention
-from .fit import ABGFit, bandwidth_given_o, fit_abg, fit_linear
+from .fit import ABGFit, fit_abg, fit_linear
 from .params import Params
 
 
@@ -247,15 +247,8 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
             f"streams: o = {sfit.o_us:.1f} us per consecutive call; async/blocking speed-up x{speedup:.2f} "
             f"-> {channels} channel(s) in the model"
         )
-        sweep_w = fit.w_bytes_per_s
         fit = replace(
-            bandwidth_given_o(fit, ar, sfit.o_s),
-            o_ci_s=sfit.o_ci_s,
-            source="o from back-to-back calls (stream fit); w refitted to the sweep with that o held",
-        )
-        say(
-            f"bandwidth with the back-to-back o held: w = {fit.w_gbps:.4g} GB/s ({fit.w_gbps * 8e3:.0f} Mbit/s; "
-            f"the free fit said {sweep_w * 8 / 1e6:.0f} Mbit/s)"
+            fit, o_s=sfit.o_s, o_ci_s=sfit.o_ci_s, source="o from back-to-back calls (stream fit); w from the sweep"
         )
 
         mem = pool.run(memcpy_probe)

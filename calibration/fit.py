@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -257,44 +257,6 @@ def fit_linear(
         world_size=pts[0].world_size,
         link_mbit=None if lm is None else float(lm),
         ci_method=core.method,
-    )
-
-
-def bandwidth_given_o(
-    fit: LinearFit, records: Iterable[Mapping[str, Any]], o_s: float, impl: str = "native"
-) -> LinearFit:
-    """``fit`` with its per-call time set to ``o_s`` (measured elsewhere: back-to-back calls) and its
-    bandwidth refitted to the sweep with that ``o`` held: the least-squares ``1/w`` of the relative
-    residuals ``(o + n/w - t)/t`` over the per-size mean times ``t``,
-    ``1/w = sum((n/t)((t - o)/t)) / sum((n/t)^2)``. The weights ``n/t`` are what large calls
-    have and small ones lack, so the bandwidth comes from the sizes where it shows.
-
-    Why: a free two-term fit of relative errors lets the noisy small calls set the intercept and
-    tilts the slope to match it; swapping in another ``o`` afterwards then leaves a slope made for
-    a different intercept. Over a 1000 Mbit/s tbf link (accuracy matrix, gpt cell) the free fit said
-    w = 1099 Mbit/s and, with the back-to-back o, put 4 and 16 MiB calls at 31.9 and 123.5 ms against
-    35.4 and 140.3 measured (-10 %, -12 %); with o held, w = 1021 Mbit/s: 34.2 and 132.8 ms (-3 %,
-    -5 %). The interval keeps the sweep fit's relative width."""
-    sel = select_allreduce(records, impl=impl, world_size=fit.world_size, link_mbit=fit.link_mbit)
-    pts = allreduce_points(sel)
-    n = np.array([pt.msg_bytes for pt in pts], dtype=float)
-    t = np.array([float(np.mean(pt.times_s)) for pt in pts])
-    x = n / t
-    g = float(np.sum(x * (t - o_s) / t) / np.sum(x * x))
-    if not g > 0:
-        raise ValueError("with the back-to-back per-call time held, the sweep's calls do not grow with size")
-    w = 1.0 / g
-    lo, hi = fit.w_ci_bytes_per_s
-    scale = w / fit.w_bytes_per_s
-    rel = (o_s + n * g - t) / t
-    return replace(
-        fit,
-        o_s=o_s,
-        w_bytes_per_s=w,
-        w_ci_bytes_per_s=(lo * scale, hi * scale),
-        rel_rms=rms(rel),
-        max_abs_rel_err=float(np.max(np.abs(rel))),
-        rel_errors=tuple(float(e) for e in rel),
     )
 
 

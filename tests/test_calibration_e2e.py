@@ -27,10 +27,7 @@ import calibration.calibrate as calibrate_mod  # noqa: E402
 import realrun.bench_ddp as bench_ddp  # noqa: E402
 import realrun.netns as netns  # noqa: E402
 from calibration.calibrate import CalibrateSpec, calibrate_on_pool, fit_probe  # noqa: E402
-from calibration.fit import (
-    bandwidth_given_o,
-    fit_linear,  # noqa: E402
-)
+from calibration.fit import fit_linear  # noqa: E402
 from calibration.params import PARAMS_SCHEMA, Params  # noqa: E402
 from calibration.probes import effective_copy_rate
 from calibration.step_probe import fit_in_step, measured_targets
@@ -159,11 +156,10 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
     streams = [r for r in recs if r["kind"] == "allreduce" and r["impl"] == "stream"]
     assert tuple(r["msg_bytes"] for r in ar) == SIZES == tuple(r["msg_bytes"] for r in streams)
     # every number in the params comes from a record: refitting the file gives the same fits, bit for bit.
-    # o: the mean per-call time of consecutive calls (streams); w: the sweep's mean call times refitted with that o
+    # w: the mean call time over the sweep; o: the mean per-call time of consecutive calls (streams)
     sweep, stream = fit_linear(ar, world_size=2, statistic="mean"), fit_linear(streams, impl="stream", statistic="mean")
-    held = bandwidth_given_o(sweep, ar, stream.o_s)
     assert (params.linear.w_bytes_per_s, params.linear.o_s, params.linear.o_ci_s) == (
-        held.w_bytes_per_s,
+        sweep.w_bytes_per_s,
         stream.o_s,
         stream.o_ci_s,
     )
@@ -312,8 +308,7 @@ def test_torn_last_line_is_skipped_with_a_warning_and_the_fit_is_unchanged(calib
     torn, lines = _torn_copy(records, tmp_path / "torn.jsonl")
     with pytest.warns(UserWarning, match=rf"torn\.jsonl: last line {len(lines) + 1} is incomplete"):
         recs = read_records(torn, "allreduce")
-    free = fit_linear(recs, world_size=2, statistic="mean")
-    assert bandwidth_given_o(free, recs, params.o_s).w_bytes_per_s == params.linear.w_bytes_per_s
+    assert fit_linear(recs, world_size=2, statistic="mean").w_bytes_per_s == params.linear.w_bytes_per_s
 
 
 def test_appending_after_a_torn_line_loses_nothing(calibrated, tmp_path):
