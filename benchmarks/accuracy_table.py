@@ -23,42 +23,21 @@ def _cell(d: Path) -> dict | None:
         return None
     v = json.loads(p.read_text())
     rows = v["rows"]
-    worst = max(rows, key=lambda r: abs(r["error_pct"]))
     params = next(iter(sorted(d.glob("validation.params*.json"))), None)
     fit = {}
     if params is not None:
         fit = (json.loads(params.read_text()).get("probes") or {}).get("in_step") or {}
-    log = (d / "validate.log").read_text() if (d / "validate.log").exists() else ""
-    # the compute-only baseline's own step-to-step spread: how noisy the machine was in this cell
-    base: list[float] = []
-    recs = d / "validation.jsonl"
-    if recs.exists():
-        for line in recs.read_text().splitlines():
-            r = json.loads(line)
-            if r.get("kind") == "ddp_step" and r.get("setting") == "compute":
-                base += r.get("step_times_s") or []
-    spread = None
-    if len(base) >= 3:
-        q = statistics.quantiles(base, n=10)
-        spread = (q[-1] - q[0]) / statistics.median(base) * 100.0
-    bb = (v.get("best_bucket") or {}).get("torch-ddp") or {}
-    with_iv = [r for r in rows if r.get("predicted_p10_s") is not None]
-    cov = (
-        sum(r["predicted_p10_s"] <= r["measured_median_s"] <= r["predicted_p90_s"] for r in with_iv) / len(with_iv)
-        if with_iv
-        else None
-    )
     return {
         "rows": rows,
         "n": len(rows),
-        "median": statistics.median(abs(r["error_pct"]) for r in rows),
-        "worst": worst,
-        "coverage": cov,
+        "median": v["median_abs_error_pct"],
+        "worst": max(rows, key=lambda r: abs(r["error_pct"])),
+        "coverage": v.get("interval_coverage"),
         "bias": statistics.median(r["error_pct"] for r in rows),
-        "best": bb,
+        "best": (v.get("best_bucket") or {}).get("torch-ddp") or {},
         "fit": fit,
-        "log": log,
-        "spread": spread,
+        # the compute-only baseline's own step-to-step spread, as validate measures it for its busy warning
+        "spread": (v.get("machine_noise") or {}).get("baseline_spread_pct"),
     }
 
 
