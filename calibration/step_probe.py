@@ -45,13 +45,9 @@ def probe_bucket_mb(total_grad_bytes: int) -> float:
 def measured_targets(rec: dict[str, Any]) -> dict[str, Any]:
     """Medians over a ``measure_timeline`` record's timed steps (each on its slowest rank) of the step
     terms the fit uses; also the compute-only median measured beside them."""
-    from .timeline import step_terms
+    from .timeline import slowest_rank_timelines, step_terms
 
-    ranks = rec["rank_step_times_s"]
-    terms = []
-    for k in range(len(rec["step_times_s"])):
-        r = max(range(len(ranks)), key=lambda i: ranks[i][k])
-        terms.append(step_terms(rec["rank_timelines"][r][k]))
+    terms = [step_terms(tl) for tl in slowest_rank_timelines(rec)]
     if not terms:
         raise ValueError("the in-step probe recorded no steps")
     med = {q: statistics.median(t[q] for t in terms) for q in ("step_s", "compute_s", "comm_sum_s", "exposed_tail_s")}
@@ -65,7 +61,7 @@ def measured_targets(rec: dict[str, Any]) -> dict[str, Any]:
 def simulated_terms(profile: GradProfile, cost: CostModel, world_size: int, bucket_mb: float) -> dict[str, float]:
     """The simulator's backward end, summed launch-to-completion, exposed tail and step for the probe."""
     res = predict(profile, cost, StrategySpec("torch-ddp", bucket_mb=bucket_mb), world_size)
-    rows = [r for r in res.rows if r.name.startswith("bucket")]
+    rows = res.rows  # torch-ddp: the buckets' all-reduces only
     last = max((r.end_s for r in rows), default=res.backward_end_s)
     return {
         "step_s": res.step_time_s,

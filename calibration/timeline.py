@@ -161,6 +161,15 @@ def representative_step(step_times_s: Sequence[float], rank_step_times_s: Sequen
     return k, rank
 
 
+def slowest_rank_timelines(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each timed step of a ``measure_timeline`` record on its slowest rank."""
+    ranks = record["rank_step_times_s"]
+    return [
+        record["rank_timelines"][max(range(len(ranks)), key=lambda r: ranks[r][k])][k]
+        for k in range(len(record["step_times_s"]))
+    ]
+
+
 def decompose(measured: Sequence[dict[str, Any]], predicted: dict[str, Any]) -> dict[str, Any]:
     """The error (predicted - measured) split into compute, exposed tail, finalize, optimizer, other,
     with per-call durations and launch delays per bucket and summed.
@@ -371,12 +380,7 @@ def timeline_outputs(
     k, rank = representative_step(record["step_times_s"], record["rank_step_times_s"])
     chosen = record["rank_timelines"][rank][k]
     others = [(f"rank {r}", record["rank_timelines"][r][k]) for r in range(len(record["rank_timelines"])) if r != rank]
-    slowest = [
-        record["rank_timelines"][
-            max(range(len(record["rank_step_times_s"])), key=lambda r: record["rank_step_times_s"][r][s])
-        ][s]
-        for s in range(len(record["step_times_s"]))
-    ]
+    slowest = slowest_rank_timelines(record)
     info = {
         "model": record["model"],
         "strategy": record["strategy"],

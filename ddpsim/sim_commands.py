@@ -217,20 +217,21 @@ def load_params(path: str) -> Any:
     return Params.load(path)
 
 
-def _resolve_all(args: argparse.Namespace) -> tuple[GradProfile, CostModel, int]:
+def _resolve_all(args: argparse.Namespace) -> tuple[GradProfile, CostModel, int, Any]:
+    """Profile, cost model, world size, and the fitted params they came from (``None`` without --params)."""
     if not isinstance(args.world_size, int) or args.world_size < 1:
         raise ValueError(f"--world-size must be >= 1, got {args.world_size}")
     params = load_params(args.params) if args.params else None
-    args._params = params  # the prediction interval reads the fit's uncertainty from it
-    return resolve_profile(args, params), resolve_cost(args, args.world_size, params), args.world_size
+    return resolve_profile(args, params), resolve_cost(args, args.world_size, params), args.world_size, params
 
 
-def prediction_interval(args: argparse.Namespace, prof: GradProfile, cost: CostModel, spec: StrategySpec, p: int):
-    """The step's 80 % interval (``simulator.interval``) when the network comes from fitted ``--params`` (the
+def prediction_interval(
+    args: argparse.Namespace, params: Any, prof: GradProfile, cost: CostModel, spec: StrategySpec, p: int
+):
+    """The step's 80 % interval (``simulator.interval``) when the network comes from fitted ``params`` (the
     o/w fit's 95 % intervals and the profile's measured step-to-step backward times), else ``None``."""
     from simulator.interval import measured_backward_s, step_interval
 
-    params = getattr(args, "_params", None)
     if params is None or args.network is not None:
         return None
     return step_interval(prof, cost, spec, p, params.uncertainty(measured_backward_s(prof)))
@@ -285,7 +286,7 @@ def print_prediction(res: Any, prof: GradProfile, out: Any = None) -> None:
 def cmd_predict(args: argparse.Namespace) -> int:
     from simulator.predict import predict
 
-    prof, cost, p = _resolve_all(args)
+    prof, cost, p, params = _resolve_all(args)
     spec = resolve_strategy(args)
     res = predict(
         prof,
@@ -317,7 +318,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     csv_file = emit_csv(args, [r.to_dict() for r in res.rows])  # the per-bucket rows
     if csv_stdout(args):
         return 0
-    iv = prediction_interval(args, prof, cost, spec, p)
+    iv = prediction_interval(args, params, prof, cost, spec, p)
     if args.json:
         d = res.to_dict()
         d["first_step_time_s"] = first.step_time_s if first else None
@@ -343,7 +344,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from simulator.sweep import default_grid_mb, log_grid_mb, sweep
 
-    prof, cost, p = _resolve_all(args)
+    prof, cost, p, _ = _resolve_all(args)
     spec = replace(resolve_strategy(args), bucket_mb=None)  # --bucket-mb here is the grid, not one size
     if not spec.strategy.bucketed:
         raise ValueError(f"--strategy {spec.name} has no bucket size to sweep; use one of {', '.join(BUCKETED)}")

@@ -297,7 +297,7 @@ def _analytic(st: _Setup, factors: list[float], accum_steps: int) -> RunOutcome:
         launch = start = end = np.zeros(0)
         comm_end, busy = -math.inf, 0.0
     copy_s = plan.copy_out_bytes / cost.copy_bytes_per_s if cost.copy_bytes_per_s and plan.copy_out_bytes else 0.0
-    per_bucket = bool(copy_s) and plan.copy_out_per_bucket and n > 0
+    per_bucket = bool(copy_s) and plan.copies_bucket_by_bucket
     opt_ends = []
     for b_end, f in zip(bwd_ends, factors):
         if per_bucket:  # wait for bucket c, copy it, next: the serial recursion from backward's end
@@ -528,7 +528,7 @@ class _Step:
                 self._launch(c)
                 yield self._done(c)
         copy_bw = self.cost.copy_bytes_per_s
-        if copy_bw and plan.copy_out_bytes and plan.copy_out_per_bucket and n and launch != "after_backward":
+        if copy_bw and plan.copies_bucket_by_bucket:
             for c in range(n):  # torch's finalize_backward: wait for bucket c, copy it out, next
                 t0 = env.now
                 yield self._done(c)

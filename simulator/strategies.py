@@ -399,6 +399,11 @@ class PlanArrays:
     def n_post(self) -> int:
         return len(self.post_msg_bytes)
 
+    @property
+    def copies_bucket_by_bucket(self) -> bool:
+        """Copy-out happens per bucket as each completes (``copy_out_per_bucket`` with something to copy)."""
+        return self.copy_out_per_bucket and self.copy_out_bytes > 0 and self.n_collectives > 0
+
 
 def _bucket_name(k: int) -> str:
     return f"bucket{k}"
@@ -447,9 +452,8 @@ def comm_plan_arrays(profile: GradProfile, spec: StrategySpec, world_size: int) 
         return replace(plan_arrays(profile, plan), key=("plan", spec.name, tuple(c.params for c in plan.collectives)))
     ps = profile.params
     total = pa.total_grad_bytes
-    if (
-        spec.strategy.plan is _bucketed_plan
-    ):  # reverse registration order, launched in index order (buckets.reverse_order_buckets)
+    # bucketed: reverse registration order, launched in index order (buckets.reverse_order_buckets)
+    if spec.strategy.plan is _bucketed_plan:
         members = np.flatnonzero(pa.pos >= 0)[::-1]
         assert spec.bucket_mb is not None  # StrategySpec: bucketed needs a size
         starts = bucket_starts(pa.nbytes[members], [mb_to_bytes(spec.bucket_mb)])
