@@ -42,7 +42,7 @@ from typing import Any
 from simulator.units import KIB, MIB
 
 from .contention import fit_contention
-from .fit import ABGFit, fit_abg, fit_linear
+from .fit import ABGFit, LinearFit, fit_abg, fit_bandwidth, fit_linear, with_terms
 from .params import Params
 
 
@@ -192,6 +192,128 @@ def fit_probe(results: list[dict]) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class NetworkFit:
+    """The network half of a calibration, fitted from its all-reduce, broadcast and stream records."""
+
+    typical: LinearFit  # medians over every size (the typical call)
+    linear: LinearFit  # what the simulator uses: o from the streams, w from the transfer-dominated sizes
+    broadcast: LinearFit | None
+    stream: LinearFit
+    bandwidth: LinearFit | None  # the fit over the transfer-dominated sizes (None: too few of them)
+    speedup: float  # blocking over async time of back-to-back calls (gloo: > 1.3 means 2 channels)
+    channels: int
+
+
+def fit_network(
+    records: list[dict[str, Any]], backend: str, world_size: int, link_mbit: float | None, say: Callable[[str], None]
+) -> NetworkFit:
+    """Fit ``o`` and ``w`` from one calibration's records (``kind`` all-reduce with ``impl`` native and
+    stream, and broadcast) at ``world_size``: the same fits whether the records were measured just now or
+    read back from a file (``refit``)."""
+    link = link_mbit if link_mbit else None
+    ar = [r for r in records if r.get("kind") == "allreduce" and r.get("world_size") == world_size]
+    typical = fit_linear(ar, world_size=world_size, link_mbit=link)
+    say(
+        f"all-reduce fit of medians (typical call): o = {typical.o_us:.1f} us, w = {typical.w_gbps:.4g} GB/s, "
+        f"rel. RMS {typical.rel_rms * 100:.1f}%"
+    )
+    # the simulator sums many calls per step: it takes the expected call time (fit of means)
+    fit = fit_linear(ar, world_size=world_size, link_mbit=link, statistic="mean")
+    say(
+        f"all-reduce fit of means (expected call): o = {fit.o_us:.1f} us, w = {fit.w_gbps:.4g} GB/s "
+        f"({fit.w_gbps * 8e3:.0f} Mbit/s), rel. RMS {fit.rel_rms * 100:.1f}%"
+    )
+    # broadcasts (the sharded optimizer's parameter broadcasts) get their own o and w
+    bc = [
+        dict(r, kind="allreduce") for r in records if r.get("kind") == "broadcast" and r.get("world_size") == world_size
+    ]
+    bfit = fit_linear(bc, impl="broadcast", world_size=world_size, link_mbit=link, statistic="mean") if bc else None
+    if bfit is not None:
+        say(f"broadcast fit: o = {bfit.o_us:.1f} us, w = {bfit.w_gbps:.4g} GB/s, rel. RMS {bfit.rel_rms * 100:.1f}%")
+    streams = [r for r in ar if r.get("impl") == "stream"]
+    sfit = fit_linear(streams, impl="stream", world_size=world_size, link_mbit=link, statistic="mean")
+    speedup = statistics.median(
+        statistics.median(r["times_s"]) / statistics.median(r["async_times_s"])
+        for r in streams
+        if r.get("times_s") and r.get("async_times_s")
+    )
+    channels = 2 if backend == "gloo" and speedup >= 1.3 else 1
+    say(
+        f"streams: o = {sfit.o_us:.1f} us per consecutive call; async/blocking speed-up x{speedup:.2f} "
+        f"-> {channels} channel(s) in the model"
+    )
+    # w from the sizes where the transfer dominates (the rate a step's large buckets pay)
+    bw = fit_bandwidth(ar, fit, world_size=world_size, link_mbit=link, statistic="mean")
+    if bw is not None:
+        mib = ", ".join(f"{n / MIB:g}" for n in bw.sizes_bytes)
+        say(
+            f"bandwidth from the transfer-dominated sizes ({mib} MiB): w = {bw.w_gbps:.4g} GB/s "
+            f"({bw.w_gbps * 8e3:.0f} Mbit/s; all sizes: {fit.w_gbps * 8e3:.0f} Mbit/s)"
+        )
+    w_from = f"w from the {len(bw.sizes_bytes)} transfer-dominated sizes" if bw else "w from the sweep"
+    used = with_terms(
+        fit,
+        ar,
+        sfit,
+        bw or fit,
+        f"o from back-to-back calls (stream fit); {w_from}",
+        world_size=world_size,
+        link_mbit=link,
+        statistic="mean",
+    )
+    return NetworkFit(typical, used, bfit, sfit, bw, speedup, channels)
+
+
+def assemble_params(
+    backend: str,
+    world_size: int,
+    net: NetworkFit,
+    contention: dict[str, Any],
+    copy_bytes_per_s: float,
+    profile: dict[str, Any],
+    env: dict[str, Any],
+    model: str,
+    batch_size: int,
+    link_mbit: float | None,
+    records: str | Path,
+) -> Params:
+    """The params file's content from the fits and probes of one calibration (before the in-step probe)."""
+    return Params(
+        backend=backend,
+        world_size=world_size,
+        linear=net.linear,
+        link_mbit=link_mbit,
+        contention_c=contention["contention_c"],
+        comm_contention_c=contention["comm_contention_c"],
+        copy_bytes_per_s=copy_bytes_per_s,
+        compute_profile=profile,
+        broadcast=net.broadcast,
+        channels=net.channels,
+        env=env,
+        source_records=(str(Path(records).resolve()),),
+        probes={
+            "contention": dict(contention),
+            "model": model,
+            "batch_size": batch_size,
+            "allreduce_median_fit": net.typical.to_dict(),
+            "stream_fit": net.stream.to_dict(),
+            "bandwidth_fit": net.bandwidth.to_dict() if net.bandwidth is not None else None,
+            "async_speedup": net.speedup,
+        },
+    )
+
+
+def with_step_probe(params: Params, fit: dict[str, Any]) -> Params:
+    """``params`` with the in-step probe's contention factors in place of the contention probe's."""
+    return replace(
+        params,
+        contention_c=fit["contention_c"],
+        comm_contention_c=fit["comm_contention_c"],
+        probes={**params.probes, "in_step": fit, "contention_source": "in-step probe"},
+    )
+
+
 def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]) -> Params:
     from realrun.profile_grads import profile_grads
     from realrun.records import RecordWriter, environment, make_record
@@ -205,31 +327,6 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
     env = environment(pool.backend, pool.world_size, link_mbit=spec.link_mbit)
     with RecordWriter(spec.records) as writer:
         recs = measure_allreduce(pool, sizes, spec.link_mbit, writer, say)
-        link = spec.link_mbit if spec.link_mbit else None
-        ar = [r for r in recs if r.get("kind") == "allreduce"]
-        typical = fit_linear(ar, world_size=pool.world_size, link_mbit=link)
-        say(
-            f"all-reduce fit of medians (typical call): o = {typical.o_us:.1f} us, w = {typical.w_gbps:.4g} GB/s, "
-            f"rel. RMS {typical.rel_rms * 100:.1f}%"
-        )
-        # the simulator sums many calls per step: it takes the expected call time (fit of means)
-        fit = fit_linear(ar, world_size=pool.world_size, link_mbit=link, statistic="mean")
-        say(
-            f"all-reduce fit of means (expected call): o = {fit.o_us:.1f} us, w = {fit.w_gbps:.4g} GB/s "
-            f"({fit.w_gbps * 8e3:.0f} Mbit/s), rel. RMS {fit.rel_rms * 100:.1f}%"
-        )
-        # broadcasts (the sharded optimizer's parameter broadcasts) get their own o and w
-        bc = [dict(r, kind="allreduce") for r in recs if r.get("kind") == "broadcast"]
-        bfit = (
-            fit_linear(bc, impl="broadcast", world_size=pool.world_size, link_mbit=link, statistic="mean")
-            if bc
-            else None
-        )
-        if bfit is not None:
-            say(
-                f"broadcast fit: o = {bfit.o_us:.1f} us, w = {bfit.w_gbps:.4g} GB/s, rel. RMS {bfit.rel_rms * 100:.1f}%"
-            )
-
         # consecutive calls, as DDP issues them: the per-call overhead the simulator uses, and
         # whether the backend's concurrent calls really overlap
         stream_sizes = [n for n in sizes if n <= 4 * MIB] or list(sizes[:3])
@@ -238,18 +335,7 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
         stream_recs = stream_records(streams, pool.backend, pool.world_size, spec.link_mbit, env)
         for r in stream_recs:
             writer.write(r)
-        sfit = fit_linear(stream_recs, impl="stream", world_size=pool.world_size, link_mbit=link, statistic="mean")
-        speedup = statistics.median(
-            statistics.median(b) / statistics.median(a) for b, a in zip(streams[0]["blocking_s"], streams[0]["async_s"])
-        )
-        channels = 2 if pool.backend == "gloo" and speedup >= 1.3 else 1
-        say(
-            f"streams: o = {sfit.o_us:.1f} us per consecutive call; async/blocking speed-up x{speedup:.2f} "
-            f"-> {channels} channel(s) in the model"
-        )
-        fit = replace(
-            fit, o_s=sfit.o_s, o_ci_s=sfit.o_ci_s, source="o from back-to-back calls (stream fit); w from the sweep"
-        )
+        net = fit_network(recs + stream_recs, pool.backend, pool.world_size, spec.link_mbit, say)
 
         mem = pool.run(memcpy_probe)
         by_size = ", ".join(
@@ -279,27 +365,18 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
             f"contention: compute x{1 + fitted['contention_c']:.2f} while communicating, "
             f"communication x{1 + fitted['comm_contention_c']:.2f} while computing"
         )
-        params = Params(
-            backend=pool.backend,
-            world_size=pool.world_size,
-            linear=fit,
-            link_mbit=spec.link_mbit,
-            contention_c=fitted["contention_c"],
-            comm_contention_c=fitted["comm_contention_c"],
-            copy_bytes_per_s=copy_bps,
-            compute_profile=prof.to_dict(),
-            broadcast=bfit,
-            channels=channels,
-            env=env,
-            source_records=(str(Path(spec.records).resolve()),),
-            probes={
-                "contention": {k: v for k, v in fitted.items()},
-                "model": spec.model,
-                "batch_size": bs,
-                "allreduce_median_fit": typical.to_dict(),
-                "stream_fit": sfit.to_dict(),
-                "async_speedup": speedup,
-            },
+        params = assemble_params(
+            pool.backend,
+            pool.world_size,
+            net,
+            fitted,
+            copy_bps,
+            prof.to_dict(),
+            env,
+            spec.model,
+            bs,
+            spec.link_mbit,
+            spec.records,
         )
         if spec.step_probe_steps > 0:
             from .step_probe import probe_bucket_mb, run_step_probe, summary_line
@@ -311,12 +388,7 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
             rec, sfit_step = run_step_probe(pool, spec.model, bs, prof, params.cost_model(), spec.step_probe_steps)
             writer.write(make_record("step_probe", env, model=spec.model, batch_size=bs, timeline=rec, fit=sfit_step))
             say(summary_line(sfit_step))
-            params = replace(
-                params,
-                contention_c=sfit_step["contention_c"],
-                comm_contention_c=sfit_step["comm_contention_c"],
-                probes={**params.probes, "in_step": sfit_step, "contention_source": "in-step probe"},
-            )
+            params = with_step_probe(params, sfit_step)
     return params
 
 

@@ -55,6 +55,8 @@ def measured_targets(rec: dict[str, Any]) -> dict[str, Any]:
     med["launch_delay_median_s"] = statistics.median(b["launch_delay_s"] for t in terms for b in t["buckets"])
     med["compute_only_median_s"] = rec["compute_median_s"]
     med["steps"] = len(terms)
+    med["per_step"] = [{"compute_s": t["compute_s"], "comm_sum_s": t["comm_sum_s"]} for t in terms]
+    med["compute_only_step_times_s"] = list(rec.get("compute_step_times_s") or ())
     return med
 
 
@@ -140,6 +142,44 @@ def fit_in_step(
     }
 
 
+N_BOOT = 24
+
+
+def bootstrap_in_step(
+    profile: GradProfile,
+    cost: CostModel,
+    world_size: int,
+    bucket_mb: float,
+    targets: dict[str, Any],
+    n: int = N_BOOT,
+    seed: int = 0,
+) -> list[tuple[float, float]]:
+    """``(contention_c, comm_contention_c)`` refitted on ``n`` resamples of the probe's steps (each
+    step's backward end and summed all-reduce time kept together, and the compute-only steps
+    resampled beside them): how far the fitted pair moves with which steps happened to be measured.
+    Empty when the targets kept no per-step terms. Seeded: the same record gives the same pairs."""
+    import numpy as np
+
+    steps = targets.get("per_step") or []
+    base = targets.get("compute_only_step_times_s") or []
+    if len(steps) < 2:
+        return []
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        pick = [steps[int(k)] for k in rng.integers(len(steps), size=len(steps))]
+        t = dict(targets)
+        t["compute_s"] = statistics.median(s["compute_s"] for s in pick)
+        t["comm_sum_s"] = statistics.median(s["comm_sum_s"] for s in pick)
+        if len(base) >= 2:
+            t["compute_only_median_s"] = statistics.median(
+                float(base[int(k)]) for k in rng.integers(len(base), size=len(base))
+            )
+        f = fit_in_step(profile, cost, world_size, bucket_mb, t)
+        out.append((f["contention_c"], f["comm_contention_c"]))
+    return out
+
+
 def run_step_probe(
     pool: Any, model: str, batch_size: int, profile: GradProfile, cost: CostModel, steps: int, warmup: int = 3
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -150,10 +190,19 @@ def run_step_probe(
     load = _loadavg()
     rec = measure_timeline(pool, model, "torch-ddp", bucket, batch_size, steps, warmup)
     rec["loadavg_before"], rec["loadavg_after"] = load, _loadavg()
+    return rec, fit_step_probe(rec, profile, cost, pool.world_size, bucket)
+
+
+def fit_step_probe(
+    rec: dict[str, Any], profile: GradProfile, cost: CostModel, world_size: int, bucket_mb: float
+) -> dict[str, Any]:
+    """The in-step fit of a probe record (``measure_timeline``'s), measured now or read back (``refit``),
+    with its bootstrap refits."""
     targets = measured_targets(rec)
-    fit = fit_in_step(profile, cost, pool.world_size, bucket, targets)
-    fit["loadavg"] = [load, rec["loadavg_after"]]
-    return rec, fit
+    fit = fit_in_step(profile, cost, world_size, bucket_mb, targets)
+    fit["loadavg"] = [rec.get("loadavg_before"), rec.get("loadavg_after")]
+    fit["bootstrap"] = [list(d) for d in bootstrap_in_step(profile, cost, world_size, bucket_mb, targets)]
+    return fit
 
 
 def summary_line(fit: dict[str, Any]) -> str:
@@ -168,4 +217,15 @@ def summary_line(fit: dict[str, Any]) -> str:
             if fit["not_identified"]
             else ""
         )
+        + _spread(fit.get("bootstrap") or [])
     )
+
+
+def _spread(boot: list[Any]) -> str:
+    if len(boot) < 2:
+        return ""
+    import numpy as np
+
+    c = np.percentile([1 + d[0] for d in boot], [10, 90])
+    cc = np.percentile([1 + d[1] for d in boot], [10, 90])
+    return f"; refitted on {len(boot)} resamples of the steps: compute x{c[0]:.2f}-{c[1]:.2f}, communication x{cc[0]:.2f}-{cc[1]:.2f} (p10-p90)"

@@ -91,10 +91,67 @@ def _out_path(base: str, link: float | None, multi: bool) -> str:
 
 
 # ---- calibrate ----------------------------------------------------------------------
+def print_params(out: Any, params: Any, link: float | None) -> None:
+    """What ``calibrate`` prints about the params it wrote."""
+    lin = params.linear
+    print(f"wrote {out}")
+    print(
+        f"  t0 = {lin.o_us:.1f} us at p = {params.world_size}: zero-byte time of one call, o + 2(p-1) alpha  "
+        f"(95% CI {lin.o_ci_us[0]:.1f} .. {lin.o_ci_us[1]:.1f})"
+    )
+    print(
+        f"  w = {lin.w_gbps:.4g} GB/s = {lin.w_gbps * 8:.4g} Gbit/s = {lin.w_gbps * 8e3:.1f} Mbit/s  "
+        f"(95% CI {lin.w_ci_gbps[0]:.4g} .. {lin.w_ci_gbps[1]:.4g} GB/s)"
+        + (f"; configured link {link:g} Mbit/s" if link else "")
+    )
+    print(
+        f"  fit error: relative RMS {lin.rel_rms * 100:.2f}%, worst {lin.max_abs_rel_err * 100:.2f}% over {lin.n_points} sizes"
+    )
+    print(
+        f"  contention: compute x{1 + params.contention_c:.3f} while communicating, communication x{1 + params.comm_contention_c:.3f} while computing"
+    )
+    print(f"  memory copy {params.copy_bytes_per_s / 1e9:.2f} GB/s; channels {params.channels}")
+    t = params.network_terms()
+    how = (
+        f"fitted across p = {', '.join(map(str, t.world_sizes))}"
+        if t.split == "fitted"
+        else f"measured at p = {params.world_size} only: latency split assumed"
+    )
+    print(
+        f"  network terms ({t.algorithm}, {how}): "
+        f"o = {t.o_s * 1e6:.1f} us per call, alpha = {t.alpha_s * 1e6:.1f} us per step, "
+        f"link {8e-6 / t.beta_s_per_byte:.4g} Mbit/s"
+        + (f", fit rel. RMS {t.rel_rms * 100:.1f}% over {len(t.points)} points" if t.split == "fitted" else "")
+    )
+    prof = params.profile()
+    print(
+        f"  profile {prof.model}: forward {prof.forward_s * 1e3:.2f} ms, backward {prof.backward_s * 1e3:.2f} ms, optimizer {prof.optimizer_s * 1e3:.2f} ms"
+    )
+
+
+def _refit(args: argparse.Namespace) -> int:
+    """``calibrate --refit RECORDS``: today's fits on a past calibration's records; no rank starts."""
+    from calibration.calibrate import Progress
+    from calibration.refit import refit_from_records
+
+    params = refit_from_records(args.refit, say=Progress(not args.quiet, prefix="refit"))
+    out = params.save(_out_path(args.out, params.link_mbit, False))
+    if args.json:
+        d = dict(params.to_dict(), params_file=str(out))
+        d.pop("profile", None)
+        d.pop("compute_profile", None)
+        emit_json(args, d)
+    else:
+        print_params(out, params, params.link_mbit)
+    return 0
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from calibration.calibrate import CalibrateSpec, calibrate
     from realrun.workloads import load_workload
 
+    if args.refit:
+        return _refit(args)
     load_workload(args.model)  # a bad --model (or a user module that fails) stops here, before ranks start
     backend = spawn_backend(args, args.world_size, args.link_mbit)
     links = args.link_mbit or [None]
@@ -119,40 +176,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         out = params.save(_out_path(args.out, link, multi))
         results.append((out, params))
         if not args.json:
-            lin = params.linear
-            print(f"wrote {out}")
-            print(
-                f"  t0 = {lin.o_us:.1f} us at p = {params.world_size}: zero-byte time of one call, o + 2(p-1) alpha  "
-                f"(95% CI {lin.o_ci_us[0]:.1f} .. {lin.o_ci_us[1]:.1f})"
-            )
-            print(
-                f"  w = {lin.w_gbps:.4g} GB/s = {lin.w_gbps * 8:.4g} Gbit/s = {lin.w_gbps * 8e3:.1f} Mbit/s  "
-                f"(95% CI {lin.w_ci_gbps[0]:.4g} .. {lin.w_ci_gbps[1]:.4g} GB/s)"
-                + (f"; configured link {link:g} Mbit/s" if link else "")
-            )
-            print(
-                f"  fit error: relative RMS {lin.rel_rms * 100:.2f}%, worst {lin.max_abs_rel_err * 100:.2f}% over {lin.n_points} sizes"
-            )
-            print(
-                f"  contention: compute x{1 + params.contention_c:.3f} while communicating, communication x{1 + params.comm_contention_c:.3f} while computing"
-            )
-            print(f"  memory copy {params.copy_bytes_per_s / 1e9:.2f} GB/s; channels {params.channels}")
-            t = params.network_terms()
-            how = (
-                f"fitted across p = {', '.join(map(str, t.world_sizes))}"
-                if t.split == "fitted"
-                else f"measured at p = {params.world_size} only: latency split assumed"
-            )
-            print(
-                f"  network terms ({t.algorithm}, {how}): "
-                f"o = {t.o_s * 1e6:.1f} us per call, alpha = {t.alpha_s * 1e6:.1f} us per step, "
-                f"link {8e-6 / t.beta_s_per_byte:.4g} Mbit/s"
-                + (f", fit rel. RMS {t.rel_rms * 100:.1f}% over {len(t.points)} points" if t.split == "fitted" else "")
-            )
-            prof = params.profile()
-            print(
-                f"  profile {prof.model}: forward {prof.forward_s * 1e3:.2f} ms, backward {prof.backward_s * 1e3:.2f} ms, optimizer {prof.optimizer_s * 1e3:.2f} ms"
-            )
+            print_params(out, params, link)
     if args.json and not results:
         emit_json(args, {"skipped": skipped})  # stdout stays JSON when every link was skipped
     elif args.json:
@@ -403,6 +427,13 @@ def add_commands(sub: Any) -> None:
         "second per call over an emulated link",
     )
     add_out_dir(c, "calibrate", "fitted parameters and measurement records")
+    c.add_argument(
+        "--refit",
+        default=None,
+        metavar="RECORDS",
+        help="measure nothing: fit again from the records file of an earlier calibrate run (its all-reduce, "
+        "stream, copy, profile and probe records) with this version's fits, and write --out",
+    )
     c.add_argument("--out", default=None, help="fitted parameters (JSON, written whole; default OUT_DIR/params.json)")
     c.add_argument(
         "--records",

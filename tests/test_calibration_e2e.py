@@ -27,9 +27,10 @@ import calibration.calibrate as calibrate_mod  # noqa: E402
 import realrun.bench_ddp as bench_ddp  # noqa: E402
 import realrun.netns as netns  # noqa: E402
 from calibration.calibrate import CalibrateSpec, calibrate_on_pool, fit_probe  # noqa: E402
-from calibration.fit import fit_linear  # noqa: E402
+from calibration.fit import fit_bandwidth, fit_linear  # noqa: E402
 from calibration.params import PARAMS_SCHEMA, Params  # noqa: E402
 from calibration.probes import effective_copy_rate
+from calibration.refit import refit_from_records  # noqa: E402
 from calibration.step_probe import fit_in_step, measured_targets
 from calibration.validate import (  # noqa: E402
     VALIDATION_SCHEMA,
@@ -156,13 +157,17 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
     streams = [r for r in recs if r["kind"] == "allreduce" and r["impl"] == "stream"]
     assert tuple(r["msg_bytes"] for r in ar) == SIZES == tuple(r["msg_bytes"] for r in streams)
     # every number in the params comes from a record: refitting the file gives the same fits, bit for bit.
-    # w: the mean call time over the sweep; o: the mean per-call time of consecutive calls (streams)
+    # w: the mean call time over the transfer-dominated sizes of the sweep (all of it if fewer than two);
+    # o: the mean per-call time of consecutive calls (streams)
     sweep, stream = fit_linear(ar, world_size=2, statistic="mean"), fit_linear(streams, impl="stream", statistic="mean")
+    bw = fit_bandwidth(ar, sweep, world_size=2, statistic="mean") or sweep
     assert (params.linear.w_bytes_per_s, params.linear.o_s, params.linear.o_ci_s) == (
-        sweep.w_bytes_per_s,
+        bw.w_bytes_per_s,
         stream.o_s,
         stream.o_ci_s,
     )
+    # and the whole params file, from the records alone, as `ddpsim calibrate --refit` does it
+    assert refit_from_records(records).to_dict() == params.to_dict()
     assert stream.to_dict() == params.probes["stream_fit"]
     assert fit_linear(ar, world_size=2).to_dict() == params.probes["allreduce_median_fit"]
     bc = [dict(r, kind="allreduce") for r in recs if r["kind"] == "broadcast"]
@@ -510,6 +515,10 @@ def test_cli_calibrate_json_contract(tmp_path):
         ("stream", 65536),
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["calibration.jsonl", "params.json"]  # nothing else written
+    # --refit: the same fits from the records alone, no ranks started
+    again = _ddpsim_json(["calibrate", "--refit", str(recs), "--out", str(tmp_path / "refit.json")], tmp_path)
+    assert again["params_file"] == str(tmp_path / "refit.json")
+    assert Params.load(tmp_path / "refit.json").to_dict() == params.to_dict()
 
 
 def test_cli_validate_json_contract(calibrated, tmp_path):

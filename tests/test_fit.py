@@ -308,3 +308,33 @@ def test_params_of_another_schema_or_malformed_are_clear_errors(tmp_path):
         _params(backend="mpi")
     with pytest.raises(ValueError, match="contention_c"):
         _params(contention_c=-0.1)
+
+
+def test_bandwidth_from_the_transfer_dominated_sizes_is_not_tilted_by_small_calls():
+    """Small calls that do not follow the line (here 3x slower, as gloo's colliding threads make
+    them) tilt an all-size fit with relative residuals; the slope of the large sizes is the link's."""
+    from calibration.fit import fit_bandwidth, transfer_dominated_sizes, with_terms
+
+    w = 125e6  # a 1000 Mbit/s link
+    rng = np.random.default_rng(3)
+    recs = []
+    for n in SIZES:
+        t = 2e-3 + n / w if n >= 1 << 20 else 3 * (2e-3 + n / w)
+        recs.append(_record(n, t * np.exp(rng.normal(0, 0.02, 20))))
+    everything = fit_linear(recs, statistic="mean")
+    assert everything.w_bytes_per_s > 1.05 * w  # the tilt this guards against
+    big = transfer_dominated_sizes(everything)
+    assert big and min(big) >= 1 << 20 and max(big) == SIZES[-1]
+    bw = fit_bandwidth(recs, everything, statistic="mean")
+    assert bw is not None and bw.w_bytes_per_s == pytest.approx(w, rel=0.02)
+    assert bw.sizes_bytes == big
+    # o from one fit, w from the other; the errors are those of the combination at every size
+    stream = LinearFit(o_s=1.5e-3, w_bytes_per_s=1e9, o_ci_s=(1e-3, 2e-3))
+    both = with_terms(everything, recs, stream, bw, "o from streams; w from big sizes", statistic="mean")
+    assert (both.o_s, both.o_ci_s, both.w_bytes_per_s) == (1.5e-3, (1e-3, 2e-3), bw.w_bytes_per_s)
+    assert both.sizes_bytes == tuple(SIZES) and both.source == "o from streams; w from big sizes"
+    k = SIZES.index(64 << 20)
+    mean_64 = np.mean(recs[k]["times_s"])
+    assert both.rel_errors[k] == pytest.approx((1.5e-3 + (64 << 20) / bw.w_bytes_per_s) / mean_64 - 1)
+    # too few transfer-dominated sizes: nothing better than the all-size fit is known
+    assert fit_bandwidth(recs[:3], fit_linear(recs[:3]), statistic="mean") is None

@@ -1,0 +1,102 @@
+"""Fit a calibration again from its records, measuring nothing (``ddpsim calibrate --refit RECORDS``).
+
+``calibrate`` appends every measurement to its records file before it fits anything, so a newer
+ddpsim can refit an older calibration with its own rules: the all-reduce, broadcast and stream
+records give ``o`` and ``w`` (``calibrate.fit_network``); the memory-copy record its copy rate; the
+profile record the compute profile; the contention record the contention probe's factors; the
+in-step probe's record (its per-bucket timelines) is fitted again against the refitted network.
+Records of larger world sizes, if any, give the cross-p model as ``calibrate --world-size 2,4``
+does. The records must be one calibration's: a file with several calibrations of one world size
+(appended runs) is refused, since pooling them would mix two machines' states.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .params import Params
+
+
+def _one(records: list[dict[str, Any]], kind: str, path: str | Path, required: bool = True) -> dict[str, Any] | None:
+    found = [r for r in records if r.get("kind") == kind]
+    if not found:
+        if required:
+            raise ValueError(f"{path}: no {kind!r} record: not the records of a `ddpsim calibrate` run")
+        return None
+    if len(found) > 1:
+        raise ValueError(
+            f"{path}: {len(found)} {kind!r} records: the file holds several calibrations; refit one run's records"
+        )
+    return found[0]
+
+
+def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: None) -> Params:
+    """The params ``calibrate`` would have written from the measurements in ``path``, by today's fits."""
+    from realrun.records import read_records
+    from simulator.profile import GradProfile
+
+    from .calibrate import assemble_params, fit_across_world_sizes, fit_network, with_step_probe
+
+    records = list(read_records(path))
+    prof_rec = _one(records, "profile", path)
+    assert prof_rec is not None
+    p0 = int(prof_rec.get("world_size") or (prof_rec.get("env") or {}).get("world_size") or 0)
+    ar = [r for r in records if r.get("kind") in ("allreduce", "broadcast")]
+    sizes_at = sorted({int(r["world_size"]) for r in ar if isinstance(r.get("world_size"), int)})
+    if not sizes_at:
+        raise ValueError(f"{path}: no all-reduce records")
+    p0 = p0 if p0 in sizes_at else sizes_at[0]
+    links = {r.get("link_mbit") for r in ar}
+    if len(links) > 1:
+        raise ValueError(f"{path}: records of several links ({sorted(map(str, links))}): refit one run's records")
+    link = links.pop()
+    backend = str(ar[0].get("backend", "gloo"))
+    streams = [r for r in ar if r.get("impl") == "stream" and r.get("world_size") == p0]
+    per_size = {}
+    for r in ar:
+        if r.get("impl", "native") == "native" and r.get("world_size") == p0 and r.get("kind") == "allreduce":
+            per_size[r["msg_bytes"]] = per_size.get(r["msg_bytes"], 0) + 1
+    if not streams or any(v > 1 for v in per_size.values()):
+        raise ValueError(
+            f"{path}: expected one calibration's all-reduce sweep and streams at p = {p0} "
+            f"(found {len(streams)} stream records, up to {max(per_size.values(), default=0)} records per size)"
+        )
+    net = fit_network(ar, backend, p0, link, say)
+    mem = _one(records, "memcpy", path)
+    cont = _one(records, "contention", path)
+    assert mem is not None and cont is not None
+    keys = ("contention_c", "comm_contention_c", "compute_alone_median_s", "compute_overlapped_median_s")
+    keys += ("busy_fraction", "comm_alone_median_s", "comm_under_compute_median_s", "comm_bytes")
+    contention = {k: cont.get(k) for k in keys}
+    model = str(prof_rec.get("model"))
+    bs = int(prof_rec.get("batch_size") or 0)
+    params = assemble_params(
+        backend,
+        p0,
+        net,
+        contention,
+        float(mem["copy_bytes_per_s"]),
+        prof_rec["profile"],
+        dict(prof_rec.get("env") or {}),
+        model,
+        bs,
+        link,
+        path,
+    )
+    probe = _one(records, "step_probe", path, required=False)
+    if probe is not None:
+        from .step_probe import fit_step_probe, summary_line
+
+        prof = GradProfile.from_dict(prof_rec["profile"])
+        old = probe.get("fit") or {}
+        fit = fit_step_probe(probe["timeline"], prof, params.cost_model(), p0, float(old.get("bucket_mb", 2.0)))
+        say(summary_line(fit))
+        params = with_step_probe(params, fit)
+    if len(sizes_at) > 1:
+        native = [r for r in ar if r.get("kind") == "allreduce" and r.get("impl", "native") == "native"]
+        from dataclasses import replace
+
+        params = replace(params, abg=fit_across_world_sizes(native, params, link))
+    return params
