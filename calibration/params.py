@@ -177,11 +177,17 @@ class Params:
 
     def uncertainty(self, compute_samples_s: Sequence[float] = ()):
         """What a prediction from these parameters inherits (``simulator.interval.Uncertainty``): the o and w
-        fit's 95 % intervals, and the step-to-step spread of ``compute_samples_s`` (measured compute times)."""
+        fit's 95 % intervals, the step-to-step spread of ``compute_samples_s`` (measured compute times), and
+        the in-step probe's bootstrap fits of the two contention factors (when it ran)."""
         from simulator.interval import Uncertainty
 
+        boot = ((self.probes or {}).get("in_step") or {}).get("bootstrap") or ()
         return Uncertainty.from_fit(
-            self.linear.o_ci_s, self.linear.w_ci_bytes_per_s, self.linear.w_bytes_per_s, compute_samples_s
+            self.linear.o_ci_s,
+            self.linear.w_ci_bytes_per_s,
+            self.linear.w_bytes_per_s,
+            compute_samples_s,
+            [d for d in boot if isinstance(d, (list, tuple)) and len(d) == 2],
         )
 
     def hook_s_per_param(self) -> float:

@@ -69,16 +69,22 @@ class ValidateSpec:
 
 
 def predicted_row(
-    profile: GradProfile, params: Params, spec: StrategySpec, world_size: int, compute_steps_s: Sequence[float] = ()
+    profile: GradProfile,
+    params: Params,
+    spec: StrategySpec,
+    world_size: int,
+    compute_steps_s: Sequence[float] = (),
+    steps: int | None = 1,
 ) -> dict[str, Any]:
-    """The prediction of one configuration, with its 80 % interval over the fit's errors and the
-    step-to-step spread of ``compute_steps_s`` (the compute-only steps measured beside it)."""
+    """The prediction of one configuration, with its 80 % interval (of one step, or of the median of
+    ``steps`` measured steps) over the fit's and the in-step probe's errors and the step-to-step
+    spread of ``compute_steps_s`` (the compute-only steps measured beside it)."""
     from simulator.interval import step_interval
 
     cost = params.cost_model()
     res = predict(profile, cost, spec, world_size)
     unc = params.uncertainty(compute_steps_s)
-    iv = step_interval(profile, cost, spec, world_size, unc)
+    iv = step_interval(profile, cost, spec, world_size, unc, steps=steps)
     return {
         "predicted_step_s": res.step_time_s,
         "predicted_exposed_s": res.overhead_s,
@@ -292,7 +298,11 @@ def validate_on_pool(
                 "link_mbit": link_mbit,
             }
             row = make_row(
-                cfg, rec, predicted_row(prof.scaled(scale) if scale != 1.0 else prof, params, cfg, p, compute[k])
+                cfg,
+                rec,
+                predicted_row(
+                    prof.scaled(scale) if scale != 1.0 else prof, params, cfg, p, compute[k], steps=len(times[k])
+                ),
             )
             row["compute_scale"] = scale
             rows.append(row)

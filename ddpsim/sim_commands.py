@@ -226,15 +226,23 @@ def _resolve_all(args: argparse.Namespace) -> tuple[GradProfile, CostModel, int,
 
 
 def prediction_interval(
-    args: argparse.Namespace, params: Any, prof: GradProfile, cost: CostModel, spec: StrategySpec, p: int
+    args: argparse.Namespace,
+    params: Any,
+    prof: GradProfile,
+    cost: CostModel,
+    spec: StrategySpec,
+    p: int,
+    steps: int | None = None,
 ):
-    """The step's 80 % interval (``simulator.interval``) when the network comes from fitted ``params`` (the
-    o/w fit's 95 % intervals and the profile's measured step-to-step backward times), else ``None``."""
+    """The 80 % interval (``simulator.interval``) of the median step of a long run (``steps=None``), of
+    the median of ``steps`` steps, or of one step (``steps=1``), when the network comes from fitted
+    ``params`` (the o/w fit's 95 % intervals, the in-step probe's refits and the profile's measured
+    step-to-step backward times), else ``None``."""
     from simulator.interval import measured_backward_s, step_interval
 
     if params is None or args.network is not None:
         return None
-    return step_interval(prof, cost, spec, p, params.uncertainty(measured_backward_s(prof)))
+    return step_interval(prof, cost, spec, p, params.uncertainty(measured_backward_s(prof)), steps=steps)
 
 
 # ---- output -----------------------------------------------------------------------
@@ -319,17 +327,20 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if csv_stdout(args):
         return 0
     iv = prediction_interval(args, params, prof, cost, spec, p)
+    iv1 = prediction_interval(args, params, prof, cost, spec, p, steps=1)
     if args.json:
         d = res.to_dict()
         d["first_step_time_s"] = first.step_time_s if first else None
         d["trace"] = args.trace
         d["interval"] = iv.to_dict() if iv is not None else None
+        d["single_step_interval"] = iv1.to_dict() if iv1 is not None else None
         d["csv"] = csv_file
         emit_json(args, d)
     else:
         print_prediction(res, prof)
-        if iv is not None:
+        if iv is not None and iv1 is not None:
             print(f"  step time {iv.describe_ms()} (from {', '.join(iv.sources)})")
+            print(f"  step time {iv1.describe_ms()}")
         else:
             print("  no interval: the network is a preset or given by flags, not fitted from measurements (--params)")
         if first is not None:

@@ -10,12 +10,23 @@ from what was measured:
 * ``o`` from a normal with the fit's standard error (truncated at 0);
 * ``w`` log-normal, its standard error from the lower half of the CI (the upper
   end may be unbounded);
-* a compute factor: one measured step's backward over the median backward,
-  drawn from the measured steps (a bootstrap of step-to-step variation).
+* a compute factor from the measured steps (a bootstrap of step-to-step
+  variation): for one step, one measured step over the median of all; for the
+  median of ``N`` steps, the median of ``N`` steps drawn with replacement over
+  the median of as many as were measured (the prediction is pinned to the
+  measured median, which has a sampling error of its own);
+* the contention factors ``(c, c_comm)`` as one pair from the in-step probe's
+  bootstrap fits (``calibration.step_probe``: its steps resampled and refitted),
+  so their correlation is kept.
 
-What was not measured with an error (contention, a preset's link figures) is
-held fixed, and ``Interval.sources`` names what was drawn, so an interval built
-from nothing says so instead of looking certain.
+Which interval is asked for matters: a single step varies with the machine's
+noise, while the median of many steps (what a benchmark reports and what a
+training run's throughput follows) varies only with what the model's inputs
+do not pin down. ``validate`` judges the median of its ``N`` measured steps
+against the interval of the median of ``N``. What was not measured with an
+error (a preset's link figures) is held fixed, and ``Interval.sources`` names
+what was drawn, so an interval built from nothing says so instead of looking
+certain.
 """
 
 from __future__ import annotations
@@ -43,6 +54,7 @@ class Uncertainty:
     o_sd_s: float = 0.0
     w_log_sd: float = 0.0
     compute_rel: tuple[float, ...] = ()
+    contention_draws: tuple[tuple[float, float], ...] = ()  # (c, c_comm) pairs of bootstrap fits
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.o_sd_s) and self.o_sd_s >= 0):
@@ -51,6 +63,8 @@ class Uncertainty:
             raise ValueError(f"w_log_sd must be a finite number >= 0, got {self.w_log_sd!r}")
         if any(not (math.isfinite(r) and r > 0) for r in self.compute_rel):
             raise ValueError("compute_rel must hold finite ratios > 0")
+        if any(len(d) != 2 or not all(math.isfinite(x) and x >= 0 for x in d) for d in self.contention_draws):
+            raise ValueError("contention_draws must hold (c, c_comm) pairs of finite numbers >= 0")
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -61,6 +75,8 @@ class Uncertainty:
             out.append("w fit CI")
         if len(self.compute_rel) > 1:
             out.append(f"compute step-to-step ({len(self.compute_rel)} measured steps)")
+        if len(self.contention_draws) > 1:
+            out.append(f"contention in-step probe ({len(self.contention_draws)} bootstrap fits)")
         return tuple(out)
 
     @property
@@ -78,8 +94,10 @@ class Uncertainty:
         w_ci_bytes_per_s: tuple[float, float] | None = None,
         w_bytes_per_s: float | None = None,
         compute_samples_s: Sequence[float] = (),
+        contention_draws: Sequence[Sequence[float]] = (),
     ) -> Uncertainty:
-        """From a fit's 95 % intervals (NaN or missing ends: no error known) and measured compute times."""
+        """From a fit's 95 % intervals (NaN or missing ends: no error known), measured compute times and
+        the in-step probe's bootstrap fits of ``(c, c_comm)``."""
         o_sd = 0.0
         if o_ci_s is not None and all(math.isfinite(x) for x in o_ci_s):
             o_sd = max(0.0, (o_ci_s[1] - o_ci_s[0]) / (2 * Z95))
@@ -93,7 +111,8 @@ class Uncertainty:
         if len(xs) >= 2:
             med = float(np.median(xs))
             rel = tuple(x / med for x in xs)
-        return cls(o_sd_s=o_sd, w_log_sd=w_sd, compute_rel=rel)
+        pairs = tuple((float(d[0]), float(d[1])) for d in contention_draws)
+        return cls(o_sd_s=o_sd, w_log_sd=w_sd, compute_rel=rel, contention_draws=pairs)
 
 
 @dataclass(frozen=True)
@@ -106,6 +125,7 @@ class Interval:
     hi_s: float
     n_draws: int
     sources: tuple[str, ...]
+    steps: int | None = 1  # of one step (1), of the median of N steps, or of a long run's median (None)
 
     def to_dict(self) -> dict[str, Any]:
         return to_fields(self)
@@ -113,17 +133,41 @@ class Interval:
     def describe_ms(self) -> str:
         if not self.sources:
             return "no interval: nothing measured with an error"
-        return f"{self.level:.0%} interval {self.lo_s * 1e3:.1f}-{self.hi_s * 1e3:.1f} ms"
+        return f"{self.level:.0%} interval {self.lo_s * 1e3:.1f}-{self.hi_s * 1e3:.1f} ms ({self.of_what})"
+
+    @property
+    def of_what(self) -> str:
+        if self.steps == 1:
+            return "a single step"
+        return f"the median of {self.steps} steps" if self.steps else "the median step of a long run"
+
+
+def _check_steps(steps: int | None) -> None:
+    if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool) or steps < 1):
+        raise ValueError(f"steps must be a whole number >= 1 (or None: a long run), got {steps!r}")
+
+
+def compute_factor(rel: np.ndarray, steps: int | None, rng: np.random.Generator) -> float:
+    """One draw of (measured compute) / (the median the prediction is pinned to): one step over the
+    median for ``steps=1``, else the median of ``steps`` resampled steps (1 for a long run) over the
+    median of a resample of the reference steps (its sampling error)."""
+    if steps == 1:
+        return float(rel[rng.integers(len(rel))])
+    top = 1.0 if steps is None else float(np.median(rng.choice(rel, steps)))
+    return top / float(np.median(rng.choice(rel, len(rel))))
 
 
 def draw_inputs(
-    profile: GradProfile, cost: CostModel, unc: Uncertainty, n: int, seed: int = 0
+    profile: GradProfile, cost: CostModel, unc: Uncertainty, n: int, seed: int = 0, steps: int | None = 1
 ) -> list[tuple[GradProfile, CostModel]]:
-    """``n`` seeded draws of (profile, cost model); the same seed gives the same draws, so two
+    """``n`` seeded draws of (profile, cost model) for the step time of one step, of the median of
+    ``steps`` steps, or of a long run (``None``); the same seed gives the same draws, so two
     configurations predicted over the same draws are compared pairwise."""
     if n < 1:
         raise ValueError(f"draws must be >= 1, got {n}")
+    _check_steps(steps)
     rng = np.random.default_rng(seed)
+    rel = np.asarray(unc.compute_rel, dtype=float)
     out = []
     for _ in range(n):
         c = cost
@@ -131,9 +175,12 @@ def draw_inputs(
             c = c.perturbed(o_delta_s=unc.o_sd_s * float(rng.standard_normal()))
         if unc.w_log_sd > 0:
             c = c.perturbed(w_factor=math.exp(unc.w_log_sd * float(rng.standard_normal())))
+        if len(unc.contention_draws) > 1:
+            cc = unc.contention_draws[int(rng.integers(len(unc.contention_draws)))]
+            c = c.with_overrides(contention=cc[0], comm_contention=cc[1])
         p = profile
-        if len(unc.compute_rel) > 1:
-            p = profile.scaled(float(unc.compute_rel[int(rng.integers(len(unc.compute_rel)))]))
+        if len(rel) > 1:
+            p = profile.scaled(compute_factor(rel, steps, rng))
         out.append((p, c))
     return out
 
@@ -144,12 +191,12 @@ def step_times_over(
     return [predict(p, c, strategy, world_size, **predict_kw).step_time_s for p, c in draws]
 
 
-def interval_of(times_s: Sequence[float], unc: Uncertainty, level: float = 0.8) -> Interval:
+def interval_of(times_s: Sequence[float], unc: Uncertainty, level: float = 0.8, steps: int | None = 1) -> Interval:
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
     q = (1 - level) / 2 * 100
     lo, med, hi = np.percentile(times_s, [q, 50, 100 - q])
-    return Interval(level, float(lo), float(med), float(hi), len(times_s), unc.sources)
+    return Interval(level, float(lo), float(med), float(hi), len(times_s), unc.sources, steps)
 
 
 def step_interval(
@@ -162,14 +209,17 @@ def step_interval(
     level: float = 0.8,
     draws: int = 32,
     seed: int = 0,
+    steps: int | None = 1,
     **predict_kw: Any,
 ) -> Interval:
-    """The ``level`` interval of one configuration's step time over ``draws`` draws of its inputs."""
+    """The ``level`` interval of one configuration's step time (one step, the median of ``steps``
+    steps, or of a long run: ``None``) over ``draws`` draws of its inputs."""
+    _check_steps(steps)
     if not unc.sources:
         t = predict(profile, cost, strategy, world_size, **predict_kw).step_time_s
-        return Interval(level, t, t, t, 1, ())
-    times = step_times_over(draw_inputs(profile, cost, unc, draws, seed), strategy, world_size, **predict_kw)
-    return interval_of(times, unc, level)
+        return Interval(level, t, t, t, 1, (), steps)
+    times = step_times_over(draw_inputs(profile, cost, unc, draws, seed, steps), strategy, world_size, **predict_kw)
+    return interval_of(times, unc, level, steps)
 
 
 def measured_backward_s(profile: GradProfile) -> list[float]:

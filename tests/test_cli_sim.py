@@ -182,8 +182,12 @@ def test_predict_from_fitted_params_carries_an_interval_and_a_preset_says_it_has
     iv = res["interval"]
     assert iv["level"] == 0.8 and iv["lo_s"] < iv["median_s"] < iv["hi_s"]
     assert iv["lo_s"] < res["step_time_s"] < iv["hi_s"] and "o fit CI" in iv["sources"]
+    # the median of a long run is pinned tighter than one step, which also varies with the steps' noise
+    one = res["single_step_interval"]
+    assert iv["steps"] is None and one["steps"] == 1
+    assert one["hi_s"] - one["lo_s"] >= iv["hi_s"] - iv["lo_s"]
     code, out, _ = run_cli(capsys, "predict", "--params", str(path), "--world-size", "2", "--bucket-mb", "1")
-    assert "80% interval" in out
+    assert "80% interval" in out and "median step of a long run" in out and "a single step" in out
     code, out, _ = run_cli(capsys, "predict", "--model", "gpt2-small", "--json")
     assert json.loads(out)["results"]["interval"] is None
     code, out, _ = run_cli(capsys, "predict", "--model", "gpt2-small")

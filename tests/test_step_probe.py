@@ -126,3 +126,27 @@ def test_a_target_out_of_reach_keeps_the_contention_probes_factor():
     assert fit["not_identified"] == ["comm_contention_c"] and fit["at_bound"]
     assert fit["comm_contention_c"] == 0.7  # the contention probe's (given in the cost model)
     assert fit["contention_c"] >= 0 and fit["contention_c"] < 20
+
+
+def test_bootstrap_refits_agree_when_every_step_is_the_same_and_spread_when_steps_differ():
+    from calibration.step_probe import bootstrap_in_step
+
+    bucket = probe_bucket_mb(PROF.total_grad_bytes)
+    t = _targets(0.3, 1.0, bucket)
+    same = {**t, "per_step": [{"compute_s": t["compute_s"], "comm_sum_s": t["comm_sum_s"]}] * 6}
+    boot = bootstrap_in_step(PROF, _cost(), 2, bucket, same, n=5)
+    assert len(boot) == 5
+    for c, cc in boot:
+        assert c == pytest.approx(0.3, abs=2e-3) and cc == pytest.approx(1.0, abs=2e-3)
+    # steps whose all-reduces took 0.8x..1.2x the fitted total: the refits of c_comm spread around 1.0
+    noisy = {
+        **t,
+        "per_step": [
+            {"compute_s": t["compute_s"], "comm_sum_s": t["comm_sum_s"] * f} for f in (0.8, 0.9, 1.0, 1.1, 1.2)
+        ],
+    }
+    boot = bootstrap_in_step(PROF, _cost(), 2, bucket, noisy, n=12, seed=1)
+    ccs = sorted(cc for _, cc in boot)
+    assert ccs[0] < 1.0 - 0.05 and ccs[-1] > 1.0 + 0.05
+    assert bootstrap_in_step(PROF, _cost(), 2, bucket, noisy, n=12, seed=1) == boot  # seeded
+    assert bootstrap_in_step(PROF, _cost(), 2, bucket, t) == []  # no per-step terms kept: nothing to resample

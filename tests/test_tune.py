@@ -593,3 +593,32 @@ def test_one_bucket_of_everything_is_recommended_as_the_next_power_of_two():
     res = recommend(prof, CostModel.linear(5e-3, 1e9, 2), world_size=2)
     assert prof.total_grad_bytes / MIB == pytest.approx(3.837, abs=1e-3)
     assert res.recommended_bucket_mb == 4.0
+
+
+def test_interval_of_a_median_narrows_with_the_steps_it_covers():
+    from simulator.interval import Uncertainty, step_interval
+
+    spec = StrategySpec("torch-ddp", bucket_mb=1.0)
+    unc = Uncertainty(compute_rel=tuple(0.7 + 0.6 * k / 14 for k in range(15)))
+    widths = []
+    for steps in (1, 8, 64, None):
+        iv = step_interval(_stream(), STREAM_COST, spec, 2, unc, draws=200, steps=steps)
+        assert iv.steps == steps and iv.lo_s < iv.hi_s
+        widths.append(iv.hi_s - iv.lo_s)
+    assert widths[0] > widths[1] > widths[2] > widths[3] > 0  # a long run keeps the reference's own error
+    with pytest.raises(ValueError, match="steps"):
+        step_interval(_stream(), STREAM_COST, spec, 2, unc, steps=0)
+
+
+def test_contention_draws_widen_the_interval_and_are_named():
+    from simulator.interval import Uncertainty, step_interval
+
+    spec = StrategySpec("torch-ddp", bucket_mb=1.0)
+    base = Uncertainty(o_sd_s=1e-5)
+    with_c = Uncertainty(o_sd_s=1e-5, contention_draws=((0.0, 0.0), (0.2, 1.0), (0.5, 3.0)))
+    a = step_interval(_stream(), STREAM_COST, spec, 2, base, draws=64)
+    b = step_interval(_stream(), STREAM_COST, spec, 2, with_c, draws=64)
+    assert b.hi_s - b.lo_s > a.hi_s - a.lo_s
+    assert any(s.startswith("contention in-step probe") for s in b.sources)
+    with pytest.raises(ValueError, match="contention_draws"):
+        Uncertainty(contention_draws=((0.1,),))
