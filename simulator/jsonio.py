@@ -103,6 +103,16 @@ def to_json(v: Any) -> Any:
     return v
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})  # written as they are
+_FIELDS: dict[type, tuple[dataclasses.Field[Any], ...]] = {}
+
+
+def _fields(cls: type) -> tuple[dataclasses.Field[Any], ...]:
+    if cls not in _FIELDS:
+        _FIELDS[cls] = dataclasses.fields(cls)
+    return _FIELDS[cls]
+
+
 def _default(f: dataclasses.Field[Any]) -> Any:
     if f.default is not dataclasses.MISSING:
         return f.default
@@ -114,13 +124,12 @@ def _default(f: dataclasses.Field[Any]) -> Any:
 def to_fields(obj: Any, *, schema: str | None = None, omit_default: Iterable[str] = ()) -> dict[str, Any]:
     """``obj`` (a dataclass instance) as a JSON-ready dict of its fields, ``schema`` first when given;
     fields named in ``omit_default`` are left out while they equal their default."""
-    omit = set(omit_default)
     out: dict[str, Any] = {"schema": schema} if schema is not None else {}
-    for f in dataclasses.fields(obj):
+    for f in _fields(type(obj)):
         v = getattr(obj, f.name)
-        if f.name in omit and v == _default(f):
+        if omit_default and f.name in omit_default and v == _default(f):
             continue
-        out[f.name] = to_json(v)
+        out[f.name] = v if type(v) in _PLAIN else to_json(v)
     return out
 
 
