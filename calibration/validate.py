@@ -16,12 +16,13 @@ is within the measured noise (p10-p90 overlap) or within 3% of the best.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from realrun.stats import summarize
+from realrun.stats import TimeSummary, summarize
+from simulator.jsonio import from_fields, to_fields
 from simulator.predict import predict
 from simulator.profile import GradProfile
 from simulator.strategies import STRATEGIES, StrategySpec, strategy
@@ -68,6 +69,50 @@ class ValidateSpec:
         return out
 
 
+@dataclass(frozen=True)
+class RowPrediction:
+    """The simulator's side of one validation row: the predicted step, its parts, its 80 % interval."""
+
+    predicted_step_s: float
+    predicted_exposed_s: float
+    predicted_compute_s: float
+    n_buckets: int
+    predicted_p10_s: float
+    predicted_p90_s: float
+    interval_sources: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ValidationRow:
+    """One configuration measured and predicted (``make_row``); its JSON is its fields, in this order."""
+
+    strategy: str
+    bucket_mb: float | None
+    bucket_cap_mb_list: tuple[float, ...] | None
+    measured_median_s: float
+    measured_p10_s: float
+    measured_p90_s: float
+    measured_compute_s: float
+    measured_exposed_s: float
+    predicted_step_s: float
+    predicted_exposed_s: float
+    predicted_compute_s: float
+    n_buckets: int
+    predicted_p10_s: float
+    predicted_p90_s: float
+    interval_sources: tuple[str, ...]
+    error_pct: float
+    link_mbit: float | None = None
+    compute_scale: float = 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_fields(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ValidationRow:
+        return from_fields(cls, d, what="validation row")
+
+
 def predicted_row(
     profile: GradProfile,
     params: Params,
@@ -75,7 +120,7 @@ def predicted_row(
     world_size: int,
     compute_steps_s: Sequence[float] = (),
     steps: int | None = 1,
-) -> dict[str, Any]:
+) -> RowPrediction:
     """The prediction of one configuration, with its 80 % interval (of one step, or of the median of
     ``steps`` measured steps) over the fit's and the in-step probe's errors and the step-to-step
     spread of ``compute_steps_s`` (the compute-only steps measured beside it)."""
@@ -85,40 +130,51 @@ def predicted_row(
     res = predict(profile, cost, spec, world_size)
     unc = params.uncertainty(compute_steps_s)
     iv = step_interval(profile, cost, spec, world_size, unc, steps=steps)
-    return {
-        "predicted_step_s": res.step_time_s,
-        "predicted_exposed_s": res.overhead_s,
-        "predicted_compute_s": res.compute_s,
-        "n_buckets": res.n_collectives,
-        "predicted_p10_s": iv.lo_s,
-        "predicted_p90_s": iv.hi_s,
-        "interval_sources": list(iv.sources),
-    }
+    return RowPrediction(
+        predicted_step_s=res.step_time_s,
+        predicted_exposed_s=res.overhead_s,
+        predicted_compute_s=res.compute_s,
+        n_buckets=res.n_collectives,
+        predicted_p10_s=iv.lo_s,
+        predicted_p90_s=iv.hi_s,
+        interval_sources=tuple(iv.sources),
+    )
 
 
-def make_row(spec: StrategySpec, rec: dict[str, Any], pred: dict[str, Any]) -> dict[str, Any]:
-    m = rec["median_s"]
-    return {
-        "strategy": spec.name,
-        "bucket_mb": spec.bucket_mb,
-        "bucket_cap_mb_list": list(spec.bucket_cap_mb_list) if spec.bucket_cap_mb_list else None,
-        "measured_median_s": m,
-        "measured_p10_s": rec["p10_s"],
-        "measured_p90_s": rec["p90_s"],
-        "measured_compute_s": rec["compute_median_s"],
-        "measured_exposed_s": rec["exposed_comm_s"],
-        **pred,
-        "error_pct": (pred["predicted_step_s"] - m) / m * 100.0,
-        "link_mbit": rec.get("link_mbit"),
-    }
+def make_row(
+    spec: StrategySpec,
+    measured: TimeSummary,
+    compute_median_s: float,
+    pred: RowPrediction,
+    *,
+    link_mbit: float | None,
+    compute_scale: float,
+) -> ValidationRow:
+    """The one place a validation row is made: the measured steps, the compute-only median beside them,
+    and the prediction; the error is the prediction's against the measured median."""
+    m = measured.median_s
+    return ValidationRow(
+        strategy=spec.name,
+        bucket_mb=spec.bucket_mb,
+        bucket_cap_mb_list=tuple(spec.bucket_cap_mb_list) if spec.bucket_cap_mb_list else None,
+        measured_median_s=m,
+        measured_p10_s=measured.p10_s,
+        measured_p90_s=measured.p90_s,
+        measured_compute_s=compute_median_s,
+        measured_exposed_s=m - compute_median_s,
+        **{f.name: getattr(pred, f.name) for f in fields(pred)},
+        error_pct=(pred.predicted_step_s - m) / m * 100.0,
+        link_mbit=link_mbit,
+        compute_scale=compute_scale,
+    )
 
 
-def summarize_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize_rows(rows: Sequence[ValidationRow]) -> dict[str, Any]:
     if not rows:
         raise ValueError("no configuration was measured")
-    errs = [abs(r["error_pct"]) for r in rows]
-    with_iv = [r for r in rows if r.get("interval_sources")]
-    covered = [r for r in with_iv if r["predicted_p10_s"] <= r["measured_median_s"] <= r["predicted_p90_s"]]
+    errs = [abs(r.error_pct) for r in rows]
+    with_iv = [r for r in rows if r.interval_sources]
+    covered = [r for r in with_iv if r.predicted_p10_s <= r.measured_median_s <= r.predicted_p90_s]
     out: dict[str, Any] = {
         "interval_coverage": len(covered) / len(with_iv) if with_iv else None,
         "n_with_interval": len(with_iv),
@@ -128,19 +184,19 @@ def summarize_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "best_bucket": {},
     }
     first_bucketed = None
-    for strat in dict.fromkeys(r["strategy"] for r in rows):
-        rs = [r for r in rows if r["strategy"] == strat and r["bucket_mb"] is not None]
+    for strat in dict.fromkeys(r.strategy for r in rows):
+        rs = [r for r in rows if r.strategy == strat and r.bucket_mb is not None]
         if len(rs) < 2:
             continue
-        pb = min(rs, key=lambda r: r["predicted_step_s"])
-        mb = min(rs, key=lambda r: r["measured_median_s"])
-        gap = (pb["measured_median_s"] - mb["measured_median_s"]) / mb["measured_median_s"] * 100.0
-        within_noise = pb["measured_p10_s"] <= mb["measured_p90_s"]
+        pb = min(rs, key=lambda r: r.predicted_step_s)
+        mb = min(rs, key=lambda r: r.measured_median_s)
+        gap = (pb.measured_median_s - mb.measured_median_s) / mb.measured_median_s * 100.0
+        within_noise = pb.measured_p10_s <= mb.measured_p90_s
         out["best_bucket"][strat] = {
-            "predicted_best_mb": pb["bucket_mb"],
-            "measured_best_mb": mb["bucket_mb"],
+            "predicted_best_mb": pb.bucket_mb,
+            "measured_best_mb": mb.bucket_mb,
             "predicted_best_measured_gap_pct": gap,
-            "same": pb["bucket_mb"] == mb["bucket_mb"],
+            "same": pb.bucket_mb == mb.bucket_mb,
             "within_noise": within_noise,
         }
         if first_bucketed is None or strat == "torch-ddp":
@@ -264,7 +320,7 @@ def validate_on_pool(
     configs = spec.configs()
     labels = [c.name + (f" {c.bucket_mb:g} MiB" if c.bucket_mb is not None else "") for c in configs]
     env = environment(pool.backend, p, link_mbit=link_mbit)
-    rows: list[dict[str, Any]] = []
+    rows: list[ValidationRow] = []
     scales: list[float] = []
     with RecordWriter(spec.out) as writer:
         steps_per_round, times, compute = measure_beside_compute(
@@ -288,23 +344,10 @@ def validate_on_pool(
             scale = comp.median_s / prof.compute_s if spec.rescale_compute and prof.compute_s > 0 else 1.0
             if k % spec.group_size == 0:
                 scales.append(scale)
-            meas = summarize(times[k])
-            rec = {
-                "median_s": meas.median_s,
-                "p10_s": meas.p10_s,
-                "p90_s": meas.p90_s,
-                "compute_median_s": comp.median_s,
-                "exposed_comm_s": meas.median_s - comp.median_s,
-                "link_mbit": link_mbit,
-            }
-            row = make_row(
-                cfg,
-                rec,
-                predicted_row(
-                    prof.scaled(scale) if scale != 1.0 else prof, params, cfg, p, compute[k], steps=len(times[k])
-                ),
+            pred = predicted_row(
+                prof.scaled(scale) if scale != 1.0 else prof, params, cfg, p, compute[k], steps=len(times[k])
             )
-            row["compute_scale"] = scale
+            row = make_row(cfg, summarize(times[k]), comp.median_s, pred, link_mbit=link_mbit, compute_scale=scale)
             rows.append(row)
             writer.write(
                 make_record(
@@ -313,13 +356,13 @@ def validate_on_pool(
                     model=spec.model,
                     step_times_s=times[k],
                     compute_step_times_s=compute[k],
-                    validation=row,
+                    validation=row.to_dict(),
                 )
             )
             say(
-                f"{labels[k]}: measured {row['measured_median_s'] * 1e3:.2f} ms "
-                f"(p10 {row['measured_p10_s'] * 1e3:.2f}, p90 {row['measured_p90_s'] * 1e3:.2f}), "
-                f"predicted {row['predicted_step_s'] * 1e3:.2f} ms, error {row['error_pct']:+.1f}%"
+                f"{labels[k]}: measured {row.measured_median_s * 1e3:.2f} ms "
+                f"(p10 {row.measured_p10_s * 1e3:.2f}, p90 {row.measured_p90_s * 1e3:.2f}), "
+                f"predicted {row.predicted_step_s * 1e3:.2f} ms, error {row.error_pct:+.1f}%"
             )
     summary = summarize_rows(rows)
     baseline = [t for ts in compute[:: spec.group_size] for t in ts]  # each group's compute-only steps, once
@@ -376,11 +419,11 @@ def format_validation(res: dict[str, Any]) -> str:
         f"{'exp. meas':>10} {'exp. pred':>10} {'error':>8}",
     ]
     for r in res["rows"]:
-        b = f"{r['bucket_mb']:g}" if r["bucket_mb"] is not None else "-"
+        b = f"{r.bucket_mb:g}" if r.bucket_mb is not None else "-"
         lines.append(
-            f"  {r['strategy']:<11} {b:>10} {r['measured_median_s'] * 1e3:>12.2f} "
-            f"{r['measured_p10_s'] * 1e3:>8.2f}..{r['measured_p90_s'] * 1e3:<8.2f} {r['predicted_step_s'] * 1e3:>10.2f} "
-            f"{r['measured_exposed_s'] * 1e3:>10.2f} {r['predicted_exposed_s'] * 1e3:>10.2f} {r['error_pct']:>+7.1f}%"
+            f"  {r.strategy:<11} {b:>10} {r.measured_median_s * 1e3:>12.2f} "
+            f"{r.measured_p10_s * 1e3:>8.2f}..{r.measured_p90_s * 1e3:<8.2f} {r.predicted_step_s * 1e3:>10.2f} "
+            f"{r.measured_exposed_s * 1e3:>10.2f} {r.predicted_exposed_s * 1e3:>10.2f} {r.error_pct:>+7.1f}%"
         )
     lines.append("")
     lines.append(

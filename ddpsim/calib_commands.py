@@ -262,7 +262,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print(format_validation(res))
             print(f"results: {res_path}" + (f"; plots: {', '.join(res['plots'])}" if args.plot_dir else ""))
     # one table over every link: the rows with the link they ran over
-    csv_file = emit_csv(args, [{"link_mbit": r.get("link_mbit"), **row} for r in results for row in r["rows"]])
+    from simulator.jsonio import to_json
+
+    rows = [{"link_mbit": r.get("link_mbit"), **to_json(row)} for r in results for row in r["rows"]]
+    csv_file = emit_csv(args, rows)
     if csv_file and not args.json:
         print(f"csv: {csv_file}")
     if not results:
@@ -323,8 +326,9 @@ def _validation_plots(res: dict[str, Any], out_dir: Path, link: float | None) ->
 
     tag = f"-{link:g}mbit" if link else ""
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows = [r for r in res["rows"] if r["bucket_mb"] is not None]
-    paths = [str(plot_pred_vs_measured(res["rows"], out_dir / f"pred_vs_measured{tag}.png", quantity="both"))]
+    every = [r.to_dict() for r in res["rows"]]  # the plots read rows as the result file holds them
+    rows = [r for r in every if r["bucket_mb"] is not None]
+    paths = [str(plot_pred_vs_measured(every, out_dir / f"pred_vs_measured{tag}.png", quantity="both"))]
     if rows:
         paths.append(
             str(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import io
 import json
 import math
@@ -398,7 +399,12 @@ def emit_csv(args: argparse.Namespace, rows: list[dict[str, Any]], columns: list
 
 # ---- JSON -----------------------------------------------------------------------
 def finite(obj: Any) -> Any:
-    """``obj`` with every non-finite float replaced by ``None`` (JSON has no NaN or Infinity)."""
+    """``obj`` with every non-finite float replaced by ``None`` (JSON has no NaN or Infinity); dataclasses
+    in it by their fields (``simulator.jsonio.to_json``)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        from simulator.jsonio import to_json
+
+        return finite(to_json(obj))
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):

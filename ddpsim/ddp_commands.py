@@ -504,14 +504,14 @@ def bench_main(args: Any) -> int:
                     trace_dir=args.trace_dir,
                     link_mbit=args.link_mbit,
                 )
-                rec["round"] = rnd
-                writer.write(rec)
-                records.append(rec)
+                d = {**rec.to_dict(), "round": rnd}  # the record as written, and as the report reads files
+                writer.write(d)
+                records.append(d)
                 b = "list" if cap_list else ("-" if bucket is None else f"{bucket:g} MiB")
                 say(
-                    f"bench-ddp: P={p} {strategy} {b}: {rec['median_s'] * 1e3:.2f} ms "
-                    f"[{rec['p10_s'] * 1e3:.2f}, {rec['p90_s'] * 1e3:.2f}], exposed "
-                    f"{rec['exposed_comm_s'] * 1e3:.2f} ms"
+                    f"bench-ddp: P={p} {strategy} {b}: {rec.median_s * 1e3:.2f} ms "
+                    f"[{rec.p10_s * 1e3:.2f}, {rec.p90_s * 1e3:.2f}], exposed "
+                    f"{rec.exposed_comm_s * 1e3:.2f} ms"
                 )
             if args.timeline and rnd == args.rounds - 1:
                 _bench_timelines(pool, args, configs, bs, say, lead)

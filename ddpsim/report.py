@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import textwrap
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +14,15 @@ from simulator.profile import GradProfile
 from simulator.strategies import StrategySpec
 
 from .tuner import NEAR_BEST_PCT, TuneResult, format_tune
+from .verification import Verification
 
 
-def gain_line(v: Mapping[str, Any]) -> str:
+def gain_line(v: Verification) -> str:
     """The measured gain of the recommended setting over the default, with its spread and whether it is noise."""
-    lo, hi = v["measured_gain_p10_p90_pct"]
-    verdict = "within the noise" if v["measured_gain_within_noise"] else "beyond the noise"
+    lo, hi = v.measured_gain_p10_p90_pct
+    verdict = "within the noise" if v.measured_gain_within_noise else "beyond the noise"
     return (
-        f"recommended vs default: {v['measured_gain_vs_default_pct']:+.2f}% faster (medians); step by step "
+        f"recommended vs default: {v.measured_gain_vs_default_pct:+.2f}% faster (medians); step by step "
         f"p10..p90 {lo:+.1f}% to {hi:+.1f}%: {verdict}"
     )
 
@@ -59,33 +59,31 @@ def write_outputs(res: TuneResult, prof: GradProfile, cost: CostModel, out_dir: 
     return files
 
 
-def retimed_note(v: Mapping[str, Any]) -> str:
+def retimed_note(v: Verification) -> str:
     """The one place that says why a verify row has a second, re-timed prediction."""
     return (
-        f"re-timed: the same prediction with compute scaled x{v['compute_scale']:.3f} to the compute-only steps "
-        f"measured beside these ({v['measured_compute_s'] * 1e3:.2f} ms vs the profile's "
-        f"{v['profile_compute_s'] * 1e3:.2f} ms); error: the re-timed prediction vs the measured median"
+        f"re-timed: the same prediction with compute scaled x{v.compute_scale:.3f} to the compute-only steps "
+        f"measured beside these ({v.measured_compute_s * 1e3:.2f} ms vs the profile's "
+        f"{v.profile_compute_s * 1e3:.2f} ms); error: the re-timed prediction vs the measured median"
     )
 
 
-def format_verify(v: Mapping[str, Any]) -> str:
+def format_verify(v: Verification) -> str:
     """The verify rows as text: per setting the headline's prediction, the measured median and spread,
     the re-timed prediction beside it (labelled) and its error."""
     lines = [
-        f"verified on {v['world_size']} real ranks ({v['steps']} steps each, interleaved with a compute-only baseline):",
+        f"verified on {v.world_size} real ranks ({v.steps} steps each, interleaved with a compute-only baseline):",
         f"  {'setting':<18} {'predicted':>10}  {'measured median (p10..p90)':<30} {'re-timed*':>10} {'error*':>7}",
     ]
-    for r in v["rows"]:
-        meas = (
-            f"{r['measured_median_s'] * 1e3:.2f} ms ({r['measured_p10_s'] * 1e3:.2f}..{r['measured_p90_s'] * 1e3:.2f})"
-        )
+    for r in v.rows:
+        meas = f"{r.measured_median_s * 1e3:.2f} ms ({r.measured_p10_s * 1e3:.2f}..{r.measured_p90_s * 1e3:.2f})"
         lines.append(
-            f"  {r['setting']:<18} {r['predicted_step_s'] * 1e3:>7.2f} ms  {meas:<30} "
-            f"{r['retimed_predicted_step_s'] * 1e3:>7.2f} ms {r['error_pct']:>+6.1f}%"
+            f"  {r.setting:<18} {r.predicted_step_s * 1e3:>7.2f} ms  {meas:<30} "
+            f"{r.retimed_predicted_step_s * 1e3:>7.2f} ms {r.error_pct:>+6.1f}%"
         )
     lines += [
         textwrap.fill(retimed_note(v), 110, initial_indent="  * ", subsequent_indent="    "),
-        f"  recommended vs best measured ({v['best_measured_setting']}): {v['recommended_vs_best_measured_pct']:+.2f}%",
+        f"  recommended vs best measured ({v.best_measured_setting}): {v.recommended_vs_best_measured_pct:+.2f}%",
         f"  {gain_line(v)}",
     ]
     return "\n".join(lines)
@@ -101,18 +99,18 @@ def report_md(res: TuneResult) -> str:
             "| setting | predicted ms | measured median ms | p10..p90 ms | re-timed prediction ms* | error* |",
             "|---|---|---|---|---|---|",
         ]
-        for r in v["rows"]:
+        for r in v.rows:
             lines.append(
-                f"| {r['setting']} | {r['predicted_step_s'] * 1e3:.2f} | {r['measured_median_s'] * 1e3:.2f} "
-                f"| {r['measured_p10_s'] * 1e3:.2f}..{r['measured_p90_s'] * 1e3:.2f} "
-                f"| {r['retimed_predicted_step_s'] * 1e3:.2f} | {r['error_pct']:+.1f}% |"
+                f"| {r.setting} | {r.predicted_step_s * 1e3:.2f} | {r.measured_median_s * 1e3:.2f} "
+                f"| {r.measured_p10_s * 1e3:.2f}..{r.measured_p90_s * 1e3:.2f} "
+                f"| {r.retimed_predicted_step_s * 1e3:.2f} | {r.error_pct:+.1f}% |"
             )
         lines += [
             "",
             f"\\* {retimed_note(v)}.",
             "",
-            f"Recommended setting measured {v['recommended_vs_best_measured_pct']:+.2f}% vs the best setting measured "
-            f"({v['best_measured_setting']}); {gain_line(v)}.",
+            f"Recommended setting measured {v.recommended_vs_best_measured_pct:+.2f}% vs the best setting measured "
+            f"({v.best_measured_setting}); {gain_line(v)}.",
             "",
         ]
     lines += [

@@ -32,6 +32,7 @@ from .cliutil import add_backend_arg, add_out_dir, emit_json, link_mbit, local_w
 from .report import format_verify, report_md, run_info, write_outputs
 from .sim_commands import add_o_w_args, float_list, load_params, sim_world
 from .tuner import TuneResult, format_tune, recommend, with_files
+from .verification import Verification, VerifyRow
 
 # calibration.calibrate (scipy) and realrun (torch) are imported inside the handlers:
 # `ddpsim predict` builds this parser and must stay fast.
@@ -59,7 +60,7 @@ def _target_profile(args: argparse.Namespace, batch_size: int) -> tuple[GradProf
 
 def _verify(
     pool: Any, args: argparse.Namespace, res: TuneResult, prof: GradProfile, cost: CostModel, say: Any, records: str
-) -> dict[str, Any]:
+) -> Verification:
     """Run the recommended and default settings (and the grid) for real, interleaved step by step
     with a compute-only baseline so this box's drift hits all alike; records written per round."""
     from calibration.validate import measure_beside_compute
@@ -106,54 +107,52 @@ def _verify(
         pred = predict(prof, cost, spec, pool.world_size).step_time_s  # the headline's prediction of this setting
         retimed = predict(prof.scaled(scale), cost, spec, pool.world_size).step_time_s
         rows.append(
-            {
-                "setting": label,
-                "bucket_mb": spec.bucket_mb,
-                "bucket_cap_mb_list": list(spec.bucket_cap_mb_list) if spec.bucket_cap_mb_list else None,
-                "measured_median_s": m.median_s,
-                "measured_p10_s": m.p10_s,
-                "measured_p90_s": m.p90_s,
-                "predicted_step_s": pred,
-                "retimed_predicted_step_s": retimed,
-                "error_pct": (retimed - m.median_s) / m.median_s * 100,
-            }
+            VerifyRow(
+                setting=label,
+                bucket_mb=spec.bucket_mb,
+                bucket_cap_mb_list=tuple(spec.bucket_cap_mb_list) if spec.bucket_cap_mb_list else None,
+                measured_median_s=m.median_s,
+                measured_p10_s=m.p10_s,
+                measured_p90_s=m.p90_s,
+                predicted_step_s=pred,
+                retimed_predicted_step_s=retimed,
+                error_pct=(retimed - m.median_s) / m.median_s * 100,
+            )
         )
         say(
             f"verify {label}: measured {m.median_s * 1e3:.2f} ms (p10 {m.p10_s * 1e3:.2f}, p90 {m.p90_s * 1e3:.2f}), "
             f"predicted {pred * 1e3:.2f} ms, re-timed to the measured compute {retimed * 1e3:.2f} ms"
         )
-    best = min(rows, key=lambda r: r["measured_median_s"])
+    best = min(rows, key=lambda r: r.measured_median_s)
     recm, dflt = rows[0], rows[1]
     # the gain step by step: the settings ran interleaved, so step k of each saw the same load
     paired = [(d - r) / d * 100 for r, d in zip(times[0], times[1])]
     gain_lo, gain_hi = percentile(paired, 10), percentile(paired, 90)
-    return {
-        "method": f"interleaved with a compute-only baseline, {rounds} rounds x {per_round} steps; "
+    return Verification(
+        method=f"interleaved with a compute-only baseline, {rounds} rounds x {per_round} steps; "
         f"error_pct compares the measured median with the prediction re-timed to the measured baseline "
         f"(compute x{scale:.3f})",
-        "world_size": pool.world_size,
-        "steps": args.steps,
-        "measured_compute_s": comp,
-        "profile_compute_s": prof.compute_s,
-        "compute_scale": scale,
-        "rows": rows,
-        "recommended_measured_s": recm["measured_median_s"],
-        "recommended_measured_p10_s": recm["measured_p10_s"],
-        "recommended_measured_p90_s": recm["measured_p90_s"],
-        "default_measured_s": dflt["measured_median_s"],
-        "default_measured_p10_s": dflt["measured_p10_s"],
-        "default_measured_p90_s": dflt["measured_p90_s"],
-        "best_measured_setting": best["setting"],
-        "recommended_vs_best_measured_pct": (recm["measured_median_s"] - best["measured_median_s"])
-        / best["measured_median_s"]
+        world_size=pool.world_size,
+        steps=args.steps,
+        measured_compute_s=comp,
+        profile_compute_s=prof.compute_s,
+        compute_scale=scale,
+        rows=tuple(rows),
+        recommended_measured_s=recm.measured_median_s,
+        recommended_measured_p10_s=recm.measured_p10_s,
+        recommended_measured_p90_s=recm.measured_p90_s,
+        default_measured_s=dflt.measured_median_s,
+        default_measured_p10_s=dflt.measured_p10_s,
+        default_measured_p90_s=dflt.measured_p90_s,
+        best_measured_setting=best.setting,
+        recommended_vs_best_measured_pct=(recm.measured_median_s - best.measured_median_s)
+        / best.measured_median_s
         * 100,
-        "measured_gain_vs_default_pct": (dflt["measured_median_s"] - recm["measured_median_s"])
-        / dflt["measured_median_s"]
-        * 100,
-        "measured_gain_p10_p90_pct": [gain_lo, gain_hi],
-        "measured_gain_within_noise": gain_lo <= 0 <= gain_hi,
-        "median_abs_error_pct": statistics.median(abs(r["error_pct"]) for r in rows),
-    }
+        measured_gain_vs_default_pct=(dflt.measured_median_s - recm.measured_median_s) / dflt.measured_median_s * 100,
+        measured_gain_p10_p90_pct=(gain_lo, gain_hi),
+        measured_gain_within_noise=gain_lo <= 0 <= gain_hi,
+        median_abs_error_pct=statistics.median(abs(r.error_pct) for r in rows),
+    )
 
 
 def _resolve_tune_cost(args: argparse.Namespace, base: CostModel | None, params: Any) -> CostModel:

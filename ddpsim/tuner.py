@@ -29,6 +29,8 @@ from simulator.strategies import STRATEGIES, StrategySpec, strategy
 from simulator.sweep import SweepResult, default_grid_mb, sweep
 from simulator.units import MIB
 
+from .verification import Verification
+
 TUNE_SCHEMA = "ddpsim.tune/1"
 DEFAULT_BUCKET_MB = 25
 NEAR_BEST_PCT = 1.0  # a cap whose predicted step is within this of the best is "near-best"
@@ -98,7 +100,7 @@ class TuneResult:
     gain_p10_p90_pct: tuple[float, float] | None = None
     default_bucket_mb: int = DEFAULT_BUCKET_MB
     files: Mapping[str, str] = field(default_factory=dict)
-    verify: Mapping[str, Any] | None = None
+    verify: Verification | None = None
     run: Mapping[str, Any] | None = None  # the command line, host, torch version (``ddpsim tune``)
 
     @property
@@ -142,7 +144,7 @@ class TuneResult:
             "sweep": self.sweep.to_dict()["rows"],
             "notes": list(self.notes),
             "files": dict(self.files),
-            "verify": dict(self.verify) if self.verify is not None else None,
+            "verify": self.verify.to_dict() if self.verify is not None else None,
             "run": dict(self.run) if self.run is not None else None,
         }
 
@@ -384,7 +386,7 @@ def tune(
 def with_files(
     res: TuneResult,
     files: Mapping[str, str],
-    verify: Mapping[str, Any] | None = None,
+    verify: Verification | None = None,
     run: Mapping[str, Any] | None = None,
 ) -> TuneResult:
     return replace(

@@ -33,8 +33,8 @@ from typing import Any
 
 from simulator.units import MIB
 
-from .records import make_record
 from .stats import max_over_ranks, summarize
+from .step_record import DDPStepRecord
 
 DEFAULT_STEPS = 20
 DEFAULT_WARMUP = 5
@@ -315,8 +315,9 @@ def measure_ddp(
     compute: dict[str, Any] | None = None,
     trace_dir: str | Path | None = None,
     link_mbit: float | None = None,
-) -> dict[str, Any]:
-    """Time one DDP configuration on ``pool``'s ranks; returns its ``"ddp_step"`` record.
+) -> DDPStepRecord:
+    """Time one DDP configuration on ``pool``'s ranks; returns its record (``DDPStepRecord``, written as a
+    ``"ddp_step"`` record by its ``to_dict``).
 
     ``compute``: a ``measure_compute`` result of the same workload, batch and
     optimizer on the same pool, to share one baseline across configurations;
@@ -364,25 +365,24 @@ def measure_ddp(
     exposed = s.median_s - compute["median_s"]
     env = dict(per_rank[0].get("env", {}))
     env["threads_per_rank"] = getattr(pool, "threads_per_rank", env.get("torch_threads"))
-    return make_record(
-        "ddp_step",
-        env,
+    return DDPStepRecord(
+        env=env,
         model=workload_spec,
         strategy=strategy,
         bucket_mb=bucket_mb,
-        bucket_cap_mb_list=list(bucket_cap_mb_list) if bucket_cap_mb_list else None,
+        bucket_cap_mb_list=tuple(bucket_cap_mb_list) if bucket_cap_mb_list else None,
         world_size=p,
         backend=pool.backend,
         batch_size=bs,
         optimizer=optimizer,
         steps=steps,
         warmup=warmup,
-        step_times_s=times,
-        rank_step_times_s=rank_times,
+        step_times_s=tuple(times),
+        rank_step_times_s=tuple(tuple(ts) for ts in rank_times),
         median_s=s.median_s,
         p10_s=s.p10_s,
         p90_s=s.p90_s,
-        compute_step_times_s=compute["step_times_s"],
+        compute_step_times_s=tuple(compute["step_times_s"]),
         compute_median_s=compute["median_s"],
         compute_p10_s=compute["p10_s"],
         compute_p90_s=compute["p90_s"],
@@ -394,7 +394,7 @@ def measure_ddp(
         peak_mem_bytes=max(r["peak_mem_bytes"] for r in per_rank),
         rss_end_bytes=max(r.get("rss_end_bytes", 0) for r in per_rank),
         link_mbit=link_mbit,
-        trace_files=[r["trace_file"] for r in per_rank if "trace_file" in r] or None,
+        trace_files=tuple(r["trace_file"] for r in per_rank if "trace_file" in r) or None,
     )
 
 

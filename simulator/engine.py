@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import collectives as C
+from .jsonio import to_fields
 from .network import CostModel
 from .profile import GradProfile
 from .strategies import CommPlan, PlanArrays, plan_arrays, profile_arrays
@@ -70,15 +71,7 @@ class BucketRow:
     end_s: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "name": self.name,
-            "msg_bytes": self.msg_bytes,
-            "n_params": self.n_params,
-            "ready_s": self.ready_s,
-            "start_s": self.start_s,
-            "end_s": self.end_s,
-        }
+        return to_fields(self)
 
 
 class Rows(Sequence[BucketRow]):

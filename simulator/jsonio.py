@@ -59,9 +59,12 @@ def write_whole(path: str | Path, text: str) -> Path:
 
 
 def dumps_finite(obj: Any, indent: int | None = 1) -> str:
-    """JSON text of ``obj`` with non-finite floats as ``null`` (JSON has no NaN or Infinity)."""
+    """JSON text of ``obj`` with non-finite floats as ``null`` (JSON has no NaN or Infinity); dataclasses
+    in it are written by their fields (``to_json``)."""
 
     def clean(o: Any) -> Any:
+        if dataclasses.is_dataclass(o) and not isinstance(o, type):
+            return clean(to_json(o))
         if isinstance(o, float):
             return o if math.isfinite(o) else None
         if isinstance(o, dict):
@@ -87,15 +90,27 @@ def _hints(cls: type) -> dict[str, Any]:
     return _HINTS[cls]
 
 
-def _to_json(v: Any) -> Any:
+def to_json(v: Any) -> Any:
+    """``v`` made JSON-ready: a dataclass by its own ``to_dict`` when it has one, else by its fields;
+    tuples as lists; lists and mappings element by element."""
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
         to_dict = getattr(v, "to_dict", None)
         return to_dict() if to_dict is not None else to_fields(v)
     if isinstance(v, (list, tuple)):
-        return [_to_json(x) for x in v]
+        return [to_json(x) for x in v]
     if isinstance(v, Mapping):
-        return {k: _to_json(x) for k, x in v.items()}
+        return {k: to_json(x) for k, x in v.items()}
     return v
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None)})  # written as they are
+_FIELDS: dict[type, tuple[dataclasses.Field[Any], ...]] = {}
+
+
+def _fields(cls: type) -> tuple[dataclasses.Field[Any], ...]:
+    if cls not in _FIELDS:
+        _FIELDS[cls] = dataclasses.fields(cls)
+    return _FIELDS[cls]
 
 
 def _default(f: dataclasses.Field[Any]) -> Any:
@@ -109,13 +124,12 @@ def _default(f: dataclasses.Field[Any]) -> Any:
 def to_fields(obj: Any, *, schema: str | None = None, omit_default: Iterable[str] = ()) -> dict[str, Any]:
     """``obj`` (a dataclass instance) as a JSON-ready dict of its fields, ``schema`` first when given;
     fields named in ``omit_default`` are left out while they equal their default."""
-    omit = set(omit_default)
     out: dict[str, Any] = {"schema": schema} if schema is not None else {}
-    for f in dataclasses.fields(obj):
+    for f in _fields(type(obj)):
         v = getattr(obj, f.name)
-        if f.name in omit and v == _default(f):
+        if omit_default and f.name in omit_default and v == _default(f):
             continue
-        out[f.name] = _to_json(v)
+        out[f.name] = v if type(v) in _PLAIN else to_json(v)
     return out
 
 

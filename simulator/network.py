@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import collectives as C
-from .jsonio import read_json
+from .jsonio import read_json, to_fields
 from .units import MIB
 
 NETWORK_SCHEMA = "ddpsim.network/1"
@@ -150,12 +150,7 @@ class LinkLevel:
             raise ValueError(str(e) if str(e).startswith("field") else f"{where.rstrip('.')}: {e}") from None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "alpha_s": self.alpha_s,
-            "bw_bytes_per_s": self.bw_bytes_per_s,
-            "gamma_s_per_byte": self.gamma_s_per_byte,
-            "algorithms": list(self.algorithms),
-        }
+        return to_fields(self)  # reading keeps its own checks (``from_dict``): a preset file's messages
 
 
 @dataclass(frozen=True)
@@ -643,14 +638,7 @@ class Terms:
     split: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "call_overhead_s": self.call_overhead_s,
-            "alpha_s": self.alpha_s,
-            "bw_bytes_per_s": self.bw_bytes_per_s,
-            "gamma_s_per_byte": self.gamma_s_per_byte,
-            "algorithm": self.algorithm,
-            "split": self.split,
-        }
+        return to_fields(self)
 
 
 def split_linear(

@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .jsonio import read_json
+from .jsonio import from_fields, read_json, to_fields
 from .profile import GradProfile, ParamSpec
 from .zoo import DeviceSpec
 
@@ -191,11 +191,11 @@ class Efficiency:
         return cls(dev.efficiency["matmul"], dev.efficiency["memory"], dev.launch_s, f"device spec {dev.name}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"matmul": self.matmul, "memory": self.memory, "launch_s": self.launch_s, "source": self.source}
+        return to_fields(self)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Efficiency:
-        return cls(float(d["matmul"]), float(d["memory"]), float(d["launch_s"]), str(d.get("source", "")))
+        return from_fields(cls, d, what="efficiency", defaults={"source": ""})  # a file without a source says none
 
 
 def wave_efficiency(mnkb: Sequence[int] | None, sm_count: int) -> float:

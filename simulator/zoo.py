@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .jsonio import read_json
+from .jsonio import read_json, to_fields
 from .profile import DTYPE_BYTES, GradProfile, ParamSpec
 from .units import MIB
 
@@ -128,12 +128,7 @@ class ModelParam:
         return self.name.rpartition(".")[0]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "shape": list(self.shape),
-            "dtype": self.dtype,
-            "fwd_flops_per_sample": self.fwd_flops_per_sample,
-        }
+        return to_fields(self)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ModelParam:
@@ -258,14 +253,9 @@ class ModelSpec:
         return groups
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema": MODEL_SCHEMA,
-            "name": self.name,
-            "source": self.source,
-            "defaults": dict(self.defaults),
-            "tokens_per_sample": self.tokens_per_sample,
-            "params": [p.to_dict() for p in self.params],
-        }
+        d = to_fields(self, schema=MODEL_SCHEMA)
+        d["params"] = d.pop("params")  # the long list last: a model file reads header first
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ModelSpec:

@@ -14,6 +14,7 @@ from realrun.bench_ddp import combine_records, format_scaling, format_table, mea
 from realrun.profile_grads import profile_grads  # noqa: E402
 from realrun.records import read_records  # noqa: E402
 from realrun.stats import summarize  # noqa: E402
+from realrun.step_record import DDPStepRecord  # noqa: E402
 from simulator.profile import GradProfile  # noqa: E402
 from simulator.units import MIB
 
@@ -29,9 +30,45 @@ def pool(rank_pool):
 
 def test_measure_ddp_record(pool, tmp_path):
     comp = measure_compute(pool, TINY_GPT, batch_size=4, steps=5, warmup=1)
-    rec = measure_ddp(
+    step = measure_ddp(
         pool, TINY_GPT, "torch-ddp", bucket_mb=0.01, batch_size=4, steps=5, warmup=2, compute=comp, trace_dir=tmp_path
     )
+    assert isinstance(step, DDPStepRecord) and step.median_s == summarize(list(step.step_times_s)).median_s
+    rec = json.loads(json.dumps(step.to_dict()))  # the record as written: the keys it always had, in order
+    assert list(rec) == [
+        "schema",
+        "kind",
+        "time_unix_s",
+        "env",
+        "model",
+        "strategy",
+        "bucket_mb",
+        "bucket_cap_mb_list",
+        "world_size",
+        "backend",
+        "batch_size",
+        "optimizer",
+        "steps",
+        "warmup",
+        "step_times_s",
+        "rank_step_times_s",
+        "median_s",
+        "p10_s",
+        "p90_s",
+        "compute_step_times_s",
+        "compute_median_s",
+        "compute_p10_s",
+        "compute_p90_s",
+        "exposed_comm_s",
+        "exposed_comm_share",
+        "samples_per_s",
+        "tokens_per_s",
+        "tokens_per_sample",
+        "peak_mem_bytes",
+        "rss_end_bytes",
+        "link_mbit",
+        "trace_files",
+    ]
     assert rec["kind"] == "ddp_step" and rec["schema"] == "ddpsim.record/1"
     assert (rec["model"], rec["strategy"], rec["bucket_mb"], rec["world_size"], rec["backend"]) == (
         TINY_GPT,
@@ -57,7 +94,7 @@ def test_measure_ddp_record(pool, tmp_path):
 
 def test_measure_ddp_strategies_without_buckets_record_null(pool):
     rec = measure_ddp(pool, TINY_GPT, "naive", bucket_mb=8, batch_size=2, steps=2, warmup=1)
-    assert rec["bucket_mb"] is None and rec["compute_median_s"] > 0
+    assert rec.bucket_mb is None and rec.compute_median_s > 0
     with pytest.raises(ValueError, match="needs a bucket size"):
         measure_ddp(pool, TINY_GPT, "bucketed", steps=2)
     with pytest.raises(ValueError, match="unknown strategy"):

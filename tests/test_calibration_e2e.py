@@ -35,6 +35,7 @@ from calibration.step_probe import fit_in_step, measured_targets
 from calibration.validate import (  # noqa: E402
     VALIDATION_SCHEMA,
     ValidateSpec,
+    ValidationRow,
     format_validation,
     predicted_row,
     summarize_rows,
@@ -215,7 +216,7 @@ def test_params_file_round_trips(calibrated, tmp_path):
 def test_validation_rows_recompute(validated, calibrated):
     res, _ = validated
     params = calibrated[0]
-    rows = res["rows"]
+    rows = [r.to_dict() for r in res["rows"]]  # as the result file holds them
     assert (res["schema"], res["model"], res["world_size"], res["backend"], res["link_mbit"]) == (
         VALIDATION_SCHEMA,
         TINY,
@@ -248,7 +249,7 @@ def test_validation_rows_recompute(validated, calibrated):
         spec = StrategySpec(r["strategy"], bucket_mb=r["bucket_mb"])
         point = predicted_row(prof.scaled(r["compute_scale"]), params, spec, 2)
         keys = ("predicted_step_s", "predicted_exposed_s", "predicted_compute_s", "n_buckets")
-        assert {k: r[k] for k in keys} == {k: point[k] for k in keys}
+        assert {k: r[k] for k in keys} == {k: getattr(point, k) for k in keys}
         assert r["predicted_p10_s"] <= r["predicted_p90_s"]
         assert "o fit CI" in r["interval_sources"] and any(s.startswith("compute") for s in r["interval_sources"])
     # 64 KiB buckets split the 3 weights of 256 KiB apart; 1 MiB holds all 0.76 MiB in one bucket
@@ -259,24 +260,24 @@ def test_validation_rows_recompute(validated, calibrated):
 def test_validation_summary_recompute(validated):
     res, _ = validated
     rows = res["rows"]
-    errs = [abs(r["error_pct"]) for r in rows]
+    errs = [abs(r.error_pct) for r in rows]
     assert res["median_abs_error_pct"] == statistics.median(errs) == (sorted(errs)[1] + sorted(errs)[2]) / 2
     assert res["worst_abs_error_pct"] == max(errs)
     for strat in STRATEGIES:
-        rs = [r for r in rows if r["strategy"] == strat]
-        pb = min(rs, key=lambda r: r["predicted_step_s"])
-        mb = min(rs, key=lambda r: r["measured_median_s"])
+        rs = [r for r in rows if r.strategy == strat]
+        pb = min(rs, key=lambda r: r.predicted_step_s)
+        mb = min(rs, key=lambda r: r.measured_median_s)
         bb = res["best_bucket"][strat]
-        assert (bb["predicted_best_mb"], bb["measured_best_mb"]) == (pb["bucket_mb"], mb["bucket_mb"])
-        gap = (pb["measured_median_s"] - mb["measured_median_s"]) / mb["measured_median_s"] * 100
+        assert (bb["predicted_best_mb"], bb["measured_best_mb"]) == (pb.bucket_mb, mb.bucket_mb)
+        gap = (pb.measured_median_s - mb.measured_median_s) / mb.measured_median_s * 100
         assert bb["predicted_best_measured_gap_pct"] == pytest.approx(gap, abs=1e-12) and gap >= 0
-        assert bb["same"] == (pb["bucket_mb"] == mb["bucket_mb"])
-        assert bb["within_noise"] == (pb["measured_p10_s"] <= mb["measured_p90_s"])
+        assert bb["same"] == (pb.bucket_mb == mb.bucket_mb)
+        assert bb["within_noise"] == (pb.measured_p10_s <= mb.measured_p90_s)
     # the headline best bucket is torch DDP's
     assert res["best_bucket_strategy"] == "torch-ddp"
     assert res["best_bucket_mb_predicted"] == res["best_bucket"]["torch-ddp"]["predicted_best_mb"]
     assert res["best_bucket_mb_measured"] == res["best_bucket"]["torch-ddp"]["measured_best_mb"]
-    inside = [r["predicted_p10_s"] <= r["measured_median_s"] <= r["predicted_p90_s"] for r in rows]
+    inside = [r.predicted_p10_s <= r.measured_median_s <= r.predicted_p90_s for r in rows]
     assert res["interval_coverage"] == sum(inside) / len(rows) and res["n_with_interval"] == len(rows)
     assert summarize_rows(rows) == {k: res[k] for k in summarize_rows(rows)}
     text = format_validation(res)
@@ -292,13 +293,14 @@ def test_validation_jsonl_keeps_every_round_and_one_row_per_configuration(valida
     rows = [r for r in recs if r["kind"] == "validation_row"]
     # 2 rounds x (the compute-only baseline + 4 configurations), then one row per configuration
     assert len(steps) == 2 * (1 + 4) and [s["round"] for s in steps] == [0] * 5 + [1] * 5
-    assert [r["validation"] for r in rows] == res["rows"]
+    assert [r["validation"] for r in rows] == [row.to_dict() for row in res["rows"]]
+    assert [ValidationRow.from_dict(r["validation"]) for r in rows] == list(res["rows"])  # read back: equal rows
     for rec, row in zip(rows, res["rows"]):
-        rounds = [s for s in steps if (s["strategy"], s["bucket_mb"]) == (row["strategy"], row["bucket_mb"])]
+        rounds = [s for s in steps if (s["strategy"], s["bucket_mb"]) == (row.strategy, row.bucket_mb)]
         assert len(rounds) == 2 and rounds[0]["model"] == TINY
         assert rec["step_times_s"] == rounds[0]["step_times_s"] + rounds[1]["step_times_s"]
         assert len(rec["step_times_s"]) == STEPS
-        assert statistics.median(rec["step_times_s"]) == pytest.approx(row["measured_median_s"], rel=1e-12)
+        assert statistics.median(rec["step_times_s"]) == pytest.approx(row.measured_median_s, rel=1e-12)
 
 
 # ---- bad input: torn records, empty measurement, foreign params --------------------

@@ -134,3 +134,48 @@ def test_results_and_specs_of_realrun_round_trip():
     iv = Interval(0.8, 0.1, 0.12, 0.15, 32, ("o", "w"))
     assert iv.to_dict()["sources"] == ["o", "w"]
     assert from_fields(Interval, _json_round_trip(iv.to_dict()), what="interval") == iv
+
+
+def test_simulator_records_written_by_their_fields_keep_their_keys():
+    from simulator.engine import BucketRow
+    from simulator.network import LinkLevel, Terms, load_network
+    from simulator.roofline import Efficiency
+
+    b = BucketRow(2, "bucket2", 4096, 3, 0.01, 0.02, 0.03)
+    assert list(b.to_dict()) == ["index", "name", "msg_bytes", "n_params", "ready_s", "start_s", "end_s"]
+    assert from_fields(BucketRow, _json_round_trip(b.to_dict()), what="bucket") == b
+    t = Terms(1e-4, 2e-6, 1.25e9, 0.0, "ring", "assumed")
+    assert list(t.to_dict()) == [
+        "call_overhead_s",
+        "alpha_s",
+        "bw_bytes_per_s",
+        "gamma_s_per_byte",
+        "algorithm",
+        "split",
+    ]
+    assert from_fields(Terms, _json_round_trip(t.to_dict()), what="terms") == t
+    lvl = LinkLevel(5e-6, 2.5e10, 0.0, ("ring", "tree"))
+    assert lvl.to_dict() == {
+        "alpha_s": 5e-6,
+        "bw_bytes_per_s": 2.5e10,
+        "gamma_s_per_byte": 0.0,
+        "algorithms": ["ring", "tree"],
+    }
+    assert LinkLevel.from_dict(_json_round_trip(lvl.to_dict())) == lvl
+    net = load_network("nccl-h100-ib")  # a preset with two levels: written and read back equal
+    assert type(net).from_dict(_json_round_trip(net.to_dict())).to_dict() == net.to_dict()
+    e = Efficiency(0.6, 0.8, 5e-6, "fitted")
+    assert e.to_dict() == {"matmul": 0.6, "memory": 0.8, "launch_s": 5e-6, "source": "fitted"}
+    assert Efficiency.from_dict(_json_round_trip(e.to_dict())) == e
+    assert Efficiency.from_dict({"matmul": 1, "memory": 0.5, "launch_s": 0}) == Efficiency(1.0, 0.5, 0.0, "")
+
+
+def test_model_files_written_by_their_fields_header_first():
+    spec = zoo.load_model_spec("gpt2-small")
+    d = spec.to_dict()
+    assert list(d) == ["schema", "name", "source", "defaults", "tokens_per_sample", "params"]  # the long list last
+    assert list(d["params"][0]) == ["name", "shape", "dtype", "fwd_flops_per_sample"]
+    assert isinstance(d["params"][0]["shape"], list)
+    assert zoo.ModelSpec.from_dict(_json_round_trip(d)) == spec
+    p = zoo.ModelParam("h.0.w", (3, 4), "bfloat16", 24.0)
+    assert zoo.ModelParam.from_dict(_json_round_trip(p.to_dict())) == p

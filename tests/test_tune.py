@@ -22,9 +22,11 @@ from calibration.fit import LinearFit
 from calibration.params import Params
 from ddpsim.cli import main as ddpsim
 from ddpsim.tuner import DEFAULT_BUCKET_MB, TuneResult, format_tune, recommend, round_sig
+from ddpsim.verification import Verification
 from simulator import zoo
 from simulator.buckets import ddp_buckets
 from simulator.interval import Z95, Uncertainty, step_interval
+from simulator.jsonio import dumps_finite, from_fields
 from simulator.network import CostModel, load_network
 from simulator.predict import predict
 from simulator.profile import GradProfile, ParamSpec
@@ -383,13 +385,13 @@ def test_verify_rows_show_the_headline_prediction_and_label_the_retimed_one(monk
     pool = argparse.Namespace(world_size=2, backend="gloo")
     args = argparse.Namespace(model="toy", verify_grid=None, link_mbit=None, steps=5, warmup=1)
     v = _verify(pool, args, res, prof, cost, lambda m: None, os.devnull)
-    rows = {r["setting"]: r for r in v["rows"]}
-    assert rows["recommended"]["predicted_step_s"] == res.predicted_step_time_s  # one prediction per setting
-    assert rows["default"]["predicted_step_s"] == res.default_step_time_s
-    assert v["compute_scale"] == pytest.approx(1.5)  # 61.5 ms measured / 41 ms profiled
+    rows = {r.setting: r for r in v.rows}
+    assert rows["recommended"].predicted_step_s == res.predicted_step_time_s  # one prediction per setting
+    assert rows["default"].predicted_step_s == res.default_step_time_s
+    assert v.compute_scale == pytest.approx(1.5)  # 61.5 ms measured / 41 ms profiled
     retimed = predict(prof.scaled(1.5), cost, StrategySpec("torch-ddp"), 2).step_time_s
-    assert rows["default"]["retimed_predicted_step_s"] == pytest.approx(retimed, rel=1e-12)
-    assert rows["default"]["error_pct"] == pytest.approx((retimed - 0.2) / 0.2 * 100, rel=1e-12)
+    assert rows["default"].retimed_predicted_step_s == pytest.approx(retimed, rel=1e-12)
+    assert rows["default"].error_pct == pytest.approx((retimed - 0.2) / 0.2 * 100, rel=1e-12)
     text = format_verify(v)
     line = next(x for x in text.splitlines() if x.strip().startswith("default"))
     assert f"{res.default_step_time_s * 1e3:.2f} ms" in line and f"{retimed * 1e3:.2f} ms" in line
@@ -401,10 +403,47 @@ def test_verify_rows_show_the_headline_prediction_and_label_the_retimed_one(monk
     assert report.count("re-timed: the same prediction") == 1
     # the default p10..p90: sorted 160, 200, 200, 200, 250 -> 160 + 0.4 x 40 = 176, 200 + 0.6 x 50 = 230 ms;
     # the measured gain with its spread: medians equal (0%), paired p10..p90 of [-25, 0, 0, 0, 20] = -15..+12
-    assert v["measured_gain_vs_default_pct"] == 0.0
-    assert v["measured_gain_p10_p90_pct"] == pytest.approx([-15.0, 12.0])
-    assert v["measured_gain_within_noise"] is True
+    assert v.measured_gain_vs_default_pct == 0.0
+    assert v.measured_gain_p10_p90_pct == pytest.approx((-15.0, 12.0))
+    assert v.measured_gain_within_noise is True
     assert "step by step p10..p90 -15.0% to +12.0%: within the noise" in text
+    # tune.json's verify block: the keys (and order) it had as a dict of string keys
+    d = json.loads(json.dumps(v.to_dict()))
+    assert list(d) == [
+        "method",
+        "world_size",
+        "steps",
+        "measured_compute_s",
+        "profile_compute_s",
+        "compute_scale",
+        "rows",
+        "recommended_measured_s",
+        "recommended_measured_p10_s",
+        "recommended_measured_p90_s",
+        "default_measured_s",
+        "default_measured_p10_s",
+        "default_measured_p90_s",
+        "best_measured_setting",
+        "recommended_vs_best_measured_pct",
+        "measured_gain_vs_default_pct",
+        "measured_gain_p10_p90_pct",
+        "measured_gain_within_noise",
+        "median_abs_error_pct",
+    ]
+    assert list(d["rows"][0]) == [
+        "setting",
+        "bucket_mb",
+        "bucket_cap_mb_list",
+        "measured_median_s",
+        "measured_p10_s",
+        "measured_p90_s",
+        "predicted_step_s",
+        "retimed_predicted_step_s",
+        "error_pct",
+    ]
+    assert d["measured_gain_p10_p90_pct"] == pytest.approx([-15.0, 12.0]) and d["rows"][0]["bucket_cap_mb_list"] is None
+    assert from_fields(Verification, d, what="verify") == v  # read back by its fields: the same object
+    assert json.loads(dumps_finite(with_files(res, {}, v).to_dict()))["verify"] == d
 
 
 # ---- ddpsim tune --verify, for real, on a model defined only in a test file ----------

@@ -1,0 +1,59 @@
+"""What ``ddpsim tune --verify`` measured: one ``VerifyRow`` per setting run for real, and the
+``Verification`` around them (the compute-only baseline, the measured gain and its spread).
+Made in one place (``ddpsim.tune_command._verify``); their JSON is their fields (``tune.json``'s
+``verify`` block)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from simulator.jsonio import to_fields
+
+
+@dataclass(frozen=True)
+class VerifyRow:
+    """One setting run for real: the headline's prediction, the measured median and spread, and the
+    prediction re-timed to the compute-only steps measured beside it, whose error is ``error_pct``."""
+
+    setting: str
+    bucket_mb: float | None
+    bucket_cap_mb_list: tuple[float, ...] | None
+    measured_median_s: float
+    measured_p10_s: float
+    measured_p90_s: float
+    predicted_step_s: float
+    retimed_predicted_step_s: float
+    error_pct: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_fields(self)
+
+
+@dataclass(frozen=True)
+class Verification:
+    """The verified settings (``rows``: the recommended first, the default second), the compute-only
+    baseline beside them, and the recommended setting's measured gain over the default."""
+
+    method: str
+    world_size: int
+    steps: int
+    measured_compute_s: float
+    profile_compute_s: float
+    compute_scale: float
+    rows: tuple[VerifyRow, ...]
+    recommended_measured_s: float
+    recommended_measured_p10_s: float
+    recommended_measured_p90_s: float
+    default_measured_s: float
+    default_measured_p10_s: float
+    default_measured_p90_s: float
+    best_measured_setting: str
+    recommended_vs_best_measured_pct: float
+    measured_gain_vs_default_pct: float
+    measured_gain_p10_p90_pct: tuple[float, float]
+    measured_gain_within_noise: bool
+    median_abs_error_pct: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_fields(self)

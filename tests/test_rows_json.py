@@ -1,0 +1,75 @@
+"""Rows as frozen dataclasses, written by their fields: a validation row read from a stored result file and
+written again gives the same JSON text (keys, order, values), and the rows of a made-up configuration
+carry the keys validate always wrote."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from calibration.validate import RowPrediction, ValidationRow, make_row, summarize_rows
+from realrun.stats import summarize
+from simulator.jsonio import dumps_finite
+from simulator.strategies import StrategySpec
+
+ROOT = Path(__file__).resolve().parent.parent
+STORED = ROOT / "benchmarks" / "results" / "accuracy_matrix" / "gpt-1000" / "validation.json"
+
+ROW_KEYS = [
+    "strategy",
+    "bucket_mb",
+    "bucket_cap_mb_list",
+    "measured_median_s",
+    "measured_p10_s",
+    "measured_p90_s",
+    "measured_compute_s",
+    "measured_exposed_s",
+    "predicted_step_s",
+    "predicted_exposed_s",
+    "predicted_compute_s",
+    "n_buckets",
+    "predicted_p10_s",
+    "predicted_p90_s",
+    "interval_sources",
+    "error_pct",
+    "link_mbit",
+    "compute_scale",
+]
+
+
+def test_stored_validation_rows_read_and_write_back_unchanged():
+    stored = json.loads(STORED.read_text())["rows"]
+    assert len(stored) == 17
+    for d in stored:
+        row = ValidationRow.from_dict(d)
+        assert list(d) == ROW_KEYS
+        assert json.dumps(row.to_dict()) == json.dumps(d)  # the same text: keys, order, values
+        assert ValidationRow.from_dict(json.loads(json.dumps(row.to_dict()))) == row
+
+
+def _row(name="torch-ddp", bucket_mb=4.0, times=(0.10, 0.12, 0.11, 0.13, 0.12), pred_s=0.115):
+    pred = RowPrediction(pred_s, 0.015, 0.1, 3, 0.105, 0.125, ("o fit CI", "compute spread"))
+    spec = StrategySpec(name, bucket_mb=bucket_mb)
+    return make_row(spec, summarize(list(times)), 0.1, pred, link_mbit=1000.0, compute_scale=1.25)
+
+
+def test_make_row_shows_its_arithmetic_and_keeps_the_keys():
+    r = _row()
+    # median of 0.10 0.11 0.12 0.12 0.13 = 0.12; exposed 0.12 - 0.1; error (0.115 - 0.12) / 0.12
+    assert r.measured_median_s == 0.12 and r.measured_exposed_s == pytest.approx(0.02)
+    assert r.error_pct == pytest.approx((0.115 - 0.12) / 0.12 * 100)
+    d = json.loads(dumps_finite({"rows": [r]}))["rows"][0]  # a dataclass inside a result is written by its fields
+    assert list(d) == ROW_KEYS and d["interval_sources"] == ["o fit CI", "compute spread"]
+    assert d["bucket_cap_mb_list"] is None and d["compute_scale"] == 1.25 and d["n_buckets"] == 3
+    assert ValidationRow.from_dict(d) == r
+
+
+def test_summary_reads_rows_by_attribute():
+    rows = [_row(bucket_mb=1.0, pred_s=0.13), _row(bucket_mb=4.0, times=(0.2, 0.2, 0.2), pred_s=0.11)]
+    s = summarize_rows(rows)
+    bb = s["best_bucket"]["torch-ddp"]
+    assert (bb["predicted_best_mb"], bb["measured_best_mb"]) == (4.0, 1.0) and not bb["same"]
+    assert bb["predicted_best_measured_gap_pct"] == pytest.approx((0.2 - 0.12) / 0.12 * 100)
+    assert s["n_configs"] == 2 and s["interval_coverage"] == 0.5  # 0.12 inside 0.105..0.125; 0.2 is not
