@@ -23,7 +23,7 @@ def _cell(d: Path) -> dict | None:
         return None
     v = json.loads(p.read_text())
     rows = v["rows"]
-    params = next(iter(sorted(d.glob("validation.params*.json"))), None)
+    params = next(iter(sorted(d.glob("validation.params*.json")) or sorted(d.glob("params.json"))), None)
     fit = {}
     if params is not None:
         fit = (json.loads(params.read_text()).get("probes") or {}).get("in_step") or {}

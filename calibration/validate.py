@@ -340,14 +340,9 @@ def validate_on_pool(
             say=say,
         )
         for k, cfg in enumerate(configs):
-            comp = summarize(compute[k])
-            scale = comp.median_s / prof.compute_s if spec.rescale_compute and prof.compute_s > 0 else 1.0
+            row = row_of(cfg, times[k], compute[k], prof, params, p, spec.rescale_compute, link_mbit)
             if k % spec.group_size == 0:
-                scales.append(scale)
-            pred = predicted_row(
-                prof.scaled(scale) if scale != 1.0 else prof, params, cfg, p, compute[k], steps=len(times[k])
-            )
-            row = make_row(cfg, summarize(times[k]), comp.median_s, pred, link_mbit=link_mbit, compute_scale=scale)
+                scales.append(row.compute_scale)
             rows.append(row)
             writer.write(
                 make_record(
@@ -364,23 +359,76 @@ def validate_on_pool(
                 f"(p10 {row.measured_p10_s * 1e3:.2f}, p90 {row.measured_p90_s * 1e3:.2f}), "
                 f"predicted {row.predicted_step_s * 1e3:.2f} ms, error {row.error_pct:+.1f}%"
             )
-    summary = summarize_rows(rows)
     baseline = [t for ts in compute[:: spec.group_size] for t in ts]  # each group's compute-only steps, once
-    noise = machine_noise(baseline, load_before)
-    if noise["noisy"]:
-        say(noise_line(noise))
+    res = validation_result(
+        spec.model,
+        pool.backend,
+        link_mbit,
+        bs,
+        f"interleaved: {spec.rounds} rounds x {steps_per_round} steps, groups of <= {spec.group_size} "
+        f"configurations beside a compute-only baseline",
+        spec.rescale_compute,
+        scales,
+        params,
+        prof,
+        p,
+        rows,
+        baseline,
+        load_before,
+    )
+    if res["machine_noise"]["noisy"]:
+        say(noise_line(res["machine_noise"]))
+    return res
+
+
+def row_of(
+    cfg: StrategySpec,
+    times_s: Sequence[float],
+    compute_s: Sequence[float],
+    prof: GradProfile,
+    params: Params,
+    world_size: int,
+    rescale: bool,
+    link_mbit: float | None,
+) -> ValidationRow:
+    """One configuration's row from its measured steps and the compute-only steps measured beside it:
+    the profile rescaled to their median (``rescale``), predicted with the interval of the median of
+    as many steps as were measured."""
+    comp = summarize(list(compute_s))
+    scale = comp.median_s / prof.compute_s if rescale and prof.compute_s > 0 else 1.0
+    pred = predicted_row(
+        prof.scaled(scale) if scale != 1.0 else prof, params, cfg, world_size, compute_s, steps=len(times_s)
+    )
+    return make_row(cfg, summarize(list(times_s)), comp.median_s, pred, link_mbit=link_mbit, compute_scale=scale)
+
+
+def validation_result(
+    model: str,
+    backend: str,
+    link_mbit: float | None,
+    batch_size: int,
+    method: str,
+    rescale: bool,
+    scales: list[float],
+    params: Params,
+    prof: GradProfile,
+    world_size: int,
+    rows: list[ValidationRow],
+    baseline: Sequence[float],
+    loadavg: Sequence[float] | None,
+) -> dict[str, Any]:
+    """``validate``'s result: its rows, their summary, the machine's noise and the params used."""
     return {
         "schema": VALIDATION_SCHEMA,
-        "model": spec.model,
-        "world_size": p,
-        "backend": pool.backend,
+        "model": model,
+        "world_size": world_size,
+        "backend": backend,
         "link_mbit": link_mbit,
-        "batch_size": bs,
-        "method": f"interleaved: {spec.rounds} rounds x {steps_per_round} steps, groups of <= {spec.group_size} "
-        f"configurations beside a compute-only baseline",
-        "rescale_compute": spec.rescale_compute,
+        "batch_size": batch_size,
+        "method": method,
+        "rescale_compute": rescale,
         "compute_scale": scales,
-        "network_provenance": params.cost_model().provenance(p),
+        "network_provenance": params.cost_model().provenance(world_size),
         "params": {
             "measured_world_sizes": list(params.measured_world_sizes),
             "o_us": params.o_us,
@@ -389,12 +437,70 @@ def validate_on_pool(
             "comm_contention_c": params.comm_contention_c,
             "channels": params.channels,
         },
-        "measured_compute_s": summarize(baseline).median_s,
+        "measured_compute_s": summarize(list(baseline)).median_s,
         "predicted_compute_s": prof.compute_s,
-        **summary,
-        "machine_noise": noise,
+        **summarize_rows(rows),
+        "machine_noise": machine_noise(baseline, loadavg),
         "rows": rows,
     }
+
+
+def replay_validation(path: str | Path, params: Params, rescale: bool = True) -> dict[str, Any]:
+    """A past ``validate`` run's measured steps (its ``validation_row`` records) predicted again from
+    ``params``, measuring nothing (``ddpsim validate --replay``): the same rows, summary and coverage
+    as if the run had used these params. Refuses a file holding one configuration twice (appended runs)."""
+    from realrun.records import read_records
+
+    recs = [r for r in read_records(path) if r.get("kind") == "validation_row"]
+    if not recs:
+        raise ValueError(f"{path}: no validation_row records: not the records of a `ddpsim validate` run")
+    models = {r.get("model") for r in recs}
+    envs = {((r.get("env") or {}).get("world_size"), (r.get("env") or {}).get("backend")) for r in recs}
+    links = {(r.get("validation") or {}).get("link_mbit") for r in recs}
+    if len(models) > 1 or len(envs) > 1 or len(links) > 1:
+        raise ValueError(f"{path}: validation rows of several runs (models, world sizes or links differ)")
+    (model,), ((p, backend),), (link,) = models, envs, links
+    if not isinstance(p, int) or p < 1:
+        raise ValueError(f"{path}: the records do not say their world size")
+    prof = check_profile_matches(params, str(model), None)
+    rows: list[ValidationRow] = []
+    seen: set[tuple[Any, ...]] = set()
+    groups: dict[tuple[float, ...], None] = {}
+    scales: list[float] = []
+    for r in recs:
+        v = r["validation"]
+        caps = v.get("bucket_cap_mb_list")
+        cfg = StrategySpec(
+            v["strategy"], bucket_mb=v.get("bucket_mb"), bucket_cap_mb_list=tuple(caps) if caps else None
+        )
+        key = (cfg.name, cfg.bucket_mb, cfg.bucket_cap_mb_list)
+        if key in seen:
+            raise ValueError(
+                f"{path}: {cfg.name} {cfg.bucket_mb} appears twice (several runs appended): replay one run"
+            )
+        seen.add(key)
+        comp = tuple(float(t) for t in r["compute_step_times_s"])
+        row = row_of(cfg, r["step_times_s"], comp, prof, params, p, rescale, link)
+        if comp not in groups:
+            groups[comp] = None
+            scales.append(row.compute_scale)
+        rows.append(row)
+    baseline = [t for comp in groups for t in comp]
+    return validation_result(
+        str(model),
+        str(backend),
+        link,
+        int((params.probes or {}).get("batch_size") or prof.samples_per_step or 0),
+        f"replayed from {path}",
+        rescale,
+        scales,
+        params,
+        prof,
+        p,
+        rows,
+        baseline,
+        None,
+    )
 
 
 def noise_line(noise: dict[str, Any]) -> str:

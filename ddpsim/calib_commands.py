@@ -200,6 +200,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         validate_on_pool,
     )
 
+    if args.replay:
+        return _replay(args)
     links = args.link_mbit or [None]
     spec = ValidateSpec(
         model=args.model,
@@ -276,6 +278,28 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return 0
     if args.json:
         emit_json(args, results[0] if len(results) == 1 else {"runs": results})
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    """``validate --replay RECORDS --params P``: a past run's measured steps predicted from P; no rank starts."""
+    from calibration.params import Params
+    from calibration.validate import format_validation, replay_validation, save_validation
+    from simulator.jsonio import to_json
+
+    if not args.params:
+        raise ValueError("--replay predicts a past run's measurements from --params: give --params")
+    res = replay_validation(args.replay, Params.load(args.params), rescale=not args.no_rescale)
+    res_path = save_validation(res, args.out)
+    res["result_file"] = str(res_path)
+    csv_file = emit_csv(args, [{"link_mbit": res.get("link_mbit"), **to_json(row)} for row in res["rows"]])
+    if csv_stdout(args):
+        return 0
+    if args.json:
+        emit_json(args, res)
+    else:
+        print(format_validation(res))
+        print(f"results: {res_path}" + (f"; csv: {csv_file}" if csv_file else ""))
     return 0
 
 
@@ -480,6 +504,13 @@ def add_commands(sub: Any) -> None:
         type=number(int, 1, 1000),
         default=12,
         help="configurations built side by side and stepped in turn (default 12)",
+    )
+    v.add_argument(
+        "--replay",
+        default=None,
+        metavar="RECORDS",
+        help="measure nothing: predict the measured steps of an earlier validate run (its records file, "
+        "--records there) again from --params, e.g. params refitted with `calibrate --refit`",
     )
     v.add_argument(
         "--no-rescale",

@@ -303,6 +303,34 @@ def test_validation_jsonl_keeps_every_round_and_one_row_per_configuration(valida
         assert statistics.median(rec["step_times_s"]) == pytest.approx(row.measured_median_s, rel=1e-12)
 
 
+def test_replay_of_the_records_with_the_same_params_gives_the_same_rows(validated, calibrated, tmp_path):
+    from dataclasses import replace
+
+    from calibration.validate import replay_validation
+
+    res, path = validated
+    params = calibrated[0]
+    again = replay_validation(path, params)
+    assert again["rows"] == res["rows"]  # the same steps and params: the same predictions and intervals
+    for k in ("interval_coverage", "median_abs_error_pct", "worst_abs_error_pct", "compute_scale", "model"):
+        assert again[k] == res[k], k
+    assert again["machine_noise"]["baseline_spread_pct"] == res["machine_noise"]["baseline_spread_pct"]
+    # other params: the same measured medians, other predictions
+    slower = replace(params, copy_bytes_per_s=params.copy_bytes_per_s / 100)
+    other = replay_validation(path, slower)
+    assert [r.measured_median_s for r in other["rows"]] == [r.measured_median_s for r in res["rows"]]
+    pairs = list(zip(other["rows"], res["rows"]))
+    assert all(o.predicted_step_s >= r.predicted_step_s for o, r in pairs)
+    assert any(o.predicted_step_s > r.predicted_step_s for o, r in pairs)
+    # an appended second run is refused, not pooled
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text(path.read_text() * 2)
+    with pytest.raises(ValueError, match="appears twice"):
+        replay_validation(twice, params)
+    with pytest.raises(ValueError, match="no validation_row records"):
+        replay_validation(calibrated[2], params)
+
+
 # ---- bad input: torn records, empty measurement, foreign params --------------------
 def _torn_copy(records: Path, dst: Path) -> tuple[Path, list[str]]:
     lines = records.read_text().splitlines()

@@ -186,6 +186,7 @@ ROWS: list[tuple[str, str]] = [
     ("calibrate --world-size 2,,4", "comma list"),
     ("calibrate --sizes 4K", "at least two message sizes"),
     ("calibrate --refit {tmp}/missing.jsonl --out {tmp}/p.json", "missing.jsonl"),
+    ("validate --replay {tmp}/missing.jsonl --out {tmp}/v.json", "give --params"),
     ("calibrate --refit {tmp}/notrecords.txt --out {tmp}/p.json", "not a JSON record"),
     ("calibrate --profile-steps 0", "must be >= 1"),
     ("calibrate --batch-size inf", "not an integer"),

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# An accuracy matrix measured earlier (benchmarks/accuracy_matrix.sh), predicted again with this
+# version's fits, measuring nothing: per cell, `ddpsim calibrate --refit` on the cell's calibration
+# records, then `ddpsim validate --replay` of the cell's measured steps from those params.
+#
+#   benchmarks/replay_matrix.sh MEASURED_DIR OUT_DIR
+#
+# Judged against the same measurements, two versions of the model compare without the machine's
+# drift between two runs in between. OUT_DIR/<cell>/ holds params.json and validation.json;
+# OUT_DIR/matrix.md is the table (benchmarks/accuracy_table.py).
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+IN=${1:?measured matrix folder}
+OUT=${2:?output folder}
+DDPSIM=${DDPSIM:-ddpsim}
+mkdir -p "$OUT"
+for cell in "$IN"/*/; do
+  name=$(basename "$cell")
+  cal=$(ls "$cell"/validation.calibration*.jsonl 2>/dev/null | head -1)
+  [ -n "$cal" ] && [ -f "$cell/validation.jsonl" ] || { echo "   $name: no records, skipped" >&2; continue; }
+  mkdir -p "$OUT/$name"
+  echo "== $name" >&2
+  $DDPSIM calibrate --refit "$cal" --out "$OUT/$name/params.json" --quiet > "$OUT/$name/refit.log" 2>&1 &&
+    $DDPSIM validate --replay "$cell/validation.jsonl" --params "$OUT/$name/params.json" \
+      --out "$OUT/$name/validation.json" > "$OUT/$name/validate.log" 2>&1 ||
+    echo "   $name failed: see $OUT/$name/*.log" >&2
+done
+python "$HERE/accuracy_table.py" "$OUT" > "$OUT/matrix.md"
+cat "$OUT/matrix.md"
