@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     sizes = [float(x) for x in args.bucket_mb.split(",")]
     rows = []
+    measured = []
     loads = [os.getloadavg()[0]]
     with RankPool(2) as pool:
         for b in sizes:
@@ -50,18 +51,19 @@ def main(argv: list[str] | None = None) -> int:
             )
             loads.append(os.getloadavg()[0])
             tc, bk, comp = res
+            measured.append((b, tc, bk, comp))
             rows.append(
                 {
                     "bucket_mb": b,
-                    "torch_ddp": tc,
-                    "bucketed": bk,
-                    "compute": comp,
-                    "ratio_bucketed_to_torch": bk["ratio_to_first"],
+                    "torch_ddp": tc.to_dict(),
+                    "bucketed": bk.to_dict(),
+                    "compute": comp.to_dict(),
+                    "ratio_bucketed_to_torch": bk.ratio_to_first,
                 }
             )
             print(
-                f"{b:g} MiB: bucketed {bk['median_s'] * 1e3:.1f} ms, torch {tc['median_s'] * 1e3:.1f} ms, "
-                f"compute {comp['median_s'] * 1e3:.1f} ms, paired ratio {bk['ratio_to_first']:.3f}",
+                f"{b:g} MiB: bucketed {bk.median_s * 1e3:.1f} ms, torch {tc.median_s * 1e3:.1f} ms, "
+                f"compute {comp.median_s * 1e3:.1f} ms, paired ratio {bk.ratio_to_first:.3f}",
                 file=sys.stderr,
             )
     env = environment("gloo", 2, loadavg_1min_seen=loads, threads_per_rank=pool.threads_per_rank)
@@ -77,12 +79,11 @@ def main(argv: list[str] | None = None) -> int:
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print("| bucket MiB | BucketedDDP ms (p10-p90) | torch DDP ms (p10-p90) | compute only ms | paired ratio |")
     print("|---|---|---|---|---|")
-    for r in rows:
-        bk, tc, c = r["bucketed"], r["torch_ddp"], r["compute"]
+    for b, tc, bk, c in measured:
         print(
-            f"| {r['bucket_mb']:g} | {bk['median_s'] * 1e3:.1f} ({bk['p10_s'] * 1e3:.1f}-{bk['p90_s'] * 1e3:.1f}) | "
-            f"{tc['median_s'] * 1e3:.1f} ({tc['p10_s'] * 1e3:.1f}-{tc['p90_s'] * 1e3:.1f}) | "
-            f"{c['median_s'] * 1e3:.1f} | {r['ratio_bucketed_to_torch']:.3f} |"
+            f"| {b:g} | {bk.median_s * 1e3:.1f} ({bk.p10_s * 1e3:.1f}-{bk.p90_s * 1e3:.1f}) | "
+            f"{tc.median_s * 1e3:.1f} ({tc.p10_s * 1e3:.1f}-{tc.p90_s * 1e3:.1f}) | "
+            f"{c.median_s * 1e3:.1f} | {bk.ratio_to_first:.3f} |"
         )
     return 0
 

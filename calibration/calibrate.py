@@ -386,7 +386,9 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
                 f"{spec.step_probe_steps} steps with per-bucket timelines"
             )
             rec, sfit_step = run_step_probe(pool, spec.model, bs, prof, params.cost_model(), spec.step_probe_steps)
-            writer.write(make_record("step_probe", env, model=spec.model, batch_size=bs, timeline=rec, fit=sfit_step))
+            writer.write(
+                make_record("step_probe", env, model=spec.model, batch_size=bs, timeline=rec.to_dict(), fit=sfit_step)
+            )
             say(summary_line(sfit_step))
             params = with_step_probe(params, sfit_step)
     return params

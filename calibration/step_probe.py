@@ -25,12 +25,16 @@ is fitted negative). Validation rows are never used: the probe is its own config
 from __future__ import annotations
 
 import statistics
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from simulator.network import CostModel
 from simulator.predict import predict
 from simulator.profile import GradProfile
 from simulator.strategies import StrategySpec
+
+if TYPE_CHECKING:
+    from realrun.step_record import TimelineRecord
 
 PROBE_BUCKET_MB = 2.0
 C_MAX = 20.0  # bracket of both factors (x21): a target out of reach within it is not identified
@@ -42,11 +46,15 @@ def probe_bucket_mb(total_grad_bytes: int) -> float:
     return min(PROBE_BUCKET_MB, max(total_grad_bytes / 4 / (1 << 20), 1e-3))
 
 
-def measured_targets(rec: dict[str, Any]) -> dict[str, Any]:
+def measured_targets(record: TimelineRecord | Mapping[str, Any]) -> dict[str, Any]:
     """Medians over a ``measure_timeline`` record's timed steps (each on its slowest rank) of the step
-    terms the fit uses; also the compute-only median measured beside them."""
+    terms the fit uses; also the compute-only median measured beside them. ``record``: the
+    ``TimelineRecord`` just measured, or the dict read back from a ``"step_probe"`` record."""
+    from realrun.step_record import timeline_mapping
+
     from .timeline import slowest_rank_timelines, step_terms
 
+    rec = timeline_mapping(record)
     terms = [step_terms(tl) for tl in slowest_rank_timelines(rec)]
     if not terms:
         raise ValueError("the in-step probe recorded no steps")
@@ -182,22 +190,27 @@ def bootstrap_in_step(
 
 def run_step_probe(
     pool: Any, model: str, batch_size: int, profile: GradProfile, cost: CostModel, steps: int, warmup: int = 3
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[TimelineRecord, dict[str, Any]]:
     """Measure the probe on ``pool`` and fit it: ``(record, fit)``."""
-    from realrun.bench_ddp import _loadavg, measure_timeline
+    from realrun.bench_ddp import measure_timeline
 
     bucket = probe_bucket_mb(profile.total_grad_bytes)
-    load = _loadavg()
     rec = measure_timeline(pool, model, "torch-ddp", bucket, batch_size, steps, warmup)
-    rec["loadavg_before"], rec["loadavg_after"] = load, _loadavg()
     return rec, fit_step_probe(rec, profile, cost, pool.world_size, bucket)
 
 
 def fit_step_probe(
-    rec: dict[str, Any], profile: GradProfile, cost: CostModel, world_size: int, bucket_mb: float
+    record: TimelineRecord | Mapping[str, Any],
+    profile: GradProfile,
+    cost: CostModel,
+    world_size: int,
+    bucket_mb: float,
 ) -> dict[str, Any]:
-    """The in-step fit of a probe record (``measure_timeline``'s), measured now or read back (``refit``),
-    with its bootstrap refits."""
+    """The in-step fit of a probe record (``measure_timeline``'s), measured now or read back from a
+    ``"step_probe"`` record (``refit``, a dict), with its bootstrap refits."""
+    from realrun.step_record import timeline_mapping
+
+    rec = timeline_mapping(record)
     targets = measured_targets(rec)
     fit = fit_in_step(profile, cost, world_size, bucket_mb, targets)
     fit["loadavg"] = [rec.get("loadavg_before"), rec.get("loadavg_after")]

@@ -27,14 +27,17 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simulator.predict import predict
 from simulator.profile import GradProfile
 from simulator.strategies import StrategySpec, comm_plan
 from simulator.units import MIB
+
+if TYPE_CHECKING:
+    from realrun.step_record import TimelineRecord
 
 DECOMPOSITION_SCHEMA = "ddpsim.timeline_decomposition/1"
 STEP_TERMS = ("compute_s", "exposed_tail_s", "finalize_s", "optimizer_s", "other_s")
@@ -161,8 +164,11 @@ def representative_step(step_times_s: Sequence[float], rank_step_times_s: Sequen
     return k, rank
 
 
-def slowest_rank_timelines(record: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each timed step of a ``measure_timeline`` record on its slowest rank."""
+def slowest_rank_timelines(rec: TimelineRecord | Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each timed step of a ``measure_timeline`` record (or the dict read back from a file) on its slowest rank."""
+    from realrun.step_record import timeline_mapping
+
+    record = timeline_mapping(rec)
     ranks = record["rank_step_times_s"]
     return [
         record["rank_timelines"][max(range(len(ranks)), key=lambda r: ranks[r][k])][k]
@@ -360,7 +366,7 @@ def timeline_trace(
 
 # ---- one configuration's outputs ------------------------------------------------------------
 def timeline_outputs(
-    record: dict[str, Any],
+    rec: TimelineRecord | Mapping[str, Any],
     predicted: dict[str, Any] | None,
     out_dir: str | Path,
     name: str,
@@ -368,13 +374,17 @@ def timeline_outputs(
     png: bool = True,
 ) -> dict[str, Any]:
     """Write ``<name>.trace.json``, ``<name>.decomposition.json`` (and ``<name>.png``) for one
-    ``realrun.bench_ddp.measure_timeline`` record and its predicted timeline.
+    ``realrun.bench_ddp.measure_timeline`` record (or the dict read back from its file) and its
+    predicted timeline.
 
     The trace shows the representative step (``representative_step``: the lower-median step by
     slowest-rank time, on its slowest rank; the other ranks' same step as more lanes); the
     decomposition's measured side is the per-quantity median over every timed step, each taken
     on that step's slowest rank. Returns the decomposition with the file paths added.
     """
+    from realrun.step_record import timeline_mapping
+
+    record = timeline_mapping(rec)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     k, rank = representative_step(record["step_times_s"], record["rank_step_times_s"])
@@ -446,7 +456,7 @@ def timelines_on_pool(
     (plus the raw record as ``<name>.timeline.json``). Returns the decompositions (with
     ``table``, the printed form); ``write=False`` (torchrun ranks other than 0) measures only.
     """
-    from realrun.bench_ddp import _loadavg, measure_timeline
+    from realrun.bench_ddp import measure_timeline
 
     from .validate import check_profile_matches
 
@@ -458,26 +468,25 @@ def timelines_on_pool(
             say(f"timeline: skipped {strategy} with a bucket_cap_mb_list (not recorded)")
             continue
         name = timeline_name(model, strategy, bucket, pool.world_size)
-        load_before = _loadavg()
         rec = measure_timeline(pool, model, strategy, bucket, batch_size, steps, warmup, optimizer)
-        rec["loadavg_before"], rec["loadavg_after"] = load_before, _loadavg()
         if not write:
             continue
+        written = rec.to_dict()  # as <name>.timeline.json holds it
         pred, scale, prof = None, 1.0, base_prof
         if prof is not None:
-            if rescale and rec["compute_median_s"] and prof.compute_s > 0:
-                scale = rec["compute_median_s"] / prof.compute_s
+            if rescale and rec.compute_median_s and prof.compute_s > 0:
+                scale = rec.compute_median_s / prof.compute_s
                 prof = prof.scaled(scale)
             pred = predicted_timeline(prof, cost, StrategySpec(strategy, bucket_mb=bucket), pool.world_size)
         info = {
             "compute_scale": scale,
-            "compute_only_median_s": rec["compute_median_s"],
+            "compute_only_median_s": rec.compute_median_s,
             "profiled_compute_s": base_prof.compute_s if base_prof is not None else None,
-            "loadavg_before": rec["loadavg_before"],
-            "loadavg_after": rec["loadavg_after"],
+            "loadavg_before": written["loadavg_before"],
+            "loadavg_after": written["loadavg_after"],
             "steps": steps,
             "warmup": warmup,
-            "batch_size": rec["batch_size"],
+            "batch_size": rec.batch_size,
             "params": {
                 "o_us": params.o_us,
                 "w_gbps": params.w_gbps,
@@ -490,14 +499,14 @@ def timelines_on_pool(
             **(meta or {}),
         }
         Path(out_dir).mkdir(parents=True, exist_ok=True)
-        (Path(out_dir) / f"{name}.timeline.json").write_text(json.dumps(rec) + "\n")
-        dec = timeline_outputs(rec, pred, out_dir, name, info)
+        (Path(out_dir) / f"{name}.timeline.json").write_text(json.dumps(written) + "\n")
+        dec = timeline_outputs(written, pred, out_dir, name, info)
         b = "" if bucket is None else f" {bucket:g} MiB"
-        comp = rec["compute_median_s"]
+        comp = rec.compute_median_s
         title = (
             f"{model} {strategy}{b}: measured median of {steps} steps (slowest rank each) vs predicted; "
             f"compute-only steps beside {'-' if comp is None else f'{comp * 1e3:.2f}'} ms, profile scaled "
-            f"x{scale:.3f}; load {rec['loadavg_before']}"
+            f"x{scale:.3f}; load {written['loadavg_before']}"
         )
         dec["table"] = (
             format_decomposition(dec, title) if pred is not None else title + "\n  (no prediction: no params)"

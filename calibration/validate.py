@@ -270,11 +270,13 @@ def measure_beside_compute(
                 (configs[k].name, configs[k].bucket_mb, configs[k].bucket_cap_mb_list) for k in members
             ]
             res = measure_interleaved(pool, model, cfgs, batch_size, steps_per_round, warmup, optimizer)
-            compute[g] += res[0]["step_times_s"]
+            compute[g] += res[0].step_times_s
             for k, r in zip(members, res[1:]):
-                times[k] += r["step_times_s"]
+                times[k] += r.step_times_s
             for label, r in zip(["compute"] + [labels[k] for k in members], res):
-                writer.write(make_record("ddp_step", env, round=rnd, group=g, setting=label, link_mbit=link_mbit, **r))
+                writer.write(
+                    make_record("ddp_step", env, round=rnd, group=g, setting=label, link_mbit=link_mbit, **r.to_dict())
+                )
     return steps_per_round, times, [compute[k // group_size] for k in range(len(configs))]
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import dataclasses
 import io
 import json
 import math
@@ -23,6 +22,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from simulator.jsonio import dumps_finite, finite, write_whole
 
 CLI_SCHEMA = "ddpsim.cli/1"
 
@@ -392,30 +393,10 @@ def emit_csv(args: argparse.Namespace, rows: list[dict[str, Any]], columns: list
     if target == "-":
         sys.stdout.write(text)
         return None
-    from simulator.jsonio import write_whole
-
     return str(write_whole(target, text))
 
 
 # ---- JSON -----------------------------------------------------------------------
-def finite(obj: Any) -> Any:
-    """``obj`` with every non-finite float replaced by ``None`` (JSON has no NaN or Infinity); dataclasses
-    in it by their fields (``simulator.jsonio.to_json``)."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        from simulator.jsonio import to_json
-
-        return finite(to_json(obj))
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [finite(v) for v in obj]
-    if isinstance(obj, Path):
-        return str(obj)
-    return obj
-
-
 def inputs_of(args: argparse.Namespace) -> dict[str, Any]:
     """The parsed arguments of a command, as JSON-able values (no handler, no private keys)."""
     out = {}
@@ -426,19 +407,16 @@ def inputs_of(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def dumps_json(obj: Any, indent: int | None = 1) -> str:
-    return json.dumps(finite(obj), indent=indent, allow_nan=False)
-
-
 def emit_json(args: argparse.Namespace, results: Any) -> None:
-    """Print the one ``--json`` envelope of every command on stdout."""
+    """Print the one ``--json`` envelope of every command on stdout (``simulator.jsonio.dumps_finite``:
+    non-finite floats as ``null``, dataclasses by their fields)."""
     env = {
         "schema": CLI_SCHEMA,
         "command": getattr(args, "command", None),
         "inputs": inputs_of(args),
         "results": results,
     }
-    sys.stdout.write(dumps_json(env) + "\n")
+    sys.stdout.write(dumps_finite(env) + "\n")
 
 
 # ---- help -----------------------------------------------------------------------

@@ -488,7 +488,7 @@ def bench_main(args: Any) -> int:
         _set_precision(pool, args)
         for rnd in range(args.rounds):
             comp = measure_compute(pool, args.model, bs, args.steps, args.warmup, args.optimizer)
-            say(f"bench-ddp: P={p} round {rnd + 1}/{args.rounds}: compute only {comp['median_s'] * 1e3:.2f} ms")
+            say(f"bench-ddp: P={p} round {rnd + 1}/{args.rounds}: compute only {comp.median_s * 1e3:.2f} ms")
             for strategy, bucket, cap_list in configs:
                 rec = measure_ddp(
                     pool,

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from simulator.interval import Interval, Uncertainty, draw_inputs, interval_of, step_times_over
+from simulator.jsonio import to_fields
 from simulator.network import CostModel
 from simulator.predict import StepResult, predict
 from simulator.profile import GradProfile
@@ -71,6 +72,21 @@ def readable_caps(
 
 
 @dataclass(frozen=True)
+class StrategyRow:
+    """One row of the tune report's strategies table: a strategy at its best bucket size (``None``:
+    not bucketed) and the step it predicts."""
+
+    strategy: str
+    bucket_mb: float | None
+    step_time_s: float
+    overhead_s: float
+    n_collectives: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_fields(self)
+
+
+@dataclass(frozen=True)
 class TuneResult:
     model: str
     world_size: int
@@ -88,7 +104,7 @@ class TuneResult:
     near_best_range_mb: tuple[float, float]
     best_strategy: str
     best_strategy_step_time_s: float
-    strategies: tuple[Mapping[str, Any], ...]
+    strategies: tuple[StrategyRow, ...]
     sweep: SweepResult
     notes: tuple[str, ...] = ()
     exact_best_bucket_mb: float | None = None
@@ -138,7 +154,7 @@ class TuneResult:
             "list_gain_pct": self.list_gain_pct,
             "best_strategy": self.best_strategy,
             "best_strategy_step_time_s": self.best_strategy_step_time_s,
-            "strategies": [dict(s) for s in self.strategies],
+            "strategies": [s.to_dict() for s in self.strategies],
             "closed_form": self.sweep.closed.to_dict(),
             "total_grad_bytes": self.sweep.total_grad_bytes,
             "sweep": self.sweep.to_dict()["rows"],
@@ -208,7 +224,7 @@ def recommend(
     sched = best_schedule(profile, cost, world_size, seeds=(single,), **predict_kw)
     gain = (rec.step_time_s - sched.result.step_time_s) / rec.step_time_s * 100.0
     caps = readable_caps(profile, sched.groups, sched.caps_mb)
-    rows: list[dict[str, Any]] = []
+    rows: list[StrategyRow] = []
     for s in strategies:
         if s == "torch-ddp":  # the recommendation itself
             rows.append(_strategy_row(s, best_mb, rec))
@@ -217,7 +233,7 @@ def recommend(
             rows.append(_strategy_row(s, sw.best_bucket_mb, sw.best))
         else:
             rows.append(_strategy_row(s, None, predict(profile, cost, StrategySpec(s), world_size, **predict_kw)))
-    fastest = min(rows, key=lambda r: r["step_time_s"])
+    fastest = min(rows, key=lambda r: r.step_time_s)
     return TuneResult(
         model=profile.model,
         world_size=world_size,
@@ -233,8 +249,8 @@ def recommend(
         list_step_time_s=sched.result.step_time_s,
         list_gain_pct=gain,
         near_best_range_mb=(min(near), max(near)),
-        best_strategy=fastest["strategy"],
-        best_strategy_step_time_s=fastest["step_time_s"],
+        best_strategy=fastest.strategy,
+        best_strategy_step_time_s=fastest.step_time_s,
         strategies=tuple(rows),
         sweep=ddp,
         notes=tuple(notes),
@@ -269,14 +285,8 @@ def _round_recommendation(
     return ddp.best_bucket_mb, ddp.best
 
 
-def _strategy_row(name: str, bucket_mb: float | None, r: StepResult) -> dict[str, Any]:
-    return {
-        "strategy": name,
-        "bucket_mb": bucket_mb,
-        "step_time_s": r.step_time_s,
-        "overhead_s": r.overhead_s,
-        "n_collectives": r.n_collectives,
-    }
+def _strategy_row(name: str, bucket_mb: float | None, r: StepResult) -> StrategyRow:
+    return StrategyRow(name, bucket_mb, r.step_time_s, r.overhead_s, r.n_collectives)
 
 
 def format_tune(res: TuneResult) -> str:
@@ -335,10 +345,10 @@ def format_tune(res: TuneResult) -> str:
     for n in res.notes:
         lines.append(f"note: {n}")
     lines.append(f"\n  {'strategy':<11} {'bucket MiB':>10} {'step ms':>10} {'exposed ms':>11} {'calls':>6}")
-    for r in sorted(res.strategies, key=lambda r: r["step_time_s"]):
-        b = f"{r['bucket_mb']:.3g}" if r["bucket_mb"] is not None else "-"
+    for r in sorted(res.strategies, key=lambda r: r.step_time_s):
+        b = f"{r.bucket_mb:.3g}" if r.bucket_mb is not None else "-"
         lines.append(
-            f"  {r['strategy']:<11} {b:>10} {r['step_time_s'] * 1e3:>10.3f} {r['overhead_s'] * 1e3:>11.3f} {r['n_collectives']:>6}"
+            f"  {r.strategy:<11} {b:>10} {r.step_time_s * 1e3:>10.3f} {r.overhead_s * 1e3:>11.3f} {r.n_collectives:>6}"
         )
     return "\n".join(lines)
 

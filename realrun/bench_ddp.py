@@ -34,7 +34,7 @@ from typing import Any
 from simulator.units import MIB
 
 from .stats import max_over_ranks, summarize
-from .step_record import DDPStepRecord
+from .step_record import ComputeBaseline, DDPStepRecord, InterleavedResult, TimelineRecord
 
 DEFAULT_STEPS = 20
 DEFAULT_WARMUP = 5
@@ -217,7 +217,7 @@ def measure_interleaved(
     steps: int = DEFAULT_STEPS,
     warmup: int = DEFAULT_WARMUP,
     optimizer: str = "sgd",
-) -> list[dict[str, Any]]:
+) -> list[InterleavedResult]:
     """An A/B comparison robust to drift: configurations alternate step by step on the same ranks.
 
     ``configs``: ``(strategy, bucket_mb)`` pairs, or ``(strategy, bucket_mb,
@@ -236,29 +236,29 @@ def measure_interleaved(
     bs = batch_size or load_workload(workload_spec).default_batch_size
     configs = [tuple(c) for c in configs]
     per_rank = pool.run(_interleaved_task, workload_spec, configs, bs, steps, warmup, optimizer)
-    out = []
+    out: list[InterleavedResult] = []
     first = max_over_ranks([r[0] for r in per_rank])
     for k, (strategy, bucket_mb, *rest) in enumerate(configs):
         times = max_over_ranks([r[k] for r in per_rank])
         s = summarize(times)
         ratios = [t / f for t, f in zip(times, first)]
         out.append(
-            {
-                "strategy": strategy,
-                "bucket_mb": bucket_mb,
-                "bucket_cap_mb_list": list(rest[0]) if rest and rest[0] else None,
-                "model": workload_spec,
-                "batch_size": bs,
-                "world_size": pool.world_size,
-                "steps": steps,
-                "warmup": warmup,
-                "step_times_s": times,
-                "median_s": s.median_s,
-                "p10_s": s.p10_s,
-                "p90_s": s.p90_s,
-                "ratio_to_first": summarize(ratios).median_s,
-                "ratios_to_first": ratios,
-            }
+            InterleavedResult(
+                strategy=strategy,
+                bucket_mb=bucket_mb,
+                bucket_cap_mb_list=tuple(rest[0]) if rest and rest[0] else None,
+                model=workload_spec,
+                batch_size=bs,
+                world_size=pool.world_size,
+                steps=steps,
+                warmup=warmup,
+                step_times_s=tuple(times),
+                median_s=s.median_s,
+                p10_s=s.p10_s,
+                p90_s=s.p90_s,
+                ratio_to_first=summarize(ratios).median_s,
+                ratios_to_first=tuple(ratios),
+            )
         )
     return out
 
@@ -282,7 +282,7 @@ def measure_compute(
     steps: int = DEFAULT_STEPS,
     warmup: int = DEFAULT_WARMUP,
     optimizer: str = "sgd",
-) -> dict[str, Any]:
+) -> ComputeBaseline:
     """The compute-only baseline on ``pool``: per step the slowest rank's forward+backward+optimizer time."""
     from .workloads import load_workload
 
@@ -290,16 +290,16 @@ def measure_compute(
     per_rank = pool.run(_step_task, workload_spec, "compute", None, None, bs, steps, warmup, optimizer, None)
     times = max_over_ranks([r["step_times_s"] for r in per_rank])
     s = summarize(times)
-    return {
-        "model": workload_spec,
-        "batch_size": bs,
-        "optimizer": optimizer,
-        "world_size": pool.world_size,
-        "step_times_s": times,
-        "median_s": s.median_s,
-        "p10_s": s.p10_s,
-        "p90_s": s.p90_s,
-    }
+    return ComputeBaseline(
+        model=workload_spec,
+        batch_size=bs,
+        optimizer=optimizer,
+        world_size=pool.world_size,
+        step_times_s=tuple(times),
+        median_s=s.median_s,
+        p10_s=s.p10_s,
+        p90_s=s.p90_s,
+    )
 
 
 def measure_ddp(
@@ -312,7 +312,7 @@ def measure_ddp(
     steps: int = DEFAULT_STEPS,
     warmup: int = DEFAULT_WARMUP,
     optimizer: str = "sgd",
-    compute: dict[str, Any] | None = None,
+    compute: ComputeBaseline | None = None,
     trace_dir: str | Path | None = None,
     link_mbit: float | None = None,
 ) -> DDPStepRecord:
@@ -336,7 +336,7 @@ def measure_ddp(
     bs = batch_size or w.default_batch_size
     if compute is None:
         compute = measure_compute(pool, workload_spec, bs, steps, warmup, optimizer)
-    elif (compute["model"], compute["batch_size"], compute["optimizer"], compute["world_size"]) != (
+    elif (compute.model, compute.batch_size, compute.optimizer, compute.world_size) != (
         workload_spec,
         bs,
         optimizer,
@@ -362,7 +362,7 @@ def measure_ddp(
     times = max_over_ranks(rank_times)
     s = summarize(times)
     p = pool.world_size
-    exposed = s.median_s - compute["median_s"]
+    exposed = s.median_s - compute.median_s
     env = dict(per_rank[0].get("env", {}))
     env["threads_per_rank"] = getattr(pool, "threads_per_rank", env.get("torch_threads"))
     return DDPStepRecord(
@@ -382,10 +382,10 @@ def measure_ddp(
         median_s=s.median_s,
         p10_s=s.p10_s,
         p90_s=s.p90_s,
-        compute_step_times_s=tuple(compute["step_times_s"]),
-        compute_median_s=compute["median_s"],
-        compute_p10_s=compute["p10_s"],
-        compute_p90_s=compute["p90_s"],
+        compute_step_times_s=compute.step_times_s,
+        compute_median_s=compute.median_s,
+        compute_p10_s=compute.p10_s,
+        compute_p90_s=compute.p90_s,
         exposed_comm_s=exposed,
         exposed_comm_share=exposed / s.median_s if s.median_s > 0 else None,
         samples_per_s=p * bs / s.median_s,
@@ -408,15 +408,15 @@ def measure_timeline(
     warmup: int = DEFAULT_WARMUP,
     optimizer: str = "sgd",
     baseline: bool = True,
-) -> dict[str, Any]:
+) -> TimelineRecord:
     """Steps of one configuration with per-bucket timelines recorded (``realrun.timeline``) on every rank.
 
     With ``baseline`` every recorded step alternates with a compute-only step of a bare copy of
-    the module on the same ranks (``compute_step_times_s``, slowest rank per step). Returns
-    ``{"model", "strategy", "bucket_mb", "world_size", "batch_size", "steps", "warmup",
-    "step_times_s" (slowest rank per step), "rank_step_times_s", "rank_timelines",
-    "compute_step_times_s", "compute_median_s"}`` where ``rank_timelines[r][k]`` is rank ``r``'s
-    timeline of timed step ``k`` (times relative to that rank's step start).
+    the module on the same ranks (``compute_step_times_s``, slowest rank per step). Returns a
+    ``TimelineRecord``: ``step_times_s`` (slowest rank per step), ``rank_step_times_s``,
+    ``rank_timelines`` (``rank_timelines[r][k]`` is rank ``r``'s timeline of timed step ``k``, times
+    relative to that rank's step start), the compute-only steps and their median, and the load
+    average before and after.
     """
     from simulator.strategies import spec_for
 
@@ -428,27 +428,30 @@ def measure_timeline(
     from .timeline import _timeline_task
 
     bs = batch_size or load_workload(workload_spec).default_batch_size
+    load_before = _loadavg()
     per_rank = pool.run(_timeline_task, workload_spec, strategy, bucket_mb, bs, steps, warmup, optimizer, baseline)
+    load_after = _loadavg()
     rank_times = [r["step_times_s"] for r in per_rank]
     comp = max_over_ranks([r["compute_step_times_s"] for r in per_rank]) if baseline else []
-    return {
-        "schema": "ddpsim.timeline/1",
-        "model": workload_spec,
-        "strategy": strategy,
-        "bucket_mb": bucket_mb,
-        "world_size": pool.world_size,
-        "backend": pool.backend,
-        "batch_size": bs,
-        "optimizer": optimizer,
-        "steps": steps,
-        "warmup": warmup,
-        "step_times_s": max_over_ranks(rank_times),
-        "rank_step_times_s": rank_times,
-        "rank_timelines": [r["timeline"] for r in per_rank],
-        "compute_step_times_s": comp,
-        "compute_median_s": summarize(comp).median_s if comp else None,
-        "env": per_rank[0].get("env", {}),
-    }
+    return TimelineRecord(
+        model=workload_spec,
+        strategy=strategy,
+        bucket_mb=bucket_mb,
+        world_size=pool.world_size,
+        backend=pool.backend,
+        batch_size=bs,
+        optimizer=optimizer,
+        steps=steps,
+        warmup=warmup,
+        step_times_s=tuple(max_over_ranks(rank_times)),
+        rank_step_times_s=tuple(tuple(ts) for ts in rank_times),
+        rank_timelines=tuple(tuple(r["timeline"]) for r in per_rank),
+        compute_step_times_s=tuple(comp),
+        compute_median_s=summarize(comp).median_s if comp else None,
+        env=per_rank[0].get("env", {}),
+        loadavg_before=tuple(load_before) if load_before is not None else None,
+        loadavg_after=tuple(load_after) if load_after is not None else None,
+    )
 
 
 def format_table(records: Sequence[dict[str, Any]]) -> str:

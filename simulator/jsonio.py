@@ -58,22 +58,27 @@ def write_whole(path: str | Path, text: str) -> Path:
     return Path(path)
 
 
+def finite(obj: Any) -> Any:
+    """``obj`` made JSON-ready for a strict writer: every non-finite float as ``None`` (JSON has no NaN or
+    Infinity), dataclasses by their fields (``to_json``), tuples as lists, dict keys as ``str(key)``,
+    paths as their text. The one such cleaner: ``dumps_finite`` and the CLI's ``--json``, ``--csv`` and
+    rescued records all go through it."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return finite(to_json(obj))
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
 def dumps_finite(obj: Any, indent: int | None = 1) -> str:
-    """JSON text of ``obj`` with non-finite floats as ``null`` (JSON has no NaN or Infinity); dataclasses
-    in it are written by their fields (``to_json``)."""
-
-    def clean(o: Any) -> Any:
-        if dataclasses.is_dataclass(o) and not isinstance(o, type):
-            return clean(to_json(o))
-        if isinstance(o, float):
-            return o if math.isfinite(o) else None
-        if isinstance(o, dict):
-            return {k: clean(v) for k, v in o.items()}
-        if isinstance(o, (list, tuple)):
-            return [clean(v) for v in o]
-        return o
-
-    return json.dumps(clean(obj), indent=indent, allow_nan=False)
+    """JSON text of ``obj`` cleaned by ``finite``: non-finite floats as ``null``, dataclasses by their fields."""
+    return json.dumps(finite(obj), indent=indent, allow_nan=False)
 
 
 # ---- dataclasses to and from JSON, by their fields -------------------------------

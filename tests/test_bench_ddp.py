@@ -82,7 +82,8 @@ def test_measure_ddp_record(pool, tmp_path):
     assert rec["step_times_s"] == [max(a, b) for a, b in zip(*per_rank)] and len(rec["step_times_s"]) == 5
     s = summarize(rec["step_times_s"])
     assert (rec["median_s"], rec["p10_s"], rec["p90_s"]) == (s.median_s, s.p10_s, s.p90_s)
-    assert rec["exposed_comm_s"] == pytest.approx(rec["median_s"] - comp["median_s"])
+    assert rec["exposed_comm_s"] == pytest.approx(rec["median_s"] - comp.median_s)
+    assert rec["compute_step_times_s"] == list(comp.step_times_s) and rec["compute_median_s"] == comp.median_s
     assert rec["samples_per_s"] == pytest.approx(2 * 4 / rec["median_s"])
     assert rec["tokens_per_s"] == pytest.approx(2 * 4 * 16 / rec["median_s"])
     assert rec["peak_mem_bytes"] > 10 * MIB and rec["link_mbit"] is None and rec["bucket_cap_mb_list"] is None
@@ -265,9 +266,9 @@ def test_measure_interleaved_pairs_steps(pool):
     res = measure_interleaved(
         pool, TINY_GPT, [("torch-ddp", 1.0), ("bucketed", 1.0), ("compute", None)], batch_size=2, steps=4, warmup=1
     )
-    assert [(r["strategy"], len(r["step_times_s"])) for r in res] == [("torch-ddp", 4), ("bucketed", 4), ("compute", 4)]
-    first, second = res[0]["step_times_s"], res[1]["step_times_s"]
+    assert [(r.strategy, len(r.step_times_s)) for r in res] == [("torch-ddp", 4), ("bucketed", 4), ("compute", 4)]
+    first, second = res[0].step_times_s, res[1].step_times_s
     # the paired ratio is the median of per-round ratios, not a ratio of medians
-    assert res[1]["ratios_to_first"] == [b / a for a, b in zip(first, second)]
-    assert res[1]["ratio_to_first"] == pytest.approx(summarize(res[1]["ratios_to_first"]).median_s)
-    assert res[0]["ratio_to_first"] == 1.0
+    assert res[1].ratios_to_first == tuple(b / a for a, b in zip(first, second))
+    assert res[1].ratio_to_first == pytest.approx(summarize(list(res[1].ratios_to_first)).median_s)
+    assert res[0].ratio_to_first == 1.0

@@ -44,6 +44,7 @@ from calibration.validate import (  # noqa: E402
 from ddpsim.cli import main as ddpsim  # noqa: E402
 from realrun.errors import RunFailure  # noqa: E402
 from realrun.records import RecordWriter, make_record, read_records  # noqa: E402
+from realrun.step_record import InterleavedResult  # noqa: E402
 from realrun.workloads import load_workload  # noqa: E402
 from simulator.profile import GradProfile  # noqa: E402
 from simulator.strategies import StrategySpec  # noqa: E402
@@ -470,15 +471,22 @@ def test_validation_keeps_rounds_measured_before_a_failure(calibrated, tmp_path,
         if len(calls) == 2:
             raise RunFailure("rank 1 died (simulated)")
         return [
-            {
-                "strategy": c[0],
-                "bucket_mb": c[1],
-                "model": model,
-                "step_times_s": [0.020] * steps,
-                "median_s": 0.020,
-                "p10_s": 0.020,
-                "p90_s": 0.020,
-            }
+            InterleavedResult(
+                strategy=c[0],
+                bucket_mb=c[1],
+                bucket_cap_mb_list=None,
+                model=model,
+                batch_size=bs,
+                world_size=2,
+                steps=steps,
+                warmup=warmup,
+                step_times_s=(0.020,) * steps,
+                median_s=0.020,
+                p10_s=0.020,
+                p90_s=0.020,
+                ratio_to_first=1.0,
+                ratios_to_first=(1.0,) * steps,
+            )
             for c in cfgs
         ]
 

@@ -179,3 +179,24 @@ def test_model_files_written_by_their_fields_header_first():
     assert zoo.ModelSpec.from_dict(_json_round_trip(d)) == spec
     p = zoo.ModelParam("h.0.w", (3, 4), "bfloat16", 24.0)
     assert zoo.ModelParam.from_dict(_json_round_trip(p.to_dict())) == p
+
+
+def test_finite_is_the_one_cleaner_of_strict_json(capsys):
+    """``simulator.jsonio.finite``: NaN and infinities as null, dataclasses by their fields, tuples as lists,
+    keys as text, paths as text; ``dumps_finite`` and the CLI's ``--json`` envelope both write through it."""
+    import argparse
+    from pathlib import Path
+
+    from ddpsim.cliutil import CLI_SCHEMA, emit_json
+    from simulator.jsonio import dumps_finite, finite
+
+    obj = {"x": float("nan"), 1: (float("inf"), -float("inf"), 2.5), "inner": Inner(0.5, ("a",)), "p": Path("a/b")}
+    want = {"x": None, "1": [None, None, 2.5], "inner": {"a_s": 0.5, "tags": ["a"]}, "p": "a/b"}
+    assert finite(obj) == want
+    assert dumps_finite(obj) == json.dumps(want, indent=1)
+    assert dumps_finite(obj, indent=None) == json.dumps(want)
+    emit_json(argparse.Namespace(command="x", quiet=True), obj)
+    assert (
+        capsys.readouterr().out
+        == dumps_finite({"schema": CLI_SCHEMA, "command": "x", "inputs": {"quiet": True}, "results": want}) + "\n"
+    )

@@ -35,8 +35,8 @@ def _profile(spec: str) -> GradProfile:
 
 
 def _check_consistent(rec, tol_s=0.0, after_backward=False):
-    for rank_steps in rec["rank_timelines"]:
-        assert len(rank_steps) == rec["steps"]
+    for rank_steps in rec.rank_timelines:
+        assert len(rank_steps) == rec.steps
         for tl in rank_steps:
             bks = tl["buckets"]
             assert bks
@@ -67,7 +67,7 @@ def test_torch_ddp_timeline_matches_buckets_and_trace(pool, tmp_path):
     pred = predicted_timeline(prof, CostModel.linear(3e-4, 1e9, 2), StrategySpec("torch-ddp", bucket_mb=0.1), 2)
     want = [b["bytes"] for b in pred["buckets"]]
     assert len(want) > 1
-    for rank_steps in rec["rank_timelines"]:
+    for rank_steps in rec.rank_timelines:
         for tl in rank_steps:
             # after the rebuild torch reduces buckets in index order, the small first bucket first
             assert [b["bytes"] for b in tl["buckets"]] == want
@@ -92,7 +92,7 @@ def test_hand_written_wrappers_record_natively(pool):
         rec = measure_timeline(pool, TINY_MLP, strategy, bucket, batch_size=4, steps=2, warmup=1)
         _check_consistent(rec, tol_s=0.005, after_backward=strategy in ("naive", "flat"))
         pred = predicted_timeline(prof, cost, StrategySpec(strategy, bucket_mb=bucket), 2)
-        for rank_steps in rec["rank_timelines"]:
+        for rank_steps in rec.rank_timelines:
             for tl in rank_steps:
                 got = sorted(b["bytes"] for b in tl["buckets"])
                 assert got == sorted(b["bytes"] for b in pred["buckets"]), strategy

@@ -244,6 +244,13 @@ def test_to_dict_has_the_required_keys_and_is_json():
     }
     fastest = min(d["strategies"], key=lambda s: s["step_time_s"])
     assert (d["best_strategy"], d["best_strategy_step_time_s"]) == (fastest["strategy"], fastest["step_time_s"])
+    # the strategies table: StrategyRow objects, written with the keys tune.json always had (a stored one's)
+    stored = json.loads((ROOT / "benchmarks" / "results" / "tune-gpt-loopback.json").read_text())["strategies"]
+    keys = ["strategy", "bucket_mb", "step_time_s", "overhead_s", "n_collectives"]
+    assert all(list(s) == keys for s in stored + d["strategies"])
+    assert [r.to_dict() for r in res.strategies] == d["strategies"]
+    assert res.best_strategy == min(res.strategies, key=lambda r: r.step_time_s).strategy
+    assert "torch-ddp" in format_tune(res).split("strategy", 1)[1]
 
 
 # ---- ddpsim tune: bad input (exit 2, one line, no traceback, no ranks) --------------

@@ -1,0 +1,150 @@
+"""measure_interleaved's, measure_compute's and measure_timeline's results as frozen dataclasses, written
+with the keys (and order) their dicts always had: a stored timeline file read and written back gives the
+same text, and validate's "ddp_step" records of interleaved steps keep their layout. No ranks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from calibration.step_probe import measured_targets
+from calibration.timeline import slowest_rank_timelines
+from realrun.records import RecordWriter, read_records
+from realrun.step_record import ComputeBaseline, InterleavedResult, TimelineRecord, timeline_mapping
+from simulator.strategies import StrategySpec
+
+ROOT = Path(__file__).resolve().parent.parent
+STORED_TIMELINE = ROOT / "benchmarks" / "results" / "timeline" / "gpt" / "gpt_torch-ddp_1MB_p2.timeline.json"
+
+INTERLEAVED_KEYS = [
+    "strategy",
+    "bucket_mb",
+    "bucket_cap_mb_list",
+    "model",
+    "batch_size",
+    "world_size",
+    "steps",
+    "warmup",
+    "step_times_s",
+    "median_s",
+    "p10_s",
+    "p90_s",
+    "ratio_to_first",
+    "ratios_to_first",
+]
+TIMELINE_KEYS = [
+    "schema",
+    "model",
+    "strategy",
+    "bucket_mb",
+    "world_size",
+    "backend",
+    "batch_size",
+    "optimizer",
+    "steps",
+    "warmup",
+    "step_times_s",
+    "rank_step_times_s",
+    "rank_timelines",
+    "compute_step_times_s",
+    "compute_median_s",
+    "env",
+    "loadavg_before",
+    "loadavg_after",
+]
+
+
+def _interleaved(strategy: str, bucket_mb: float | None, times: tuple[float, ...], first: tuple[float, ...]):
+    ratios = tuple(t / f for t, f in zip(times, first))
+    return InterleavedResult(
+        strategy=strategy,
+        bucket_mb=bucket_mb,
+        bucket_cap_mb_list=None,
+        model="m",
+        batch_size=4,
+        world_size=2,
+        steps=len(times),
+        warmup=1,
+        step_times_s=times,
+        median_s=sorted(times)[len(times) // 2],
+        p10_s=min(times),
+        p90_s=max(times),
+        ratio_to_first=sorted(ratios)[len(ratios) // 2],
+        ratios_to_first=ratios,
+    )
+
+
+def test_stored_timeline_reads_and_writes_back_unchanged():
+    text = STORED_TIMELINE.read_text()
+    d = json.loads(text)
+    assert list(d) == TIMELINE_KEYS
+    rec = TimelineRecord.from_dict(d)
+    assert json.dumps(rec.to_dict()) + "\n" == text  # the file as timelines_on_pool writes it: same bytes
+    assert TimelineRecord.from_dict(json.loads(json.dumps(rec.to_dict()))) == rec
+    # the readers take the record or the dict read back from a file alike
+    assert slowest_rank_timelines(rec) == slowest_rank_timelines(d)
+    assert measured_targets(rec) == measured_targets(d)
+    assert timeline_mapping(d) is d
+
+
+def test_compute_baseline_keeps_its_keys():
+    c = ComputeBaseline("m", 4, "sgd", 2, (0.1, 0.2, 0.3), 0.2, 0.1, 0.3)
+    assert list(c.to_dict()) == [
+        "model",
+        "batch_size",
+        "optimizer",
+        "world_size",
+        "step_times_s",
+        "median_s",
+        "p10_s",
+        "p90_s",
+    ]
+    assert c.to_dict()["step_times_s"] == [0.1, 0.2, 0.3]
+
+
+def test_validate_writes_interleaved_steps_with_their_keys(tmp_path, monkeypatch):
+    """measure_beside_compute: one "ddp_step" record per configuration and round, the head make_record
+    lays out, what validate adds (round, group, setting, link), then the interleaved result's keys."""
+    import realrun.bench_ddp as bench_ddp
+    from calibration.validate import measure_beside_compute
+
+    comp = (0.10, 0.12)
+
+    def fake(pool, model, cfgs, bs, steps, warmup, optimizer):
+        assert steps == 2 and [c[0] for c in cfgs] == ["compute", "torch-ddp"]
+        return [_interleaved("compute", None, comp, comp), _interleaved("torch-ddp", 4.0, (0.15, 0.18), comp)]
+
+    monkeypatch.setattr(bench_ddp, "measure_interleaved", fake)
+    out = tmp_path / "v.jsonl"
+    with RecordWriter(out) as w:
+        per_round, times, compute = measure_beside_compute(
+            None,
+            "m",
+            [StrategySpec("torch-ddp", bucket_mb=4.0)],
+            ["torch-ddp 4 MiB"],
+            4,
+            rounds=2,
+            steps=4,
+            warmup=1,
+            optimizer="sgd",
+            group_size=4,
+            writer=w,
+            env={"host": "h"},
+            link_mbit=100.0,
+            say=lambda _m: None,
+        )
+    assert per_round == 2 and times == [[0.15, 0.18, 0.15, 0.18]] and compute == [[0.10, 0.12, 0.10, 0.12]]
+    recs = read_records(out)
+    head = ["schema", "kind", "time_unix_s", "env", "round", "group", "setting", "link_mbit"]
+    assert [list(r) for r in recs] == [head + INTERLEAVED_KEYS] * 4
+    assert [(r["round"], r["setting"], r["strategy"]) for r in recs] == [
+        (0, "compute", "compute"),
+        (0, "torch-ddp 4 MiB", "torch-ddp"),
+        (1, "compute", "compute"),
+        (1, "torch-ddp 4 MiB", "torch-ddp"),
+    ]
+    r = recs[1]
+    assert r["kind"] == "ddp_step" and r["step_times_s"] == [0.15, 0.18] and r["bucket_cap_mb_list"] is None
+    assert r["ratios_to_first"] == pytest.approx([1.5, 1.5]) and r["link_mbit"] == 100.0
