@@ -177,18 +177,21 @@ class Params:
 
     def uncertainty(self, compute_samples_s: Sequence[float] = ()):
         """What a prediction from these parameters inherits (``simulator.interval.Uncertainty``): the o and w
-        fit's 95 % intervals, the step-to-step spread of ``compute_samples_s`` (measured compute times), and
-        the in-step probe's bootstrap fits of the two contention factors (when it ran)."""
+        fit's 95 % intervals, the step-to-step spread of ``compute_samples_s`` (measured compute times), the
+        in-step probe's bootstrap fits of the two contention factors, and the model's own error at that
+        probe (``probe_step_residual``) when it ran."""
         from simulator.interval import Uncertainty
 
-        boot = ((self.probes or {}).get("in_step") or {}).get("bootstrap") or ()
-        return Uncertainty.from_fit(
+        in_step = (self.probes or {}).get("in_step") or {}
+        boot = in_step.get("bootstrap") or ()
+        unc = Uncertainty.from_fit(
             self.linear.o_ci_s,
             self.linear.w_ci_bytes_per_s,
             self.linear.w_bytes_per_s,
             compute_samples_s,
             [d for d in boot if isinstance(d, (list, tuple)) and len(d) == 2],
         )
+        return replace(unc, model_log_sd=probe_step_residual(in_step))
 
     def hook_s_per_param(self) -> float:
         """One Python gradient hook's cost: the profile's hooked minus hook-free backward, per gradient."""
@@ -280,3 +283,19 @@ def save_params(params: Params, path: str | Path) -> Path:
 
 def load_params(path: str | Path) -> Params:
     return Params.load(path)
+
+
+def probe_step_residual(in_step: Mapping[str, Any]) -> float:
+    """``|log(simulated / measured)|`` of the in-step probe's step time at the fitted factors: the fit
+    matches the probe's backward end and summed all-reduce time, not its step, so the step is a check
+    the calibration carries out of its own fit, on a real DDP configuration. It stands for what the
+    model's terms do not capture (a prediction's error beyond its inputs' errors); 0 when the probe
+    did not run or kept no step times."""
+    try:
+        meas = float(in_step["measured"]["step_s"])
+        sim = float(in_step["simulated_at_fit"]["step_s"])
+    except (KeyError, TypeError, ValueError):
+        return 0.0
+    if not (math.isfinite(meas) and math.isfinite(sim) and meas > 0 and sim > 0):
+        return 0.0
+    return abs(math.log(sim / meas))

@@ -668,3 +668,40 @@ def test_contention_draws_widen_the_interval_and_are_named():
     assert any(s.startswith("contention in-step probe") for s in b.sources)
     with pytest.raises(ValueError, match="contention_draws"):
         Uncertainty(contention_draws=((0.1,),))
+
+
+def test_model_error_widens_the_interval_and_is_common_to_settings():
+    from simulator.interval import Uncertainty, step_interval, with_model_error
+
+    spec = StrategySpec("torch-ddp", bucket_mb=1.0)
+    inputs = Uncertainty(o_sd_s=1e-5)
+    both = Uncertainty(o_sd_s=1e-5, model_log_sd=0.05)
+    a = step_interval(_stream(), STREAM_COST, spec, 2, inputs, draws=200)
+    b = step_interval(_stream(), STREAM_COST, spec, 2, both, draws=200)
+    assert b.hi_s - b.lo_s > a.hi_s - a.lo_s + 0.05 * a.median_s  # about +-6.4% more at 80%
+    assert any(s.startswith("model error at the in-step probe (5.1%)") for s in b.sources)
+    # the same seed gives the same factors: two settings' ratio is untouched
+    t1, t2 = [1.0, 2.0, 3.0], [2.0, 4.0, 6.0]
+    f1, f2 = with_model_error(t1, both, seed=3), with_model_error(t2, both, seed=3)
+    assert [y / x for x, y in zip(f1, f2)] == pytest.approx([2.0, 2.0, 2.0])
+    assert with_model_error(t1, inputs) == t1
+    with pytest.raises(ValueError, match="model_log_sd"):
+        Uncertainty(model_log_sd=float("nan"))
+
+
+def test_params_carry_the_in_step_probes_step_residual_as_model_error():
+    import math
+
+    from calibration.fit import LinearFit
+    from calibration.params import Params, probe_step_residual
+
+    probe = {"measured": {"step_s": 0.300}, "simulated_at_fit": {"step_s": 0.330}}
+    assert probe_step_residual(probe) == pytest.approx(math.log(1.1))
+    assert probe_step_residual({"measured": {"step_s": 0.33}, "simulated_at_fit": {"step_s": 0.30}}) == pytest.approx(
+        math.log(1.1)
+    )
+    assert probe_step_residual({}) == 0.0 and probe_step_residual({"measured": {"step_s": 0}}) == 0.0
+    fit = LinearFit(o_s=400e-6, w_bytes_per_s=1.4e9)
+    with_probe = Params(backend="gloo", world_size=2, linear=fit, probes={"in_step": probe})
+    assert with_probe.uncertainty().model_log_sd == pytest.approx(math.log(1.1))
+    assert Params(backend="gloo", world_size=2, linear=fit).uncertainty().model_log_sd == 0.0
