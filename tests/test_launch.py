@@ -237,6 +237,9 @@ def test_ctrl_c_in_the_parent_kills_the_workers_at_once(tmp_path):
         sys.path.insert(0, {str(REPO)!r}); sys.path.insert(0, {str(REPO / "tests")!r})
         from realrun.launch import RankPool
         import test_launch
+        # as a terminal's Ctrl-C finds it: a shell's background job (CI under `cmd &`) starts with SIGINT
+        # ignored, and Python then installs no KeyboardInterrupt handler
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         with RankPool(2, timeout_s=60, log_dir={str(tmp_path)!r}) as pool:
             print(" ".join(map(str, pool.pids)), flush=True)
             threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
