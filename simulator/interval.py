@@ -145,7 +145,7 @@ class Interval:
     def describe_ms(self) -> str:
         if not self.sources:
             return "no interval: nothing measured with an error"
-        return f"{self.level:.0%} interval {self.lo_s * 1e3:.1f}-{self.hi_s * 1e3:.1f} ms ({self.of_what})"
+        return f"{self.level:.0%} interval {self.lo_s * 1e3:.1f}-{self.hi_s * 1e3:.1f} ms for {self.of_what}"
 
     @property
     def of_what(self) -> str:
