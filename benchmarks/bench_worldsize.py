@@ -56,8 +56,8 @@ def repredict(validation: dict[str, Any], params: Any) -> list[dict[str, Any]]:
     from simulator.strategies import StrategySpec
 
     prof = params.profile()
-    cost = params.cost_model()
     p = validation["world_size"]
+    cost = params.cost_model(world_size=p)
     out = []
     for r in validation["rows"]:
         spec = StrategySpec(r["strategy"], bucket_mb=r["bucket_mb"])
@@ -134,7 +134,8 @@ def main() -> int:
         log,
     )
     joint = Params.load(joint_path)
-    single = replace(joint, abg=None)  # the p = 2 calibration alone: its own measurements, latency split assumed
+    # the p = 2 calibration alone: its own measurements, latency split assumed, contention from p = 2
+    single = replace(joint, abg=None, probes={k: v for k, v in joint.probes.items() if k != "in_step_by_p"})
     single.save(p2_path)
     val_path = out / "validation-p4-from-p2.json"
     run(

@@ -415,11 +415,19 @@ def calibrate_world_sizes(
     params: Params, spec: CalibrateSpec, more: tuple[int, ...], say: Callable[[str], None], since_unix_s: float
 ) -> Params:
     """The all-reduce sweep at each of the ``more`` world sizes (a fresh pool each, same link), then ONE
-    model across all of them (``fit_across_world_sizes``) stored as ``params.abg``. The profile, streams,
-    copies and contention stay those measured at the smallest world size."""
-    from realrun.records import RecordWriter, read_records
+    model across all of them (``fit_across_world_sizes``) stored as ``params.abg``; and, with the in-step
+    probe on, the probe at each of them too (how compute and communication slow each other as ranks per
+    host grow), fitted against the cross-p network and stored per p (``probes["in_step_by_p"]``;
+    ``Params.contention_at``). The profile, streams and copies stay those measured at the smallest p."""
+    from realrun.records import RecordWriter, make_record, read_records
+
+    from .step_probe import fit_step_probe, measure_step_probe, probe_bucket_mb, summary_line
 
     sizes = spec.sizes_bytes or default_sizes(spec.link_mbit)
+    prof = params.profile()
+    bucket = probe_bucket_mb(prof.total_grad_bytes)
+    bs = int((params.probes or {}).get("batch_size") or spec.batch_size or prof.samples_per_step or 1)
+    probes: dict[int, dict[str, Any]] = {}
     for p in more:
         say(
             f"{p} {spec.backend} ranks"
@@ -427,6 +435,13 @@ def calibrate_world_sizes(
         )
         with open_pool(p, spec.backend, spec.link_mbit, spec.timeout_s) as pool, RecordWriter(spec.records) as writer:
             measure_allreduce(pool, sizes, spec.link_mbit, writer, say, impls=("native",))
+            if spec.step_probe_steps > 0:
+                say(f"in-step probe at p = {p}: torch DDP at {bucket:g} MiB, {spec.step_probe_steps} steps")
+                rec = measure_step_probe(pool, spec.model, bs, bucket, spec.step_probe_steps)
+                writer.write(
+                    make_record("step_probe", pool_env(pool, spec), model=spec.model, batch_size=bs, timeline=rec)
+                )
+                probes[p] = rec
     recs = [
         r
         for r in read_records(spec.records)
@@ -440,7 +455,21 @@ def calibrate_world_sizes(
         + ", ".join(f"p={p}: t0 {f.o_us:.0f} us, w {f.w_gbps * 8e3:.0f} Mbit/s" for p, f in lin.items())
         + f"; rel. RMS {abg.rel_rms * 100:.1f}%"
     )
-    return replace(params, abg=abg)
+    params = replace(params, abg=abg)
+    by_p = {}
+    for p, rec in probes.items():
+        fit = fit_step_probe(rec, prof, params.cost_model(world_size=spec.world_size), p, bucket)
+        say(f"p = {p}: " + summary_line(fit))
+        by_p[str(p)] = fit
+    if by_p:
+        params = replace(params, probes={**params.probes, "in_step_by_p": by_p})
+    return params
+
+
+def pool_env(pool: Any, spec: CalibrateSpec) -> dict[str, Any]:
+    from realrun.records import environment
+
+    return environment(pool.backend, pool.world_size, link_mbit=spec.link_mbit)
 
 
 def fit_across_world_sizes(records: list[dict[str, Any]], params: Params, link_mbit: float | None) -> ABGFit:

@@ -133,20 +133,56 @@ class Params:
             return self.abg
         return abg_from_linear(replace(self.linear, world_size=self.world_size))
 
-    def cost_model(self, shared_bandwidth: bool = True):
+    def in_step_fits(self) -> dict[int, dict[str, Any]]:
+        """The in-step probe's fit at each world size it ran at (``calibrate --world-size 2,4``: each p)."""
+        out: dict[int, dict[str, Any]] = {}
+        probes = self.probes or {}
+        if probes.get("in_step"):
+            out[self.world_size] = probes["in_step"]
+        for k, v in (probes.get("in_step_by_p") or {}).items():
+            if isinstance(v, Mapping) and str(k).isdigit():
+                out[int(k)] = dict(v)
+        return out
+
+    def contention_at(self, world_size: int | None) -> tuple[float, float, str]:
+        """``(c, c_comm, note)`` for a prediction at ``world_size``: the in-step probe's factors measured at
+        that p, else at the nearest p measured (ranks per host is what they follow on one host; the note
+        says which p they come from). ``None``: the calibration's own p."""
+        fits = self.in_step_fits()
+        base = (self.contention_c or 0.0, self.comm_contention_c or 0.0)
+        if world_size is None or len(fits) < 2:
+            where = f"contention measured at p = {self.world_size}"
+            if world_size is not None and world_size != self.world_size:
+                where += f", used at p = {world_size}"
+            return (*base, where)
+        if world_size in fits:
+            f = fits[world_size]
+            src = world_size
+        else:
+            src = min(fits, key=lambda q: (abs(math.log(q / world_size)), q))
+            f = fits[src]
+        c, cc = base if src == self.world_size else (float(f["contention_c"]), float(f["comm_contention_c"]))
+        ps = ", ".join(map(str, sorted(fits)))
+        tail = f"p = {world_size} measured" if src == world_size else f"p = {world_size} uses p = {src}'s"
+        return c, cc, f"contention measured at p = {ps}; {tail}"
+
+    def cost_model(self, shared_bandwidth: bool = True, world_size: int | None = None):
         """The simulator's ``CostModel`` from these parameters, in the terms a network preset has.
 
         Fitted across world sizes: a one-level network (``NetworkSpec.from_alpha_beta``) with the fitted
         per-call constant, per-step latency and bandwidth. One world size: the linear model, exact at
-        ``world_size`` and split into the same terms with an assumed share at every other p.
+        ``world_size`` and split into the same terms with an assumed share at every other p. With
+        ``world_size``, the contention factors are those measured at that p where the in-step probe
+        ran at several (``contention_at``).
         """
         from simulator.network import CostModel, NetworkSpec
 
+        c, cc, _ = self.contention_at(world_size)
         kw: dict[str, Any] = dict(
             channels=self.channels,
             shared_bandwidth=shared_bandwidth,
-            contention=self.contention_c or 0.0,
-            comm_contention=self.comm_contention_c or 0.0,
+            contention=c,
+            comm_contention=cc,
             copy_bytes_per_s=self.copy_bytes_per_s,
             hook_s_per_param=self.hook_s_per_param(),
             broadcast_o_s=self.broadcast.o_s if self.broadcast is not None else None,
@@ -175,14 +211,17 @@ class Params:
             return CostModel(network=net, **kw)
         return CostModel.linear(self.o_s, self.w_bytes_per_s, self.world_size, **kw)
 
-    def uncertainty(self, compute_samples_s: Sequence[float] = ()):
+    def uncertainty(self, compute_samples_s: Sequence[float] = (), world_size: int | None = None):
         """What a prediction from these parameters inherits (``simulator.interval.Uncertainty``): the o and w
         fit's 95 % intervals, the step-to-step spread of ``compute_samples_s`` (measured compute times), the
         in-step probe's bootstrap fits of the two contention factors, and the model's own error at that
         probe (``probe_step_residual``) when it ran."""
         from simulator.interval import Uncertainty
 
+        fits = self.in_step_fits()
         in_step = (self.probes or {}).get("in_step") or {}
+        if world_size is not None and len(fits) >= 2:
+            in_step = fits.get(world_size) or fits[min(fits, key=lambda q: (abs(math.log(q / world_size)), q))]
         boot = in_step.get("bootstrap") or ()
         unc = Uncertainty.from_fit(
             self.linear.o_ci_s,

@@ -85,13 +85,20 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
         link,
         path,
     )
-    probe = _one(records, "step_probe", path, required=False)
-    if probe is not None:
-        from .step_probe import fit_step_probe, summary_line
 
-        prof = GradProfile.from_dict(prof_rec["profile"])
-        old = probe.get("fit") or {}
-        fit = fit_step_probe(probe["timeline"], prof, params.cost_model(), p0, float(old.get("bucket_mb", 2.0)))
+    def probe_p(r: dict[str, Any]) -> int:
+        return int((r.get("env") or {}).get("world_size") or (r.get("timeline") or {}).get("world_size") or p0)
+
+    step_probes = [r for r in records if r.get("kind") == "step_probe"]
+    at_p0 = [r for r in step_probes if probe_p(r) == p0]
+    if len(at_p0) > 1:
+        raise ValueError(f"{path}: {len(at_p0)} in-step probes at p = {p0}: the file holds several calibrations")
+    from .step_probe import fit_step_probe, probe_bucket_mb, summary_line
+
+    prof = GradProfile.from_dict(prof_rec["profile"])
+    if at_p0:
+        old = at_p0[0].get("fit") or {}
+        fit = fit_step_probe(at_p0[0]["timeline"], prof, params.cost_model(), p0, float(old.get("bucket_mb", 2.0)))
         say(summary_line(fit))
         params = with_step_probe(params, fit)
     if len(sizes_at) > 1:
@@ -99,4 +106,13 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
         from dataclasses import replace
 
         params = replace(params, abg=fit_across_world_sizes(native, params, link))
+        bucket = probe_bucket_mb(prof.total_grad_bytes)
+        by_p = {}
+        for r in step_probes:
+            p = probe_p(r)
+            if p != p0:
+                by_p[str(p)] = fit_step_probe(r["timeline"], prof, params.cost_model(world_size=p0), p, bucket)
+                say(f"p = {p}: " + summary_line(by_p[str(p)]))
+        if by_p:
+            params = replace(params, probes={**params.probes, "in_step_by_p": by_p})
     return params

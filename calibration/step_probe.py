@@ -192,11 +192,18 @@ def run_step_probe(
     pool: Any, model: str, batch_size: int, profile: GradProfile, cost: CostModel, steps: int, warmup: int = 3
 ) -> tuple[TimelineRecord, dict[str, Any]]:
     """Measure the probe on ``pool`` and fit it: ``(record, fit)``."""
+    bucket = probe_bucket_mb(profile.total_grad_bytes)
+    rec = measure_step_probe(pool, model, batch_size, bucket, steps, warmup)
+    return rec, fit_step_probe(rec, profile, cost, pool.world_size, bucket)
+
+
+def measure_step_probe(
+    pool: Any, model: str, batch_size: int, bucket_mb: float, steps: int, warmup: int = 3
+) -> TimelineRecord:
+    """The probe's measurement alone: torch DDP steps at ``bucket_mb`` with timelines, beside compute-only steps."""
     from realrun.bench_ddp import measure_timeline
 
-    bucket = probe_bucket_mb(profile.total_grad_bytes)
-    rec = measure_timeline(pool, model, "torch-ddp", bucket, batch_size, steps, warmup)
-    return rec, fit_step_probe(rec, profile, cost, pool.world_size, bucket)
+    return measure_timeline(pool, model, "torch-ddp", bucket_mb, batch_size, steps, warmup)
 
 
 def fit_step_probe(

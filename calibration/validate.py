@@ -126,9 +126,9 @@ def predicted_row(
     spread of ``compute_steps_s`` (the compute-only steps measured beside it)."""
     from simulator.interval import step_interval
 
-    cost = params.cost_model()
+    cost = params.cost_model(world_size=world_size)
     res = predict(profile, cost, spec, world_size)
-    unc = params.uncertainty(compute_steps_s)
+    unc = params.uncertainty(compute_steps_s, world_size=world_size)
     iv = step_interval(profile, cost, spec, world_size, unc, steps=steps)
     return RowPrediction(
         predicted_step_s=res.step_time_s,
@@ -438,6 +438,7 @@ def validation_result(
             "contention_c": params.contention_c,
             "comm_contention_c": params.comm_contention_c,
             "channels": params.channels,
+            "contention_provenance": params.contention_at(world_size)[2],
         },
         "measured_compute_s": summarize(list(baseline)).median_s,
         "predicted_compute_s": prof.compute_s,

@@ -40,7 +40,7 @@ def resolve_cost(
     if isinstance(network, CostModel):
         cost = network
     elif params is not None:
-        cost = params.cost_model()
+        cost = params.cost_model(world_size=world_size)
     else:
         cost = CostModel.from_network(load_network(network or DEFAULT_NETWORK))
     if o_us is not None or w_gbps is not None:

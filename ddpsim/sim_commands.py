@@ -242,7 +242,7 @@ def prediction_interval(
 
     if params is None or args.network is not None:
         return None
-    return step_interval(prof, cost, spec, p, params.uncertainty(measured_backward_s(prof)), steps=steps)
+    return step_interval(prof, cost, spec, p, params.uncertainty(measured_backward_s(prof), world_size=p), steps=steps)
 
 
 # ---- output -----------------------------------------------------------------------

@@ -245,3 +245,41 @@ def test_validate_says_which_p_were_measured():
     }
     text = format_validation(res)
     assert "network fitted at p = 2 only; p = 4 extrapolated" in text and "latency split assumed" in text
+
+
+# ---- contention at each world size (the in-step probe per p) -------------------------------------
+def _probe(c: float, cc: float, step_s: float, sim_s: float, boot=()) -> dict:
+    return {
+        "contention_c": c,
+        "comm_contention_c": cc,
+        "measured": {"step_s": step_s},
+        "simulated_at_fit": {"step_s": sim_s},
+        "bootstrap": [list(b) for b in boot],
+    }
+
+
+def test_contention_is_taken_at_the_p_it_was_measured_at_and_the_nearest_p_elsewhere():
+    base = _params((2, 4))
+    one = replace(base, contention_c=0.1, comm_contention_c=0.5, probes={"in_step": _probe(0.1, 0.5, 1.0, 1.0)})
+    # measured at p = 2 only: used everywhere, and said
+    assert one.contention_at(None)[:2] == (0.1, 0.5)
+    c, cc, note = one.contention_at(8)
+    assert (c, cc) == (0.1, 0.5) and note == "contention measured at p = 2, used at p = 8"
+    both = replace(
+        one, probes={**one.probes, "in_step_by_p": {"4": _probe(0.3, 1.5, 1.0, 1.1, [(0.3, 1.4), (0.4, 1.6)])}}
+    )
+    assert both.in_step_fits().keys() == {2, 4}
+    assert both.contention_at(2) == (0.1, 0.5, "contention measured at p = 2, 4; p = 2 measured")
+    assert both.contention_at(4) == (0.3, 1.5, "contention measured at p = 2, 4; p = 4 measured")
+    assert both.contention_at(16) == (0.3, 1.5, "contention measured at p = 2, 4; p = 16 uses p = 4's")
+    assert both.contention_at(3)[:2] == (0.3, 1.5)  # nearest by ratio: 4/3 < 3/2
+    for p, want in ((2, (0.1, 0.5)), (4, (0.3, 1.5)), (64, (0.3, 1.5))):
+        cost = both.cost_model(world_size=p)
+        assert (cost.contention, cost.comm_contention) == want
+    # the interval draws that p's refits and its residual
+    unc = both.uncertainty(world_size=4)
+    assert unc.contention_draws == ((0.3, 1.4), (0.4, 1.6)) and unc.model_log_sd == pytest.approx(math.log(1.1))
+    assert both.uncertainty(world_size=2).model_log_sd == 0.0
+    # and it survives the file
+    back = Params.from_dict(json.loads(json.dumps(both.to_dict())))
+    assert back.contention_at(4) == both.contention_at(4)
