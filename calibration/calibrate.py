@@ -401,7 +401,7 @@ def calibrate(spec: CalibrateSpec, progress: bool = True) -> Params:
     say(
         f"{spec.world_size} {spec.backend} ranks"
         + (f" over emulated {spec.link_mbit:g} Mbit/s links" if spec.link_mbit else " on loopback")
-        + (f" (then the all-reduce at p = {', '.join(map(str, ps[1:]))})" if len(ps) > 1 else "")
+        + (f" (then the all-reduce and the in-step probe at p = {', '.join(map(str, ps[1:]))})" if len(ps) > 1 else "")
     )
     with open_pool(spec.world_size, spec.backend, spec.link_mbit, spec.timeout_s) as pool:
         params = calibrate_on_pool(pool, spec, say)
@@ -439,7 +439,9 @@ def calibrate_world_sizes(
                 say(f"in-step probe at p = {p}: torch DDP at {bucket:g} MiB, {spec.step_probe_steps} steps")
                 rec = measure_step_probe(pool, spec.model, bs, bucket, spec.step_probe_steps)
                 writer.write(
-                    make_record("step_probe", pool_env(pool, spec), model=spec.model, batch_size=bs, timeline=rec)
+                    make_record(
+                        "step_probe", pool_env(pool, spec), model=spec.model, batch_size=bs, timeline=rec.to_dict()
+                    )
                 )
                 probes[p] = rec
     recs = [
