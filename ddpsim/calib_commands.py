@@ -110,6 +110,12 @@ def print_params(out: Any, params: Any, link: float | None) -> None:
     print(
         f"  contention: compute x{1 + params.contention_c:.3f} while communicating, communication x{1 + params.comm_contention_c:.3f} while computing"
     )
+    for q, f in sorted(params.in_step_fits().items()):
+        if q != params.world_size:
+            print(
+                f"  contention at p = {q}: compute x{1 + f['contention_c']:.3f} while communicating, "
+                f"communication x{1 + f['comm_contention_c']:.3f} while computing (in-step probe at p = {q})"
+            )
     print(f"  memory copy {params.copy_bytes_per_s / 1e9:.2f} GB/s; channels {params.channels}")
     t = params.network_terms()
     how = (

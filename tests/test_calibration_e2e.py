@@ -596,3 +596,27 @@ def test_cli_validate_json_contract(calibrated, tmp_path):
     assert d["result_file"] == str(tmp_path / "v.json") and saved == {k: v for k, v in d.items() if k != "result_file"}
     kinds = Counter(json.loads(line)["kind"] for line in (tmp_path / "v.jsonl").read_text().splitlines())
     assert kinds == {"validation_row": 2, "ddp_step": 2 * (1 + 2)}  # 2 rounds x (compute-only + 2 configurations)
+
+
+def test_calibrate_across_world_sizes_probes_each_p_and_refits_to_the_same_params(tmp_path):
+    """calibrate --world-size 2,3: the all-reduce and the in-step probe at p = 3 too; the records alone
+    give the same params back (refit), contention at p = 3 is p = 3's."""
+    from calibration.calibrate import calibrate
+
+    spec = CalibrateSpec(
+        model=TINY,
+        world_sizes=(2, 3),
+        sizes_bytes=SIZES,
+        profile_steps=STEPS,
+        contention_steps=STEPS,
+        step_probe_steps=STEPS,
+        records=str(tmp_path / "calibration.jsonl"),
+    )
+    params = calibrate(spec, progress=False)
+    assert params.measured_world_sizes == (2, 3) and set(params.in_step_fits()) == {2, 3}
+    at3 = params.probes["in_step_by_p"]["3"]
+    assert params.cost_model(world_size=3).comm_contention == at3["comm_contention_c"]
+    assert params.contention_at(3)[2] == "contention measured at p = 2, 3; p = 3 measured"
+    probes = [r for r in read_records(spec.records) if r["kind"] == "step_probe"]
+    assert [r["env"]["world_size"] for r in probes] == [2, 3]
+    assert refit_from_records(spec.records).to_dict() == params.to_dict()
