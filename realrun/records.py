@@ -26,6 +26,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from simulator.jsonio import finite
+
 RECORD_SCHEMA = "ddpsim.record/1"
 
 
@@ -138,7 +140,8 @@ class RecordWriter:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             _seal_last_line(self.path)
             self._fh = open(self.path, "a", encoding="utf-8")
-        self._fh.write(json.dumps(record, separators=(",", ":")) + "\n")
+        # strict JSON: dataclasses by their fields, non-finite floats as null (simulator.jsonio.finite)
+        self._fh.write(json.dumps(finite(record), separators=(",", ":"), allow_nan=False) + "\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())
         self.count += 1

@@ -148,3 +148,24 @@ def test_validate_writes_interleaved_steps_with_their_keys(tmp_path, monkeypatch
     r = recs[1]
     assert r["kind"] == "ddp_step" and r["step_times_s"] == [0.15, 0.18] and r["bucket_cap_mb_list"] is None
     assert r["ratios_to_first"] == pytest.approx([1.5, 1.5]) and r["link_mbit"] == 100.0
+
+
+def test_records_are_strict_json_with_dataclasses_by_their_fields(tmp_path):
+    import json
+    import math
+    from dataclasses import dataclass
+
+    from realrun.records import RecordWriter
+
+    @dataclass(frozen=True)
+    class Part:
+        a: float
+        b: tuple[int, ...]
+
+    path = tmp_path / "r.jsonl"
+    w = RecordWriter(path)
+    w.write({"kind": "x", "part": Part(1.5, (1, 2)), "bad": math.nan, "worse": [math.inf, 2.0]})
+    w.close()
+    line = path.read_text().strip()
+    assert "NaN" not in line and "Infinity" not in line
+    assert json.loads(line) == {"kind": "x", "part": {"a": 1.5, "b": [1, 2]}, "bad": None, "worse": [None, 2.0]}
