@@ -316,7 +316,7 @@ def with_step_probe(params: Params, fit: dict[str, Any]) -> Params:
 
 def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]) -> Params:
     from realrun.profile_grads import profile_grads
-    from realrun.records import RecordWriter, environment, make_record
+    from realrun.records import RecordWriter, make_record
     from realrun.workloads import load_workload
 
     from .probes import contention_probe, effective_copy_rate, memcpy_probe, stream_probe
@@ -324,7 +324,7 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
     wl = load_workload(spec.model)
     bs = spec.batch_size or wl.default_batch_size
     sizes = spec.sizes_bytes or default_sizes(spec.link_mbit)
-    env = environment(pool.backend, pool.world_size, link_mbit=spec.link_mbit)
+    env = pool_env(pool, spec)
     with RecordWriter(spec.records) as writer:
         recs = measure_allreduce(pool, sizes, spec.link_mbit, writer, say)
         # consecutive calls, as DDP issues them: the per-call overhead the simulator uses, and
@@ -421,13 +421,13 @@ def calibrate_world_sizes(
     ``Params.contention_at``). The profile, streams and copies stay those measured at the smallest p."""
     from realrun.records import RecordWriter, make_record, read_records
 
-    from .step_probe import fit_step_probe, measure_step_probe, probe_bucket_mb, summary_line
+    from .step_probe import measure_step_probe, probe_bucket_mb
 
     sizes = spec.sizes_bytes or default_sizes(spec.link_mbit)
     prof = params.profile()
     bucket = probe_bucket_mb(prof.total_grad_bytes)
     bs = int((params.probes or {}).get("batch_size") or spec.batch_size or prof.samples_per_step or 1)
-    probes: dict[int, dict[str, Any]] = {}
+    probes: list[Any] = []  # TimelineRecord of each larger p
     for p in more:
         say(
             f"{p} {spec.backend} ranks"
@@ -443,7 +443,7 @@ def calibrate_world_sizes(
                         "step_probe", pool_env(pool, spec), model=spec.model, batch_size=bs, timeline=rec.to_dict()
                     )
                 )
-                probes[p] = rec
+                probes.append(rec)
     recs = [
         r
         for r in read_records(spec.records)
@@ -457,15 +457,24 @@ def calibrate_world_sizes(
         + ", ".join(f"p={p}: t0 {f.o_us:.0f} us, w {f.w_gbps * 8e3:.0f} Mbit/s" for p, f in lin.items())
         + f"; rel. RMS {abg.rel_rms * 100:.1f}%"
     )
-    params = replace(params, abg=abg)
+    return with_step_probes_by_p(replace(params, abg=abg), probes, say)
+
+
+def with_step_probes_by_p(params: Params, records: list[Any], say: Callable[[str], None]) -> Params:
+    """``params`` (with its cross-p network) and the in-step probes measured at larger world sizes
+    (``TimelineRecord``s or the dicts read back), each fitted at its own p and stored per p
+    (``probes["in_step_by_p"]``); unchanged when there are none."""
+    from realrun.step_record import timeline_mapping
+
+    from .step_probe import fit_step_probe, summary_line
+
+    prof, cost = params.profile(), params.cost_model()
     by_p = {}
-    for p, rec in probes.items():
-        fit = fit_step_probe(rec, prof, params.cost_model(world_size=spec.world_size), p, bucket)
-        say(f"p = {p}: " + summary_line(fit))
-        by_p[str(p)] = fit
-    if by_p:
-        params = replace(params, probes={**params.probes, "in_step_by_p": by_p})
-    return params
+    for rec in records:
+        p = int(timeline_mapping(rec)["world_size"])
+        by_p[str(p)] = fit_step_probe(rec, prof, cost)
+        say(f"p = {p}: " + summary_line(by_p[str(p)]))
+    return replace(params, probes={**params.probes, "in_step_by_p": by_p}) if by_p else params
 
 
 def pool_env(pool: Any, spec: CalibrateSpec) -> dict[str, Any]:

@@ -129,7 +129,7 @@ class Params:
         """The all-reduce as a per-call constant, per-step latency and bandwidth: fitted across world sizes
         when ``calibrate --world-size`` measured several, else the linear fit at this world size with the
         latency split assumed (``abg_from_linear``)."""
-        if self.abg is not None and self.abg.split == "fitted" and len(self.abg.world_sizes) >= 2:
+        if self.abg is not None and len(self.measured_world_sizes) >= 2:
             return self.abg
         return abg_from_linear(replace(self.linear, world_size=self.world_size))
 
@@ -144,6 +144,16 @@ class Params:
                 out[int(k)] = dict(v)
         return out
 
+    def _in_step_at(self, world_size: int | None) -> tuple[int, Mapping[str, Any]]:
+        """The p whose in-step fit serves a prediction at ``world_size`` (that p where it was measured, else
+        the nearest by ratio; the calibration's own p with ``None`` or one p measured) and that fit
+        (``{}`` when the probe did not run)."""
+        fits = self.in_step_fits()
+        if world_size is None or len(fits) < 2:
+            return self.world_size, fits.get(self.world_size, {})
+        src = world_size if world_size in fits else min(fits, key=lambda q: (abs(math.log(q / world_size)), q))
+        return src, fits[src]
+
     def contention_at(self, world_size: int | None) -> tuple[float, float, str]:
         """``(c, c_comm, note)`` for a prediction at ``world_size``: the in-step probe's factors measured at
         that p, else at the nearest p measured (ranks per host is what they follow on one host; the note
@@ -155,12 +165,7 @@ class Params:
             if world_size is not None and world_size != self.world_size:
                 where += f", used at p = {world_size}"
             return (*base, where)
-        if world_size in fits:
-            f = fits[world_size]
-            src = world_size
-        else:
-            src = min(fits, key=lambda q: (abs(math.log(q / world_size)), q))
-            f = fits[src]
+        src, f = self._in_step_at(world_size)
         c, cc = base if src == self.world_size else (float(f["contention_c"]), float(f["comm_contention_c"]))
         ps = ", ".join(map(str, sorted(fits)))
         tail = f"p = {world_size} measured" if src == world_size else f"p = {world_size} uses p = {src}'s"
@@ -218,10 +223,7 @@ class Params:
         probe (``probe_step_residual``) when it ran."""
         from simulator.interval import Uncertainty
 
-        fits = self.in_step_fits()
-        in_step = (self.probes or {}).get("in_step") or {}
-        if world_size is not None and len(fits) >= 2:
-            in_step = fits.get(world_size) or fits[min(fits, key=lambda q: (abs(math.log(q / world_size)), q))]
+        _, in_step = self._in_step_at(world_size)
         boot = in_step.get("bootstrap") or ()
         unc = Uncertainty.from_fit(
             self.linear.o_ci_s,

@@ -13,6 +13,7 @@ does. The records must be one calibration's: a file with several calibrations of
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +36,14 @@ def _one(records: list[dict[str, Any]], kind: str, path: str | Path, required: b
 def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: None) -> Params:
     """The params ``calibrate`` would have written from the measurements in ``path``, by today's fits."""
     from realrun.records import read_records
-    from simulator.profile import GradProfile
 
-    from .calibrate import assemble_params, fit_across_world_sizes, fit_network, with_step_probe
+    from .calibrate import (
+        assemble_params,
+        fit_across_world_sizes,
+        fit_network,
+        with_step_probe,
+        with_step_probes_by_p,
+    )
 
     records = list(read_records(path))
     prof_rec = _one(records, "profile", path)
@@ -86,33 +92,18 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
         path,
     )
 
-    def probe_p(r: dict[str, Any]) -> int:
-        return int((r.get("env") or {}).get("world_size") or (r.get("timeline") or {}).get("world_size") or p0)
-
-    step_probes = [r for r in records if r.get("kind") == "step_probe"]
-    at_p0 = [r for r in step_probes if probe_p(r) == p0]
+    step_probes = [r["timeline"] for r in records if r.get("kind") == "step_probe"]
+    at_p0 = [t for t in step_probes if t.get("world_size") == p0]
     if len(at_p0) > 1:
         raise ValueError(f"{path}: {len(at_p0)} in-step probes at p = {p0}: the file holds several calibrations")
-    from .step_probe import fit_step_probe, probe_bucket_mb, summary_line
-
-    prof = GradProfile.from_dict(prof_rec["profile"])
     if at_p0:
-        old = at_p0[0].get("fit") or {}
-        fit = fit_step_probe(at_p0[0]["timeline"], prof, params.cost_model(), p0, float(old.get("bucket_mb", 2.0)))
+        from .step_probe import fit_step_probe, summary_line
+
+        fit = fit_step_probe(at_p0[0], params.profile(), params.cost_model())
         say(summary_line(fit))
         params = with_step_probe(params, fit)
     if len(sizes_at) > 1:
         native = [r for r in ar if r.get("kind") == "allreduce" and r.get("impl", "native") == "native"]
-        from dataclasses import replace
-
         params = replace(params, abg=fit_across_world_sizes(native, params, link))
-        bucket = probe_bucket_mb(prof.total_grad_bytes)
-        by_p = {}
-        for r in step_probes:
-            p = probe_p(r)
-            if p != p0:
-                by_p[str(p)] = fit_step_probe(r["timeline"], prof, params.cost_model(world_size=p0), p, bucket)
-                say(f"p = {p}: " + summary_line(by_p[str(p)]))
-        if by_p:
-            params = replace(params, probes={**params.probes, "in_step_by_p": by_p})
+        params = with_step_probes_by_p(params, [t for t in step_probes if t.get("world_size") != p0], say)
     return params

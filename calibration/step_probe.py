@@ -192,9 +192,8 @@ def run_step_probe(
     pool: Any, model: str, batch_size: int, profile: GradProfile, cost: CostModel, steps: int, warmup: int = 3
 ) -> tuple[TimelineRecord, dict[str, Any]]:
     """Measure the probe on ``pool`` and fit it: ``(record, fit)``."""
-    bucket = probe_bucket_mb(profile.total_grad_bytes)
-    rec = measure_step_probe(pool, model, batch_size, bucket, steps, warmup)
-    return rec, fit_step_probe(rec, profile, cost, pool.world_size, bucket)
+    rec = measure_step_probe(pool, model, batch_size, probe_bucket_mb(profile.total_grad_bytes), steps, warmup)
+    return rec, fit_step_probe(rec, profile, cost)
 
 
 def measure_step_probe(
@@ -206,18 +205,14 @@ def measure_step_probe(
     return measure_timeline(pool, model, "torch-ddp", bucket_mb, batch_size, steps, warmup)
 
 
-def fit_step_probe(
-    record: TimelineRecord | Mapping[str, Any],
-    profile: GradProfile,
-    cost: CostModel,
-    world_size: int,
-    bucket_mb: float,
-) -> dict[str, Any]:
+def fit_step_probe(record: TimelineRecord | Mapping[str, Any], profile: GradProfile, cost: CostModel) -> dict[str, Any]:
     """The in-step fit of a probe record (``measure_timeline``'s), measured now or read back from a
-    ``"step_probe"`` record (``refit``, a dict), with its bootstrap refits."""
+    ``"step_probe"`` record (``refit``, a dict), at the world size and bucket size the record was
+    measured at, with its bootstrap refits."""
     from realrun.step_record import timeline_mapping
 
     rec = timeline_mapping(record)
+    world_size, bucket_mb = int(rec["world_size"]), float(rec["bucket_mb"])
     targets = measured_targets(rec)
     fit = fit_in_step(profile, cost, world_size, bucket_mb, targets)
     fit["loadavg"] = [rec.get("loadavg_before"), rec.get("loadavg_after")]
