@@ -135,6 +135,15 @@ def print_params(out: Any, params: Any, link: float | None) -> None:
     )
 
 
+def params_json(out: Any, params: Any) -> dict[str, Any]:
+    """``calibrate --json``'s result: the params file's content and its path, without the profile (it is in
+    the file)."""
+    d = dict(params.to_dict(), params_file=str(out))
+    d.pop("profile", None)
+    d.pop("compute_profile", None)
+    return d
+
+
 def _refit(args: argparse.Namespace) -> int:
     """``calibrate --refit RECORDS``: today's fits on a past calibration's records; no rank starts."""
     from calibration.calibrate import Progress
@@ -143,10 +152,7 @@ def _refit(args: argparse.Namespace) -> int:
     params = refit_from_records(args.refit, say=Progress(not args.quiet, prefix="refit"))
     out = params.save(_out_path(args.out, params.link_mbit, False))
     if args.json:
-        d = dict(params.to_dict(), params_file=str(out))
-        d.pop("profile", None)
-        d.pop("compute_profile", None)
-        emit_json(args, d)
+        emit_json(args, params_json(out, params))
     else:
         print_params(out, params, params.link_mbit)
     return 0
@@ -186,10 +192,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.json and not results:
         emit_json(args, {"skipped": skipped})  # stdout stays JSON when every link was skipped
     elif args.json:
-        payload = [dict(p.to_dict(), params_file=str(o)) for o, p in results]
-        for d in payload:
-            d.pop("profile", None)
-            d.pop("compute_profile", None)
+        payload = [params_json(o, p) for o, p in results]
         emit_json(args, payload[0] if len(payload) == 1 else payload)
     return 0
 
@@ -269,11 +272,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if not args.json and not csv_stdout(args):
             print(format_validation(res))
             print(f"results: {res_path}" + (f"; plots: {', '.join(res['plots'])}" if args.plot_dir else ""))
-    # one table over every link: the rows with the link they ran over
-    from simulator.jsonio import to_json
-
-    rows = [{"link_mbit": r.get("link_mbit"), **to_json(row)} for r in results for row in r["rows"]]
-    csv_file = emit_csv(args, rows)
+    csv_file = emit_csv(args, validation_csv_rows(results))
     if csv_file and not args.json:
         print(f"csv: {csv_file}")
     if not results:
@@ -287,18 +286,24 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def validation_csv_rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One table over every validate result: its rows with the link they ran over."""
+    from simulator.jsonio import to_json
+
+    return [{"link_mbit": r.get("link_mbit"), **to_json(row)} for r in results for row in r["rows"]]
+
+
 def _replay(args: argparse.Namespace) -> int:
     """``validate --replay RECORDS --params P``: a past run's measured steps predicted from P; no rank starts."""
     from calibration.params import Params
     from calibration.validate import format_validation, replay_validation, save_validation
-    from simulator.jsonio import to_json
 
     if not args.params:
         raise ValueError("--replay predicts a past run's measurements from --params: give --params")
     res = replay_validation(args.replay, Params.load(args.params), rescale=not args.no_rescale)
     res_path = save_validation(res, args.out)
     res["result_file"] = str(res_path)
-    csv_file = emit_csv(args, [{"link_mbit": res.get("link_mbit"), **to_json(row)} for row in res["rows"]])
+    csv_file = emit_csv(args, validation_csv_rows([res]))
     if csv_stdout(args):
         return 0
     if args.json:
