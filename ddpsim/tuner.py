@@ -20,14 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from simulator.interval import (
-    Interval,
-    Uncertainty,
-    draw_inputs,
-    interval_of,
-    step_times_over,
-    with_model_error,
-)
+from simulator.interval import Interval, Uncertainty, draw_inputs, interval_of, step_times_over
 from simulator.jsonio import to_fields
 from simulator.network import CostModel
 from simulator.predict import StepResult, predict
@@ -201,8 +194,7 @@ def recommend(
         draws = draw_inputs(profile, cost, unc, interval_draws, seed=0)
         t_rec = step_times_over(draws, StrategySpec("torch-ddp", bucket_mb=best_mb), world_size, **predict_kw)
         t_def = step_times_over(draws, StrategySpec("torch-ddp"), world_size, **predict_kw)
-        interval = interval_of(with_model_error(t_rec, unc), unc)
-        default_interval = interval_of(with_model_error(t_def, unc), unc)
+        interval, default_interval = interval_of(t_rec, unc), interval_of(t_def, unc)
         gains = [(d - r) / d * 100.0 for r, d in zip(t_rec, t_def)]
         lo, hi = np.percentile(gains, [10, 90])
         gain_band = (float(lo), float(hi))

@@ -203,11 +203,15 @@ def step_times_over(
     return [predict(p, c, strategy, world_size, **predict_kw).step_time_s for p, c in draws]
 
 
-def interval_of(times_s: Sequence[float], unc: Uncertainty, level: float = 0.8, steps: int | None = 1) -> Interval:
+def interval_of(
+    times_s: Sequence[float], unc: Uncertainty, level: float = 0.8, steps: int | None = 1, seed: int = 0
+) -> Interval:
+    """The ``level`` interval of step times drawn over ``unc``'s inputs, with the model's own error
+    (``with_model_error``, seeded: the draws' seed) applied to them."""
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
     q = (1 - level) / 2 * 100
-    lo, med, hi = np.percentile(times_s, [q, 50, 100 - q])
+    lo, med, hi = np.percentile(with_model_error(times_s, unc, seed), [q, 50, 100 - q])
     return Interval(level, float(lo), float(med), float(hi), len(times_s), unc.sources, steps)
 
 
@@ -231,7 +235,7 @@ def step_interval(
         t = predict(profile, cost, strategy, world_size, **predict_kw).step_time_s
         return Interval(level, t, t, t, 1, (), steps)
     times = step_times_over(draw_inputs(profile, cost, unc, draws, seed, steps), strategy, world_size, **predict_kw)
-    return interval_of(with_model_error(times, unc, seed), unc, level, steps)
+    return interval_of(times, unc, level, steps, seed)
 
 
 def with_model_error(times_s: Sequence[float], unc: Uncertainty, seed: int = 0) -> list[float]:
