@@ -379,16 +379,23 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
             spec.records,
         )
         if spec.step_probe_steps > 0:
-            from .step_probe import probe_bucket_mb, run_step_probe, summary_line
+            from .step_probe import probe_bucket_mb, probe_fine_mb, run_step_probe, summary_line
 
+            mb = probe_bucket_mb(prof.total_grad_bytes)
             say(
-                f"in-step probe: torch DDP at {probe_bucket_mb(prof.total_grad_bytes):g} MiB, "
-                f"{spec.step_probe_steps} steps with per-bucket timelines"
+                f"in-step probe: torch DDP at {mb:g} MiB and at {probe_fine_mb(mb) * 1024:g} KiB (a call per "
+                f"gradient), {spec.step_probe_steps} steps each with per-bucket timelines"
             )
-            rec, sfit_step = run_step_probe(pool, spec.model, bs, prof, params.cost_model(), spec.step_probe_steps)
+            rec, rec_f, sfit_step = run_step_probe(
+                pool, spec.model, bs, prof, params.cost_model(), spec.step_probe_steps
+            )
             writer.write(
                 make_record("step_probe", env, model=spec.model, batch_size=bs, timeline=rec.to_dict(), fit=sfit_step)
             )
+            if rec_f is not None:
+                writer.write(
+                    make_record("step_probe_fine", env, model=spec.model, batch_size=bs, timeline=rec_f.to_dict())
+                )
             say(summary_line(sfit_step))
             params = with_step_probe(params, sfit_step)
     return params

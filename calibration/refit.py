@@ -4,7 +4,8 @@
 ddpsim can refit an older calibration with its own rules: the all-reduce, broadcast and stream
 records give ``o`` and ``w`` (``calibrate.fit_network``); the memory-copy record its copy rate; the
 profile record the compute profile; the contention record the contention probe's factors; the
-in-step probe's record (its per-bucket timelines) is fitted again against the refitted network.
+in-step probe's records (their per-bucket timelines; at two bucket caps since the per-call cost,
+one before) are fitted again against the refitted network.
 Records of larger world sizes, if any, give the cross-p model as ``calibrate --world-size 2,4``
 does. The records must be one calibration's: a file with several calibrations of one world size
 (appended runs) is refused, since pooling them would mix two machines' states.
@@ -99,7 +100,8 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
     if at_p0:
         from .step_probe import fit_step_probe, summary_line
 
-        fit = fit_step_probe(at_p0[0], params.profile(), params.cost_model())
+        fine = _one(records, "step_probe_fine", path, required=False)
+        fit = fit_step_probe(at_p0[0], params.profile(), params.cost_model(), fine_record=fine and fine["timeline"])
         say(summary_line(fit))
         params = with_step_probe(params, fit)
     if len(sizes_at) > 1:

@@ -38,7 +38,10 @@ if TYPE_CHECKING:
 
 PROBE_BUCKET_MB = 2.0
 C_MAX = 20.0  # bracket of both factors (x21): a target out of reach within it is not identified
+FINE_PROBE_MB = 1 / 1024
+K_MAX_OF_STEP = 0.05  # bracket of the per-call compute cost, as a share of the fine probe's backward end
 _ROUNDS = 8
+_ROUNDS_FINE = 40  # three terms converge more slowly: k and c trade off through both probes
 
 
 def probe_bucket_mb(total_grad_bytes: int) -> float:
@@ -82,7 +85,7 @@ def simulated_terms(profile: GradProfile, cost: CostModel, world_size: int, buck
     }
 
 
-def _root(f: Any, hi: float) -> float:
+def _root(f: Any, hi: float, xtol: float = 1e-4) -> float:
     """The smallest x in [0, hi] with f(x) >= 0 for an increasing f: 0 if f(0) >= 0, hi if f(hi) < 0."""
     from scipy.optimize import brentq
 
@@ -92,34 +95,60 @@ def _root(f: Any, hi: float) -> float:
     fh = f(hi)
     if fh < 0:
         return hi
-    return float(brentq(f, 0.0, hi, xtol=1e-4, rtol=1e-6))
+    return float(brentq(f, 0.0, hi, xtol=xtol, rtol=1e-6))
 
 
 def fit_in_step(
-    profile: GradProfile, cost: CostModel, world_size: int, bucket_mb: float, targets: dict[str, Any]
+    profile: GradProfile,
+    cost: CostModel,
+    world_size: int,
+    bucket_mb: float,
+    targets: dict[str, Any],
+    fine: tuple[float, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """``contention_c`` and ``comm_contention_c`` such that the simulated probe step has the measured
     backward end and summed in-step all-reduce time. ``profile`` is scaled here to the compute-only
     median in ``targets``; ``cost`` brings o, w, channels, copy rate and hooks (its contention terms are
-    replaced)."""
-    prof = profile
-    base = targets.get("compute_only_median_s")
-    scale = 1.0
-    if base and profile.compute_s > 0:
-        scale = base / profile.compute_s
-        prof = profile.scaled(scale)
+    replaced).
 
-    def sim(c: float, cc: float) -> dict[str, float]:
-        return simulated_terms(prof, cost.with_overrides(contention=c, comm_contention=cc), world_size, bucket_mb)
+    ``fine``: ``(bucket_mb, targets)`` of the same probe at a finer cap (more calls, the same bytes). Then
+    a third term is fitted, ``call_cpu_s`` (work each call adds to the compute it overlaps), and the three
+    meet four targets: ``c`` the coarse probe's backward end, ``call_cpu_s`` the fine probe's (where the
+    calls are), ``c_comm`` the two probes' summed all-reduce time together; each by root finding with the
+    others held, in turn, until none moves."""
+    targets_f = fine[1] if fine else None
+    prof, scale = _scaled(profile, targets)
+    prof_f, scale_f = _scaled(profile, targets_f) if targets_f else (prof, scale)
+    mb_f = fine[0] if fine else bucket_mb
 
-    c = cc = 0.0
+    def sim(c: float, cc: float, k: float = 0.0) -> dict[str, float]:
+        return simulated_terms(
+            prof, cost.with_overrides(contention=c, comm_contention=cc, call_cpu_s=k), world_size, bucket_mb
+        )
+
+    def sim_f(c: float, cc: float, k: float) -> dict[str, float]:
+        return simulated_terms(
+            prof_f, cost.with_overrides(contention=c, comm_contention=cc, call_cpu_s=k), world_size, mb_f
+        )
+
+    def comm_gap(c: float, cc: float, k: float) -> float:
+        gap = sim(c, cc, k)["comm_sum_s"] - targets["comm_sum_s"]
+        if targets_f is not None:
+            gap += sim_f(c, cc, k)["comm_sum_s"] - targets_f["comm_sum_s"]
+        return gap
+
+    c = cc = k = 0.0
     history = []
-    for _ in range(_ROUNDS):
-        c_prev, cc_prev = c, cc
-        cc = _root(lambda x, c=c: sim(c, x)["comm_sum_s"] - targets["comm_sum_s"], C_MAX)
-        c = _root(lambda x, cc=cc: sim(x, cc)["compute_s"] - targets["compute_s"], C_MAX)
-        history.append((c, cc))
-        if abs(c - c_prev) < 1e-3 and abs(cc - cc_prev) < 1e-3:
+    for _ in range(_ROUNDS_FINE if targets_f is not None else _ROUNDS):
+        prev = (c, cc, k)
+        cc = _root(lambda x, c=c, k=k: comm_gap(c, x, k), C_MAX)
+        c = _root(lambda x, cc=cc, k=k: sim(x, cc, k)["compute_s"] - targets["compute_s"], C_MAX)
+        if targets_f is not None:
+            k_max = K_MAX_OF_STEP * targets_f["compute_s"]
+            k = _root(lambda x, c=c, cc=cc: sim_f(c, cc, x)["compute_s"] - targets_f["compute_s"], k_max, 1e-8)
+        history.append((c, cc, k))
+        tol = 1e-3 if targets_f is None else 1e-4  # one cap: as before the per-call term
+        if all(abs(a - b) < tol for a, b in zip((c, cc), prev[:2])) and abs(k - prev[2]) < 1e-7:
             break
     # A target out of reach within the bracket says the factor is not what moves it in this step
     # (e.g. a step of 7 ms compute and 500 ms of link-bound all-reduces: no slowdown "while
@@ -129,25 +158,48 @@ def fit_in_step(
     if cc >= C_MAX:
         cc = cost.comm_contention
         fallback.append("comm_contention_c")
-        c = _root(lambda x: sim(x, cc)["compute_s"] - targets["compute_s"], C_MAX)
+        c = _root(lambda x: sim(x, cc, k)["compute_s"] - targets["compute_s"], C_MAX)
     if c >= C_MAX:
         c = cost.contention
         fallback.append("contention_c")
         if "comm_contention_c" not in fallback:
-            cc = _root(lambda x: sim(c, x)["comm_sum_s"] - targets["comm_sum_s"], C_MAX)
-    at_fit = sim(c, cc)
-    return {
+            cc = _root(lambda x: comm_gap(c, x, k), C_MAX)
+    if targets_f is not None and k >= K_MAX_OF_STEP * targets_f["compute_s"]:
+        # the fine probe's backward end out of reach of any per-call cost: not what moves it
+        k = 0.0
+        fallback.append("call_cpu_s")
+        c = _root(lambda x: sim(x, cc, k)["compute_s"] - targets["compute_s"], C_MAX)
+    at_fit = sim(c, cc, k)
+    out: dict[str, Any] = {
         "contention_c": c,
         "comm_contention_c": cc,
+        "call_cpu_s": k,
         "not_identified": fallback,
         "bucket_mb": bucket_mb,
         "compute_scale": scale,
-        "measured": {k: v for k, v in targets.items()},
+        "measured": {q: v for q, v in targets.items()},
         "simulated_at_fit": at_fit,
         "simulated_without_contention": sim(0.0, 0.0),
         "rounds": len(history),
         "at_bound": bool(fallback),
     }
+    if targets_f is not None:
+        out["fine"] = {
+            "bucket_mb": mb_f,
+            "compute_scale": scale_f,
+            "measured": dict(targets_f),
+            "simulated_at_fit": sim_f(c, cc, k),
+            "simulated_without_contention": sim_f(0.0, 0.0, 0.0),
+        }
+    return out
+
+
+def _scaled(profile: GradProfile, targets: Mapping[str, Any] | None) -> tuple[GradProfile, float]:
+    """``profile`` scaled to the compute-only median measured beside a probe, and the scale."""
+    base = (targets or {}).get("compute_only_median_s")
+    if base and profile.compute_s > 0:
+        return profile.scaled(base / profile.compute_s), base / profile.compute_s
+    return profile, 1.0
 
 
 N_BOOT = 24
@@ -161,39 +213,68 @@ def bootstrap_in_step(
     targets: dict[str, Any],
     n: int = N_BOOT,
     seed: int = 0,
-) -> list[tuple[float, float]]:
-    """``(contention_c, comm_contention_c)`` refitted on ``n`` resamples of the probe's steps (each
-    step's backward end and summed all-reduce time kept together, and the compute-only steps
-    resampled beside them): how far the fitted pair moves with which steps happened to be measured.
-    Empty when the targets kept no per-step terms. Seeded: the same record gives the same pairs."""
+    fine: tuple[float, dict[str, Any]] | None = None,
+) -> list[tuple[float, ...]]:
+    """``(contention_c, comm_contention_c)``, and ``call_cpu_s`` third with a ``fine`` probe, refitted on
+    ``n`` resamples of the probe's steps (each step's backward end and summed all-reduce time kept
+    together, the compute-only steps resampled beside them, each probe on its own): how far the fitted
+    terms move with which steps happened to be measured. Empty when the targets kept no per-step terms.
+    Seeded: the same records give the same draws."""
     import numpy as np
 
-    steps = targets.get("per_step") or []
-    base = targets.get("compute_only_step_times_s") or []
-    if len(steps) < 2:
+    if len(targets.get("per_step") or []) < 2:
         return []
     rng = np.random.default_rng(seed)
-    out = []
+    out: list[tuple[float, ...]] = []
     for _ in range(n):
-        pick = [steps[int(k)] for k in rng.integers(len(steps), size=len(steps))]
-        t = dict(targets)
-        t["compute_s"] = statistics.median(s["compute_s"] for s in pick)
-        t["comm_sum_s"] = statistics.median(s["comm_sum_s"] for s in pick)
-        if len(base) >= 2:
-            t["compute_only_median_s"] = statistics.median(
-                float(base[int(k)]) for k in rng.integers(len(base), size=len(base))
-            )
-        f = fit_in_step(profile, cost, world_size, bucket_mb, t)
-        out.append((f["contention_c"], f["comm_contention_c"]))
+        t = _resampled(targets, rng)
+        f_t = (fine[0], _resampled(fine[1], rng)) if fine else None
+        f = fit_in_step(profile, cost, world_size, bucket_mb, t, fine=f_t)
+        d = (f["contention_c"], f["comm_contention_c"])
+        out.append((*d, f["call_cpu_s"]) if fine else d)
     return out
 
 
+def _resampled(targets: dict[str, Any], rng: Any) -> dict[str, Any]:
+    """``targets`` with its medians taken over a resample (with replacement) of its steps."""
+    steps = targets.get("per_step") or []
+    base = targets.get("compute_only_step_times_s") or []
+    if len(steps) < 2:
+        return targets
+    pick = [steps[int(k)] for k in rng.integers(len(steps), size=len(steps))]
+    t = dict(targets)
+    t["compute_s"] = statistics.median(s["compute_s"] for s in pick)
+    t["comm_sum_s"] = statistics.median(s["comm_sum_s"] for s in pick)
+    if len(base) >= 2:
+        t["compute_only_median_s"] = statistics.median(
+            float(base[int(k)]) for k in rng.integers(len(base), size=len(base))
+        )
+    return t
+
+
+def probe_fine_mb(bucket_mb: float) -> float:
+    """The fine probe's cap: 1 KiB, under any gradient worth a call, so torch DDP makes about one call per
+    gradient tensor (what ``individual`` does, and where a per-call cost shows most): the same bytes in
+    the most calls a bucket cap can give, off the sizes ``validate`` and ``tune`` try."""
+    return min(FINE_PROBE_MB, bucket_mb / 2)
+
+
 def run_step_probe(
-    pool: Any, model: str, batch_size: int, profile: GradProfile, cost: CostModel, steps: int, warmup: int = 3
-) -> tuple[TimelineRecord, dict[str, Any]]:
-    """Measure the probe on ``pool`` and fit it: ``(record, fit)``."""
-    rec = measure_step_probe(pool, model, batch_size, probe_bucket_mb(profile.total_grad_bytes), steps, warmup)
-    return rec, fit_step_probe(rec, profile, cost)
+    pool: Any,
+    model: str,
+    batch_size: int,
+    profile: GradProfile,
+    cost: CostModel,
+    steps: int,
+    warmup: int = 3,
+    fine: bool = True,
+) -> tuple[TimelineRecord, TimelineRecord | None, dict[str, Any]]:
+    """Measure the probe on ``pool`` (at its cap, and at the fine cap too with ``fine``) and fit it:
+    ``(record, fine_record, fit)``."""
+    mb = probe_bucket_mb(profile.total_grad_bytes)
+    rec = measure_step_probe(pool, model, batch_size, mb, steps, warmup)
+    rec_f = measure_step_probe(pool, model, batch_size, probe_fine_mb(mb), steps, warmup) if fine else None
+    return rec, rec_f, fit_step_probe(rec, profile, cost, fine_record=rec_f)
 
 
 def measure_step_probe(
@@ -205,28 +286,54 @@ def measure_step_probe(
     return measure_timeline(pool, model, "torch-ddp", bucket_mb, batch_size, steps, warmup)
 
 
-def fit_step_probe(record: TimelineRecord | Mapping[str, Any], profile: GradProfile, cost: CostModel) -> dict[str, Any]:
+def fit_step_probe(
+    record: TimelineRecord | Mapping[str, Any],
+    profile: GradProfile,
+    cost: CostModel,
+    fine_record: TimelineRecord | Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The in-step fit of a probe record (``measure_timeline``'s), measured now or read back from a
     ``"step_probe"`` record (``refit``, a dict), at the world size and bucket size the record was
-    measured at, with its bootstrap refits."""
+    measured at, with its bootstrap refits; with ``fine_record`` (the same probe at a finer cap, the
+    same world size) the per-call compute cost too."""
     from realrun.step_record import timeline_mapping
 
     rec = timeline_mapping(record)
     world_size, bucket_mb = int(rec["world_size"]), float(rec["bucket_mb"])
     targets = measured_targets(rec)
-    fit = fit_in_step(profile, cost, world_size, bucket_mb, targets)
+    fine = None
+    if fine_record is not None:
+        rec_f = timeline_mapping(fine_record)
+        if int(rec_f["world_size"]) != world_size or float(rec_f["bucket_mb"]) >= bucket_mb:
+            raise ValueError(
+                f"the fine in-step probe (p = {rec_f['world_size']}, {rec_f['bucket_mb']} MiB) must be at "
+                f"p = {world_size} and a cap under {bucket_mb:g} MiB"
+            )
+        fine = (float(rec_f["bucket_mb"]), measured_targets(rec_f))
+    fit = fit_in_step(profile, cost, world_size, bucket_mb, targets, fine=fine)
     fit["loadavg"] = [rec.get("loadavg_before"), rec.get("loadavg_after")]
-    fit["bootstrap"] = [list(d) for d in bootstrap_in_step(profile, cost, world_size, bucket_mb, targets)]
+    fit["bootstrap"] = [list(d) for d in bootstrap_in_step(profile, cost, world_size, bucket_mb, targets, fine=fine)]
     return fit
 
 
 def summary_line(fit: dict[str, Any]) -> str:
     m, s = fit["measured"], fit["simulated_at_fit"]
+    fine = fit.get("fine")
+    per_call = ""
+    if fine:
+        mf, sf = fine["measured"], fine["simulated_at_fit"]
+        per_call = (
+            f", {fit['call_cpu_s'] * 1e3:.2f} ms of compute per call (at {fine['bucket_mb'] * 1024:g} KiB, "
+            f"{mf['n_buckets']:g} calls: backward end {mf['compute_s'] * 1e3:.1f} ms measured / "
+            f"{sf['compute_s'] * 1e3:.1f} fitted, all-reduces {mf['comm_sum_s'] * 1e3:.1f} / "
+            f"{sf['comm_sum_s'] * 1e3:.1f} ms)"
+        )
     return (
         f"in-step probe (torch-ddp {fit['bucket_mb']:g} MiB, {m['steps']} steps): compute x{1 + fit['contention_c']:.2f} "
         f"while communicating, communication x{1 + fit['comm_contention_c']:.2f} while computing "
         f"(backward end {m['compute_s'] * 1e3:.1f} ms measured / {s['compute_s'] * 1e3:.1f} fitted, "
         f"all-reduces {m['comm_sum_s'] * 1e3:.1f} / {s['comm_sum_s'] * 1e3:.1f} ms per step)"
+        + per_call
         + (
             f"; not identified by this step, the contention probe's kept: {', '.join(fit['not_identified'])}"
             if fit["not_identified"]
@@ -243,4 +350,11 @@ def _spread(boot: list[Any]) -> str:
 
     c = np.percentile([1 + d[0] for d in boot], [10, 90])
     cc = np.percentile([1 + d[1] for d in boot], [10, 90])
-    return f"; refitted on {len(boot)} resamples of the steps: compute x{c[0]:.2f}-{c[1]:.2f}, communication x{cc[0]:.2f}-{cc[1]:.2f} (p10-p90)"
+    k = ""
+    if all(len(d) > 2 for d in boot):
+        lo, hi = np.percentile([d[2] * 1e3 for d in boot], [10, 90])
+        k = f", per call {lo:.2f}-{hi:.2f} ms"
+    return (
+        f"; refitted on {len(boot)} resamples of the steps: compute x{c[0]:.2f}-{c[1]:.2f}, "
+        f"communication x{cc[0]:.2f}-{cc[1]:.2f}{k} (p10-p90)"
+    )

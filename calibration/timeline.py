@@ -493,6 +493,7 @@ def timelines_on_pool(
                 "channels": params.channels,
                 "contention_c": params.contention_c,
                 "comm_contention_c": params.comm_contention_c,
+                "call_cpu_s": params.call_cpu_at(None),
             }
             if params is not None
             else None,

@@ -437,6 +437,7 @@ def validation_result(
             "w_gbps": params.w_gbps,
             "contention_c": params.contention_c,
             "comm_contention_c": params.comm_contention_c,
+            "call_cpu_s": params.call_cpu_at(world_size),
             "channels": params.channels,
             "contention_provenance": params.contention_at(world_size)[2],
         },

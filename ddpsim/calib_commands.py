@@ -109,6 +109,7 @@ def print_params(out: Any, params: Any, link: float | None) -> None:
     )
     print(
         f"  contention: compute x{1 + params.contention_c:.3f} while communicating, communication x{1 + params.comm_contention_c:.3f} while computing"
+        + (f", {k * 1e3:.2f} ms of compute per call" if (k := params.call_cpu_at(None)) else "")
     )
     for q, f in sorted(params.in_step_fits().items()):
         if q != params.world_size:

@@ -23,7 +23,10 @@ contention`` times slower while any collective is in flight, and
 communication runs ``1 + comm_contention`` times slower while any rank
 computes (on a CPU, gloo's threads and the compute threads share cores). Work
 in progress is re-timed whenever either state changes: exact, not sampled at
-segment starts.
+segment starts. A third, ``call_cpu_s``, is per call: each collective adds
+that much work to the compute of every rank computing when it starts (the CPU a
+call takes from compute whatever its size: the reducer's and gloo's per-call
+work on shared cores); a rank waiting for communication pays nothing.
 
 With no contention and one channel the event model reduces to a recursion
 that ``_analytic`` evaluates with numpy (``simulate_step(model="auto")``, the
@@ -232,7 +235,7 @@ class _Setup:
 
 
 def analytic_applies(cost: CostModel) -> bool:
-    return cost.contention == 0 and cost.comm_contention == 0 and cost.channels == 1
+    return cost.contention == 0 and cost.comm_contention == 0 and cost.call_cpu_s == 0 and cost.channels == 1
 
 
 def _serial(launch: np.ndarray, dur_lat: np.ndarray, dur_xfer: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -350,6 +353,10 @@ class _Step:
         self.waiters: dict[int, simpy.Event] = {}  # collective -> event succeeded when it is done
         self.all_main_done = self.env.event()
         self.contention = self.cost.contention > 0
+        self.call_cpu = self.cost.call_cpu_s
+        self.in_compute = [False] * len(factors)  # which ranks compute now (call_cpu_s lands on them)
+        self.added = [0.0] * len(factors)  # per-call work landed on a rank's compute in progress
+        self.work_added = self.env.event()
         self.comm_track = self.cost.comm_contention > 0
         self.shared = self.cost.shared_bandwidth and self.cost.channels > 1
         self.busy = 0
@@ -381,14 +388,16 @@ class _Step:
                 break
             remaining -= (env.now - t0) * r
 
-    def _compute(self, work_s: float) -> Generator[simpy.Event, Any, None]:
+    def _compute(self, work_s: float, r: int) -> Generator[simpy.Event, Any, None]:
         if work_s <= 0:
             return
         if self.comm_track:
             self.computing += 1
             if self.computing == 1:
                 self._signal("comm_rate_changed")
-        if not self.contention:
+        if self.call_cpu:
+            yield from self._compute_with_calls(work_s, r)
+        elif not self.contention:
             yield self.env.timeout(work_s)
         else:
             slow = 1.0 + self.cost.contention
@@ -397,6 +406,24 @@ class _Step:
             self.computing -= 1
             if self.computing == 0:
                 self._signal("comm_rate_changed")
+
+    def _compute_with_calls(self, work_s: float, r: int) -> Generator[simpy.Event, Any, None]:
+        """``_compute`` when collectives add per-call work: ``work_s`` plus ``call_cpu_s`` for each
+        collective that starts before it is done, at the contention rate; exact, re-timed on each change."""
+        env, slow = self.env, 1.0 + self.cost.contention
+        self.in_compute[r] = True
+        remaining = work_s
+        while True:
+            rate = 1.0 / slow if (self.busy and self.contention) else 1.0
+            t0 = env.now
+            to = env.timeout(remaining / rate)
+            res = yield to | self.busy_changed | self.work_added
+            remaining = 0.0 if to in res else remaining - (env.now - t0) * rate
+            remaining += self.added[r]
+            self.added[r] = 0.0
+            if remaining <= _EPS:
+                break
+        self.in_compute[r] = False
 
     def _set_busy(self, delta: int) -> None:
         was = self.busy
@@ -454,6 +481,11 @@ class _Step:
             c = self.queue.popleft()
             self.start_s[c] = env.now
             self._set_busy(+1)
+            if self.call_cpu and any(self.in_compute):
+                for r, on in enumerate(self.in_compute):
+                    if on:
+                        self.added[r] += self.call_cpu
+                self._signal("work_added")
             lat, xfer = self.lat[c], self.xfer[c]
             if lat > 0:
                 yield from self._comm_work(lat, shared=False)
@@ -479,7 +511,7 @@ class _Step:
     # ---- ranks --------------------------------------------------------------------------------
     def _span(self, rank: int, kind: str, name: Callable[[], str], work_s: float) -> Generator[simpy.Event, Any, None]:
         t0 = self.env.now
-        yield from self._compute(work_s)
+        yield from self._compute(work_s, rank)
         if self.record and work_s > 0:
             self.events.append((t0, self.env.now, rank, kind, name()))
 

@@ -328,6 +328,10 @@ class CostModel:
     collective is in flight (fitted by calibration; 0 = no interference).
     ``comm_contention``: collectives run ``1 + comm_contention`` times slower
     while any rank computes (fitted by calibration).
+    ``call_cpu_s``: compute work each collective adds to every rank that is
+    computing when the collective starts (the CPU a call takes from compute on
+    cores it shares, per call and not per byte: fitted by calibration from the
+    in-step probe at two bucket sizes; 0 = none).
     ``copy_bytes_per_s``: memory-copy rate for gradient <-> bucket copies
     (None = free). ``hook_s_per_param``: the cost of one Python gradient hook
     (hand-written wrappers run one per gradient; torch DDP's are C++).
@@ -341,6 +345,7 @@ class CostModel:
     shared_bandwidth: bool = True
     contention: float = 0.0
     comm_contention: float = 0.0
+    call_cpu_s: float = 0.0
     copy_bytes_per_s: float | None = None
     hook_s_per_param: float = 0.0
     broadcast_o_s: float | None = None
@@ -369,6 +374,10 @@ class CostModel:
         _require(self.channels >= 1, f"channels must be >= 1, got {self.channels}")
         _require(self.contention >= 0, f"contention must be >= 0, got {self.contention}")
         _require(self.comm_contention >= 0, f"comm contention must be >= 0, got {self.comm_contention}")
+        _require(
+            math.isfinite(self.call_cpu_s) and self.call_cpu_s >= 0,
+            f"per-call compute cost must be >= 0 s, got {self.call_cpu_s}",
+        )
         _require(self.hook_s_per_param >= 0, f"hook cost must be >= 0 s, got {self.hook_s_per_param}")
         _require(
             self.copy_bytes_per_s is None or self.copy_bytes_per_s > 0,
@@ -573,6 +582,8 @@ class CostModel:
             d.update(broadcast_o_s=self.broadcast_o_s, broadcast_w_bytes_per_s=self.broadcast_w_bytes_per_s)
         if self.latency_share is not None:
             d["latency_share"] = self.latency_share
+        if self.call_cpu_s:
+            d["call_cpu_s"] = self.call_cpu_s
         if self.measured_world_sizes:
             d["measured_world_sizes"] = list(self.measured_world_sizes)
         return d
@@ -590,6 +601,7 @@ class CostModel:
             shared_bandwidth=bool(d.get("shared_bandwidth", True)),
             contention=_num(d, "contention", 0.0),
             comm_contention=_num(d, "comm_contention", 0.0),
+            call_cpu_s=_num(d, "call_cpu_s", 0.0),
             copy_bytes_per_s=_num(d, "copy_bytes_per_s"),
             hook_s_per_param=_num(d, "hook_s_per_param", 0.0),
             broadcast_o_s=_num(d, "broadcast_o_s"),

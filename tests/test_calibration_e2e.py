@@ -154,6 +154,7 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
         "profile": 1,
         "contention": 1,
         "step_probe": 1,
+        "step_probe_fine": 1,
     }
     ar = [r for r in recs if r["kind"] == "allreduce" and r["impl"] == "native"]
     streams = [r for r in recs if r["kind"] == "allreduce" and r["impl"] == "stream"]
@@ -193,10 +194,19 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
     # the factors used come from the in-step probe's record, refitted here the same way
     (sp,) = [r for r in recs if r["kind"] == "step_probe"]
     assert sp["timeline"]["strategy"] == "torch-ddp" and len(sp["timeline"]["step_times_s"]) == STEPS
+    # with the same probe at the fine cap (a call per gradient), which the per-call cost is fitted from
+    (fine,) = [r["timeline"] for r in recs if r["kind"] == "step_probe_fine"]
+    assert fine["bucket_mb"] < sp["timeline"]["bucket_mb"] and len(fine["step_times_s"]) == STEPS
     fit = fit_in_step(
-        params.profile(), params.cost_model(), 2, sp["fit"]["bucket_mb"], measured_targets(sp["timeline"])
+        params.profile(),
+        params.cost_model(),
+        2,
+        sp["fit"]["bucket_mb"],
+        measured_targets(sp["timeline"]),
+        fine=(fine["bucket_mb"], measured_targets(fine)),
     )
     assert (fit["contention_c"], fit["comm_contention_c"]) == (params.contention_c, params.comm_contention_c)
+    assert fit["call_cpu_s"] == params.call_cpu_at(None) == params.cost_model().call_cpu_s >= 0
     (prof,) = [r for r in recs if r["kind"] == "profile"]
     assert GradProfile.from_dict(prof["profile"]) == params.profile()
 
@@ -375,13 +385,13 @@ def test_empty_measurement_is_a_clear_error(calibrated, tmp_path, capsys):
     no_ar.write_text(
         "".join(line + "\n" for line in records.read_text().splitlines() if '"kind":"allreduce"' not in line)
     )
-    kinds = r"kinds found: broadcast, contention, memcpy, profile, step_probe"
-    with pytest.raises(ValueError, match=rf"none of the 7 records is an all-reduce measurement \({kinds}\)"):
+    kinds = r"kinds found: broadcast, contention, memcpy, profile, step_probe, step_probe_fine"
+    with pytest.raises(ValueError, match=rf"none of the 8 records is an all-reduce measurement \({kinds}\)"):
         fit_linear(read_records(no_ar))
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     for path, msg in (
-        (no_ar, "none of the 7 records is an all-reduce measurement"),
+        (no_ar, "none of the 8 records is an all-reduce measurement"),
         (empty, "no records given: the measurement is empty"),
     ):
         assert ddpsim(["plot", "--allreduce", str(path), "--plot-dir", str(tmp_path / "plots")]) == 2

@@ -209,3 +209,38 @@ def test_copy_out_bucket_by_bucket_as_torch_finalize_backward(model):
             ("copy bucket1 out", 9.5, 11.5),
             ("copy bucket2 out", 11.5, 12.5),
         ]
+
+
+def test_per_call_compute_cost_lands_on_ranks_computing_when_a_call_starts():
+    cost = CostModel.linear(0.5, 1000.0, channels=1, call_cpu_s=0.25)
+    out = simulate_step(PROF, comm_plan(PROF, StrategySpec("individual"), 2), cost, 2, record=True)
+    # all-reduce c starts at 1.5 while b computes: b does 2.0 + 0.25 s -> [1.5, 3.75]; all-reduce b starts
+    # at 3.75 while a computes: a [3.75, 5.0]; all-reduce a waits for the channel until 6.25, when the rank
+    # only waits: no cost. [6.25, 7.75], optimizer [7.75, 8.0].
+    assert [(e[4], e[0], e[1]) for e in out.events if e[3] in ("backward", "allreduce")] == [
+        ("c", 0.5, 1.5),
+        ("c", 1.5, 3.0),
+        ("b", 1.5, 3.75),
+        ("a", 3.75, 5.0),
+        ("b", 3.75, 6.25),
+        ("a", 6.25, 7.75),
+    ]
+    assert out.step_time_s == 8.0
+    assert predict(PROF, cost, StrategySpec("individual"), 2).step_time_s == 8.0  # "auto" takes the event model
+
+
+def test_per_call_compute_cost_with_contention_is_retimed_exactly():
+    both = CostModel.linear(0.5, 1000.0, channels=1, contention=1.0, call_cpu_s=0.25)
+    out = simulate_step(PROF, comm_plan(PROF, StrategySpec("individual"), 2), both, 2, record=True)
+    # as test_contention_slows_compute_while_communicating, b with 0.25 s more work: half speed until 3.0
+    # (0.75 of 2.25 done), 1.5 at full speed -> 4.5; all-reduce b [4.5, 7.0] starts while a computes:
+    # a has 1.25 s of work at half speed -> 7.0; all-reduce a [7.0, 8.5], optimizer [8.5, 8.75].
+    assert [(e[4], e[0], e[1]) for e in out.events if e[3] in ("backward", "allreduce")] == [
+        ("c", 0.5, 1.5),
+        ("c", 1.5, 3.0),
+        ("b", 1.5, 4.5),
+        ("b", 4.5, 7.0),
+        ("a", 4.5, 7.0),
+        ("a", 7.0, 8.5),
+    ]
+    assert out.step_time_s == 8.75

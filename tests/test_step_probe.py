@@ -2,7 +2,14 @@
 
 import pytest
 
-from calibration.step_probe import fit_in_step, measured_targets, probe_bucket_mb, simulated_terms
+from calibration.step_probe import (
+    bootstrap_in_step,
+    fit_in_step,
+    measured_targets,
+    probe_bucket_mb,
+    probe_fine_mb,
+    simulated_terms,
+)
 from simulator.network import CostModel
 from simulator.zoo import load_profile
 
@@ -13,8 +20,8 @@ def _cost(**kw):
     return CostModel.linear(300e-6, 1.5e9, 2, channels=1, copy_bytes_per_s=8e9, **kw)
 
 
-def _targets(c, cc, bucket):
-    t = simulated_terms(PROF, _cost(contention=c, comm_contention=cc), 2, bucket)
+def _targets(c, cc, bucket, k=0.0):
+    t = simulated_terms(PROF, _cost(contention=c, comm_contention=cc, call_cpu_s=k), 2, bucket)
     return {**t, "compute_only_median_s": PROF.compute_s, "steps": 10}
 
 
@@ -26,6 +33,41 @@ def test_fit_recovers_known_factors(c, cc):
     assert fit["comm_contention_c"] == pytest.approx(cc, abs=2e-3)
     assert fit["compute_scale"] == pytest.approx(1.0)
     assert not fit["at_bound"]
+
+
+@pytest.mark.parametrize("c, cc, k", [(0.3, 1.5, 2e-3), (0.0, 0.5, 5e-3), (0.4, 0.0, 0.0), (0.0, 0.0, 1e-3)])
+def test_fit_at_two_caps_recovers_the_per_call_cost_beside_the_factors(c, cc, k):
+    bucket = probe_bucket_mb(PROF.total_grad_bytes)
+    fine = probe_fine_mb(bucket)
+    fit = fit_in_step(PROF, _cost(), 2, bucket, _targets(c, cc, bucket, k), fine=(fine, _targets(c, cc, fine, k)))
+    assert fit["contention_c"] == pytest.approx(c, abs=5e-3)
+    assert fit["comm_contention_c"] == pytest.approx(cc, abs=5e-3)
+    assert fit["call_cpu_s"] == pytest.approx(k, abs=2e-5)
+    assert fit["fine"]["bucket_mb"] == fine and not fit["at_bound"]
+    n_coarse, n_fine = fit["simulated_at_fit"]["n_buckets"], fit["fine"]["simulated_at_fit"]["n_buckets"]
+    assert n_fine > 3 * n_coarse  # the same bytes in many more calls: what separates k from c
+
+
+def test_one_cap_fits_no_per_call_cost_as_before():
+    bucket = probe_bucket_mb(PROF.total_grad_bytes)
+    fit = fit_in_step(PROF, _cost(), 2, bucket, _targets(0.3, 1.5, bucket, 2e-3))
+    assert fit["call_cpu_s"] == 0.0 and "fine" not in fit
+    assert fit["contention_c"] > 0.3  # the per-call work it cannot see is taken up by the factor
+
+
+def test_bootstrap_at_two_caps_draws_the_three_terms_together():
+    bucket = probe_bucket_mb(PROF.total_grad_bytes)
+    fine = probe_fine_mb(bucket)
+
+    def noisy(t, spread):
+        per = [{"compute_s": t["compute_s"] * f, "comm_sum_s": t["comm_sum_s"] * f} for f in spread]
+        return {**t, "per_step": per}
+
+    spread = (0.97, 0.99, 1.0, 1.01, 1.04)
+    t, tf = _targets(0.3, 1.0, bucket, 2e-3), _targets(0.3, 1.0, fine, 2e-3)
+    draws = bootstrap_in_step(PROF, _cost(), 2, bucket, noisy(t, spread), n=4, fine=(fine, noisy(tf, spread)))
+    assert len(draws) == 4 and all(len(d) == 3 for d in draws)
+    assert len({d[2] for d in draws}) > 1  # the steps drawn move the per-call cost
 
 
 def test_targets_below_the_model_without_contention_give_zero_not_negative():
