@@ -4,7 +4,11 @@
 # records, then `ddpsim validate --replay` of the cell's measured steps from those params.
 #
 #   benchmarks/replay_matrix.sh MEASURED_DIR OUT_DIR
+#   DROP_KINDS="step_probe_fine" benchmarks/replay_matrix.sh MEASURED_DIR OUT_DIR
 #
+# DROP_KINDS: record kinds left out of the refit (space-separated), e.g. step_probe_fine to fit the
+# in-step probe at its one cap, as before the per-call cost: the model without a term, on the same
+# measurements as with it.
 # Judged against the same measurements, two versions of the model compare without the machine's
 # drift between two runs in between. OUT_DIR/<cell>/ holds params.json and validation.json;
 # OUT_DIR/matrix.md is the table (benchmarks/accuracy_table.py).
@@ -20,6 +24,12 @@ for cell in "$IN"/*/; do
   [ -n "$cal" ] && [ -f "$cell/validation.jsonl" ] || { echo "   $name: no records, skipped" >&2; continue; }
   mkdir -p "$OUT/$name"
   echo "== $name" >&2
+  if [ -n "${DROP_KINDS:-}" ]; then
+    kept="$OUT/$name/calibration.jsonl"
+    cp "$cal" "$kept"
+    for k in $DROP_KINDS; do grep -v "\"kind\":\"$k\"" "$kept" > "$kept.tmp"; mv "$kept.tmp" "$kept"; done
+    cal=$kept
+  fi
   $DDPSIM calibrate --refit "$cal" --out "$OUT/$name/params.json" --quiet > "$OUT/$name/refit.log" 2>&1 &&
     $DDPSIM validate --replay "$cell/validation.jsonl" --params "$OUT/$name/params.json" \
       --out "$OUT/$name/validation.json" > "$OUT/$name/validate.log" 2>&1 ||

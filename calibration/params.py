@@ -194,6 +194,7 @@ class Params:
             contention=c,
             comm_contention=cc,
             call_cpu_s=self.call_cpu_at(world_size),
+            call_cpu_s_per_byte=float(self._in_step_at(world_size)[1].get("call_cpu_s_per_byte") or 0.0),
             copy_bytes_per_s=self.copy_bytes_per_s,
             hook_s_per_param=self.hook_s_per_param(),
             broadcast_o_s=self.broadcast.o_s if self.broadcast is not None else None,
@@ -237,7 +238,7 @@ class Params:
             self.linear.w_ci_bytes_per_s,
             self.linear.w_bytes_per_s,
             compute_samples_s,
-            [d for d in boot if isinstance(d, (list, tuple)) and len(d) in (2, 3)],
+            [d for d in boot if isinstance(d, (list, tuple)) and len(d) in (2, 4)],
         )
         return replace(unc, model_log_sd=probe_step_residual(in_step))
 

@@ -32,6 +32,7 @@ from simulator.network import CostModel
 from simulator.predict import predict
 from simulator.profile import GradProfile
 from simulator.strategies import StrategySpec
+from simulator.units import MIB
 
 if TYPE_CHECKING:
     from realrun.step_record import TimelineRecord
@@ -39,9 +40,11 @@ if TYPE_CHECKING:
 PROBE_BUCKET_MB = 2.0
 C_MAX = 20.0  # bracket of both factors (x21): a target out of reach within it is not identified
 FINE_PROBE_MB = 1 / 1024
-K_MAX_OF_STEP = 0.05  # bracket of the per-call compute cost, as a share of the fine probe's backward end
+# brackets of the work terms, as shares of forward+backward alone: per call, and all the gradients' bytes
+K_MAX_OF_STEP = 0.05
+KB_MAX_OF_STEP = 1.0
+_ROUNDS_WORK = 40
 _ROUNDS = 8
-_ROUNDS_FINE = 40  # three terms converge more slowly: k and c trade off through both probes
 
 
 def probe_bucket_mb(total_grad_bytes: int) -> float:
@@ -106,49 +109,36 @@ def fit_in_step(
     targets: dict[str, Any],
     fine: tuple[float, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """``contention_c`` and ``comm_contention_c`` such that the simulated probe step has the measured
-    backward end and summed in-step all-reduce time. ``profile`` is scaled here to the compute-only
-    median in ``targets``; ``cost`` brings o, w, channels, copy rate and hooks (its contention terms are
-    replaced).
+    """The in-step terms such that the simulated probe step has the measured backward end and summed
+    in-step all-reduce time. ``profile`` is scaled here to the compute-only median in ``targets``;
+    ``cost`` brings o, w, channels, copy rate and hooks (its contention terms are replaced).
 
-    ``fine``: ``(bucket_mb, targets)`` of the same probe at a finer cap (more calls, the same bytes). Then
-    a third term is fitted, ``call_cpu_s`` (work each call adds to the compute it overlaps), and the three
-    meet four targets: ``c`` the coarse probe's backward end, ``call_cpu_s`` the fine probe's (where the
-    calls are), ``c_comm`` the two probes' summed all-reduce time together; each by root finding with the
-    others held, in turn, until none moves."""
-    targets_f = fine[1] if fine else None
+    One cap (``fine`` None): ``contention_c`` and ``comm_contention_c``, each by root finding with the
+    other held, in turn, until neither moves.
+
+    ``fine``: ``(bucket_mb, targets)`` of the same probe at a finer cap (the same bytes in many more
+    calls). Then what compute loses is counted as work each call brings (``CostModel.call_cpu_s`` per
+    call and ``call_cpu_s_per_byte``) instead of a factor over the time calls are in flight: a factor
+    fitted at the coarse cap held through the fine probe's 52 calls over-predicted its backward end by
+    52 ms on loopback (benchmarks, "Run m5"). Three terms, four targets: the per-byte cost the coarse
+    probe's backward end, the per-call cost the fine probe's, ``comm_contention_c`` the two probes'
+    summed all-reduce time together; each by root finding with the others held, in turn. Where the work
+    cannot reach a backward end within its bracket (a compute-bound slowdown, not one of the calls'),
+    the factor fit is kept and ``not_identified`` says so."""
     prof, scale = _scaled(profile, targets)
-    prof_f, scale_f = _scaled(profile, targets_f) if targets_f else (prof, scale)
-    mb_f = fine[0] if fine else bucket_mb
 
-    def sim(c: float, cc: float, k: float = 0.0) -> dict[str, float]:
-        return simulated_terms(
-            prof, cost.with_overrides(contention=c, comm_contention=cc, call_cpu_s=k), world_size, bucket_mb
-        )
+    def sim(c: float, cc: float, k: float = 0.0, kb: float = 0.0) -> dict[str, float]:
+        over = dict(contention=c, comm_contention=cc, call_cpu_s=k, call_cpu_s_per_byte=kb)
+        return simulated_terms(prof, cost.with_overrides(**over), world_size, bucket_mb)
 
-    def sim_f(c: float, cc: float, k: float) -> dict[str, float]:
-        return simulated_terms(
-            prof_f, cost.with_overrides(contention=c, comm_contention=cc, call_cpu_s=k), world_size, mb_f
-        )
-
-    def comm_gap(c: float, cc: float, k: float) -> float:
-        gap = sim(c, cc, k)["comm_sum_s"] - targets["comm_sum_s"]
-        if targets_f is not None:
-            gap += sim_f(c, cc, k)["comm_sum_s"] - targets_f["comm_sum_s"]
-        return gap
-
-    c = cc = k = 0.0
+    c = cc = 0.0
     history = []
-    for _ in range(_ROUNDS_FINE if targets_f is not None else _ROUNDS):
-        prev = (c, cc, k)
-        cc = _root(lambda x, c=c, k=k: comm_gap(c, x, k), C_MAX)
-        c = _root(lambda x, cc=cc, k=k: sim(x, cc, k)["compute_s"] - targets["compute_s"], C_MAX)
-        if targets_f is not None:
-            k_max = K_MAX_OF_STEP * targets_f["compute_s"]
-            k = _root(lambda x, c=c, cc=cc: sim_f(c, cc, x)["compute_s"] - targets_f["compute_s"], k_max, 1e-8)
-        history.append((c, cc, k))
-        tol = 1e-3 if targets_f is None else 1e-4  # one cap: as before the per-call term
-        if all(abs(a - b) < tol for a, b in zip((c, cc), prev[:2])) and abs(k - prev[2]) < 1e-7:
+    for _ in range(_ROUNDS):
+        c_prev, cc_prev = c, cc
+        cc = _root(lambda x, c=c: sim(c, x)["comm_sum_s"] - targets["comm_sum_s"], C_MAX)
+        c = _root(lambda x, cc=cc: sim(x, cc)["compute_s"] - targets["compute_s"], C_MAX)
+        history.append((c, cc))
+        if abs(c - c_prev) < 1e-3 and abs(cc - cc_prev) < 1e-3:
             break
     # A target out of reach within the bracket says the factor is not what moves it in this step
     # (e.g. a step of 7 ms compute and 500 ms of link-bound all-reduces: no slowdown "while
@@ -158,22 +148,29 @@ def fit_in_step(
     if cc >= C_MAX:
         cc = cost.comm_contention
         fallback.append("comm_contention_c")
-        c = _root(lambda x: sim(x, cc, k)["compute_s"] - targets["compute_s"], C_MAX)
+        c = _root(lambda x: sim(x, cc)["compute_s"] - targets["compute_s"], C_MAX)
     if c >= C_MAX:
         c = cost.contention
         fallback.append("contention_c")
         if "comm_contention_c" not in fallback:
-            cc = _root(lambda x: comm_gap(c, x, k), C_MAX)
-    if targets_f is not None and k >= K_MAX_OF_STEP * targets_f["compute_s"]:
-        # the fine probe's backward end out of reach of any per-call cost: not what moves it
-        k = 0.0
-        fallback.append("call_cpu_s")
-        c = _root(lambda x: sim(x, cc, k)["compute_s"] - targets["compute_s"], C_MAX)
-    at_fit = sim(c, cc, k)
+            cc = _root(lambda x: sim(c, x)["comm_sum_s"] - targets["comm_sum_s"], C_MAX)
+    k = kb = 0.0
+    out_fine: dict[str, Any] | None = None
+    if fine is not None:
+        work = _fit_work(profile, cost, world_size, (bucket_mb, targets), fine)
+        if work is None:
+            fallback.append("call_cpu_s")
+        else:
+            c, cc, k, kb = 0.0, work["comm_contention_c"], work["call_cpu_s"], work["call_cpu_s_per_byte"]
+            history.extend(work["history"])
+            fallback = []
+        out_fine = {"bucket_mb": fine[0], "compute_scale": _scaled(profile, fine[1])[1], "measured": dict(fine[1])}
+    at_fit = sim(c, cc, k, kb)
     out: dict[str, Any] = {
         "contention_c": c,
         "comm_contention_c": cc,
         "call_cpu_s": k,
+        "call_cpu_s_per_byte": kb,
         "not_identified": fallback,
         "bucket_mb": bucket_mb,
         "compute_scale": scale,
@@ -183,15 +180,53 @@ def fit_in_step(
         "rounds": len(history),
         "at_bound": bool(fallback),
     }
-    if targets_f is not None:
-        out["fine"] = {
-            "bucket_mb": mb_f,
-            "compute_scale": scale_f,
-            "measured": dict(targets_f),
-            "simulated_at_fit": sim_f(c, cc, k),
-            "simulated_without_contention": sim_f(0.0, 0.0, 0.0),
-        }
+    if out_fine is not None:
+        prof_f = _scaled(profile, fine[1])[0]
+        over = dict(contention=c, comm_contention=cc, call_cpu_s=k, call_cpu_s_per_byte=kb)
+        out_fine["simulated_at_fit"] = simulated_terms(prof_f, cost.with_overrides(**over), world_size, fine[0])
+        out["fine"] = out_fine
     return out
+
+
+def _fit_work(
+    profile: GradProfile,
+    cost: CostModel,
+    world_size: int,
+    coarse: tuple[float, dict[str, Any]],
+    fine: tuple[float, dict[str, Any]],
+) -> dict[str, Any] | None:
+    """``call_cpu_s_per_byte``, ``call_cpu_s`` and ``comm_contention_c`` from the probe at two caps (no
+    factor: ``contention`` 0), or None when a backward end is out of reach of the work's bracket."""
+    (mb, t), (mb_f, t_f) = coarse, fine
+    prof, prof_f = _scaled(profile, t)[0], _scaled(profile, t_f)[0]
+
+    def sims(cc: float, k: float, kb: float) -> tuple[dict[str, float], dict[str, float]]:
+        over = dict(contention=0.0, comm_contention=cc, call_cpu_s=k, call_cpu_s_per_byte=kb)
+        c = cost.with_overrides(**over)
+        return simulated_terms(prof, c, world_size, mb), simulated_terms(prof_f, c, world_size, mb_f)
+
+    def comm_gap(cc: float, k: float, kb: float) -> float:
+        a, b = sims(cc, k, kb)
+        return a["comm_sum_s"] + b["comm_sum_s"] - t["comm_sum_s"] - t_f["comm_sum_s"]
+
+    alone = prof.forward_s + prof.backward_s  # what the backward end is without any communication
+    k_max = K_MAX_OF_STEP * alone
+    kb_max = KB_MAX_OF_STEP * alone / max(profile.total_grad_bytes, 1)
+    cc = k = kb = 0.0
+    history = []
+    for _ in range(_ROUNDS_WORK):
+        prev = (cc, k, kb)
+        cc = _root(lambda x, k=k, kb=kb: comm_gap(x, k, kb), C_MAX)
+        kb = _root(lambda x, cc=cc, k=k: sims(cc, k, x)[0]["compute_s"] - t["compute_s"], kb_max, kb_max * 1e-6)
+        k = _root(lambda x, cc=cc, kb=kb: sims(cc, x, kb)[1]["compute_s"] - t_f["compute_s"], k_max, 1e-8)
+        history.append((0.0, cc, k, kb))
+        if abs(cc - prev[0]) < 1e-4 and abs(k - prev[1]) < 1e-7 and abs(kb - prev[2]) <= kb_max * 1e-5:
+            break
+    if k >= k_max or kb >= kb_max:
+        return None
+    if cc >= C_MAX:
+        cc = cost.comm_contention
+    return {"comm_contention_c": cc, "call_cpu_s": k, "call_cpu_s_per_byte": kb, "history": history}
 
 
 def _scaled(profile: GradProfile, targets: Mapping[str, Any] | None) -> tuple[GradProfile, float]:
@@ -215,7 +250,8 @@ def bootstrap_in_step(
     seed: int = 0,
     fine: tuple[float, dict[str, Any]] | None = None,
 ) -> list[tuple[float, ...]]:
-    """``(contention_c, comm_contention_c)``, and ``call_cpu_s`` third with a ``fine`` probe, refitted on
+    """``(contention_c, comm_contention_c)``, and ``call_cpu_s``, ``call_cpu_s_per_byte`` after them with a
+    ``fine`` probe, refitted on
     ``n`` resamples of the probe's steps (each step's backward end and summed all-reduce time kept
     together, the compute-only steps resampled beside them, each probe on its own): how far the fitted
     terms move with which steps happened to be measured. Empty when the targets kept no per-step terms.
@@ -231,7 +267,7 @@ def bootstrap_in_step(
         f_t = (fine[0], _resampled(fine[1], rng)) if fine else None
         f = fit_in_step(profile, cost, world_size, bucket_mb, t, fine=f_t)
         d = (f["contention_c"], f["comm_contention_c"])
-        out.append((*d, f["call_cpu_s"]) if fine else d)
+        out.append((*d, f["call_cpu_s"], f["call_cpu_s_per_byte"]) if fine else d)
     return out
 
 
@@ -323,24 +359,34 @@ def summary_line(fit: dict[str, Any]) -> str:
     if fine:
         mf, sf = fine["measured"], fine["simulated_at_fit"]
         per_call = (
-            f", {fit['call_cpu_s'] * 1e3:.2f} ms of compute per call (at {fine['bucket_mb'] * 1024:g} KiB, "
-            f"{mf['n_buckets']:g} calls: backward end {mf['compute_s'] * 1e3:.1f} ms measured / "
-            f"{sf['compute_s'] * 1e3:.1f} fitted, all-reduces {mf['comm_sum_s'] * 1e3:.1f} / "
-            f"{sf['comm_sum_s'] * 1e3:.1f} ms)"
+            f"; at {fine['bucket_mb'] * 1024:g} KiB ({mf['n_buckets']:g} calls): backward end "
+            f"{mf['compute_s'] * 1e3:.1f} ms measured / {sf['compute_s'] * 1e3:.1f} fitted, all-reduces "
+            f"{mf['comm_sum_s'] * 1e3:.1f} / {sf['comm_sum_s'] * 1e3:.1f} ms"
         )
     return (
-        f"in-step probe (torch-ddp {fit['bucket_mb']:g} MiB, {m['steps']} steps): compute x{1 + fit['contention_c']:.2f} "
-        f"while communicating, communication x{1 + fit['comm_contention_c']:.2f} while computing "
+        f"in-step probe (torch-ddp {fit['bucket_mb']:g} MiB, {m['steps']} steps): {_compute_terms(fit)}, "
+        f"communication x{1 + fit['comm_contention_c']:.2f} while computing "
         f"(backward end {m['compute_s'] * 1e3:.1f} ms measured / {s['compute_s'] * 1e3:.1f} fitted, "
         f"all-reduces {m['comm_sum_s'] * 1e3:.1f} / {s['comm_sum_s'] * 1e3:.1f} ms per step)"
         + per_call
         + (
-            f"; not identified by this step, the contention probe's kept: {', '.join(fit['not_identified'])}"
+            f"; not identified by this step ({', '.join(fit['not_identified'])}): "
+            + ("the compute slowdown kept as a factor" if "call_cpu_s" in fit["not_identified"] else "")
+            + ("; " if "call_cpu_s" in fit["not_identified"] and len(fit["not_identified"]) > 1 else "")
+            + ("the contention probe's kept" if set(fit["not_identified"]) - {"call_cpu_s"} else "")
             if fit["not_identified"]
             else ""
         )
         + _spread(fit.get("bootstrap") or [])
     )
+
+
+def _compute_terms(fit: dict[str, Any]) -> str:
+    """How compute is slowed: work per call and per MiB, or a factor while calls are in flight."""
+    k, kb = fit.get("call_cpu_s") or 0.0, fit.get("call_cpu_s_per_byte") or 0.0
+    if k or kb:
+        return f"compute loses {k * 1e3:.2f} ms per call + {kb * MIB * 1e3:.2f} ms per MiB of each call it overlaps"
+    return f"compute x{1 + fit['contention_c']:.2f} while communicating"
 
 
 def _spread(boot: list[Any]) -> str:
@@ -351,9 +397,10 @@ def _spread(boot: list[Any]) -> str:
     c = np.percentile([1 + d[0] for d in boot], [10, 90])
     cc = np.percentile([1 + d[1] for d in boot], [10, 90])
     k = ""
-    if all(len(d) > 2 for d in boot):
+    if all(len(d) > 3 for d in boot):
         lo, hi = np.percentile([d[2] * 1e3 for d in boot], [10, 90])
-        k = f", per call {lo:.2f}-{hi:.2f} ms"
+        blo, bhi = np.percentile([d[3] * MIB * 1e3 for d in boot], [10, 90])
+        k = f", per call {lo:.2f}-{hi:.2f} ms, per MiB {blo:.2f}-{bhi:.2f} ms"
     return (
         f"; refitted on {len(boot)} resamples of the steps: compute x{c[0]:.2f}-{c[1]:.2f}, "
         f"communication x{cc[0]:.2f}-{cc[1]:.2f}{k} (p10-p90)"

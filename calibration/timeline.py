@@ -494,6 +494,7 @@ def timelines_on_pool(
                 "contention_c": params.contention_c,
                 "comm_contention_c": params.comm_contention_c,
                 "call_cpu_s": params.call_cpu_at(None),
+                "call_cpu_s_per_byte": params.cost_model(world_size=None).call_cpu_s_per_byte,
             }
             if params is not None
             else None,

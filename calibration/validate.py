@@ -438,6 +438,7 @@ def validation_result(
             "contention_c": params.contention_c,
             "comm_contention_c": params.comm_contention_c,
             "call_cpu_s": params.call_cpu_at(world_size),
+            "call_cpu_s_per_byte": params.cost_model(world_size=world_size).call_cpu_s_per_byte,
             "channels": params.channels,
             "contention_provenance": params.contention_at(world_size)[2],
         },

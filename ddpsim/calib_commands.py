@@ -109,7 +109,12 @@ def print_params(out: Any, params: Any, link: float | None) -> None:
     )
     print(
         f"  contention: compute x{1 + params.contention_c:.3f} while communicating, communication x{1 + params.comm_contention_c:.3f} while computing"
-        + (f", {k * 1e3:.2f} ms of compute per call" if (k := params.call_cpu_at(None)) else "")
+        + (
+            f"; compute loses {cost.call_cpu_s * 1e3:.2f} ms per call + "
+            f"{cost.call_cpu_s_per_byte * (1 << 20) * 1e3:.2f} ms per MiB of each call it overlaps (in-step probe at two caps)"
+            if (cost := params.cost_model()).call_cpu_s or cost.call_cpu_s_per_byte
+            else ""
+        )
     )
     for q, f in sorted(params.in_step_fits().items()):
         if q != params.world_size:

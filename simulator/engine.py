@@ -23,10 +23,10 @@ contention`` times slower while any collective is in flight, and
 communication runs ``1 + comm_contention`` times slower while any rank
 computes (on a CPU, gloo's threads and the compute threads share cores). Work
 in progress is re-timed whenever either state changes: exact, not sampled at
-segment starts. A third, ``call_cpu_s``, is per call: each collective adds
-that much work to the compute of every rank computing when it starts (the CPU a
-call takes from compute whatever its size: the reducer's and gloo's per-call
-work on shared cores); a rank waiting for communication pays nothing.
+segment starts. Or the CPU a call takes is counted as work: each collective
+adds ``call_cpu_s + call_cpu_s_per_byte * bytes`` to the compute of every rank
+computing when it starts (the reducer's and gloo's work on shared cores); a rank
+waiting for communication pays nothing.
 
 With no contention and one channel the event model reduces to a recursion
 that ``_analytic`` evaluates with numpy (``simulate_step(model="auto")``, the
@@ -235,7 +235,13 @@ class _Setup:
 
 
 def analytic_applies(cost: CostModel) -> bool:
-    return cost.contention == 0 and cost.comm_contention == 0 and cost.call_cpu_s == 0 and cost.channels == 1
+    return (
+        cost.contention == 0
+        and cost.comm_contention == 0
+        and cost.call_cpu_s == 0
+        and cost.call_cpu_s_per_byte == 0
+        and cost.channels == 1
+    )
 
 
 def _serial(launch: np.ndarray, dur_lat: np.ndarray, dur_xfer: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -353,7 +359,10 @@ class _Step:
         self.waiters: dict[int, simpy.Event] = {}  # collective -> event succeeded when it is done
         self.all_main_done = self.env.event()
         self.contention = self.cost.contention > 0
-        self.call_cpu = self.cost.call_cpu_s
+        self.call_cpu = bool(self.cost.call_cpu_s or self.cost.call_cpu_s_per_byte)
+        if self.call_cpu:  # the work each collective adds to the compute it overlaps
+            msg = np.concatenate((st.plan.msg_bytes, st.plan.post_msg_bytes))
+            self.call_work = (self.cost.call_cpu_s + self.cost.call_cpu_s_per_byte * msg).tolist()
         self.in_compute = [False] * len(factors)  # which ranks compute now (call_cpu_s lands on them)
         self.added = [0.0] * len(factors)  # per-call work landed on a rank's compute in progress
         self.work_added = self.env.event()
@@ -408,8 +417,8 @@ class _Step:
                 self._signal("comm_rate_changed")
 
     def _compute_with_calls(self, work_s: float, r: int) -> Generator[simpy.Event, Any, None]:
-        """``_compute`` when collectives add per-call work: ``work_s`` plus ``call_cpu_s`` for each
-        collective that starts before it is done, at the contention rate; exact, re-timed on each change."""
+        """``_compute`` when collectives add work: ``work_s`` plus each collective's work for those that
+        start before it is done, at the contention rate; exact, re-timed on each change."""
         env, slow = self.env, 1.0 + self.cost.contention
         self.in_compute[r] = True
         remaining = work_s
@@ -484,7 +493,7 @@ class _Step:
             if self.call_cpu and any(self.in_compute):
                 for r, on in enumerate(self.in_compute):
                     if on:
-                        self.added[r] += self.call_cpu
+                        self.added[r] += self.call_work[c]
                 self._signal("work_added")
             lat, xfer = self.lat[c], self.xfer[c]
             if lat > 0:

@@ -15,10 +15,10 @@ from what was measured:
   median of ``N`` steps, the median of ``N`` steps drawn with replacement over
   the median of as many as were measured (the prediction is pinned to the
   measured median, which has a sampling error of its own);
-* the contention terms ``(c, c_comm)``, or ``(c, c_comm, call_cpu_s)`` where the
-  probe ran at two caps, as one draw from the in-step probe's bootstrap fits
-  (``calibration.step_probe``: its steps resampled and refitted), so their
-  correlation is kept;
+* the contention terms ``(c, c_comm)``, or ``(c, c_comm, call_cpu_s,
+  call_cpu_s_per_byte)`` where the probe ran at two caps, as one draw from the
+  in-step probe's bootstrap fits (``calibration.step_probe``: its steps
+  resampled and refitted), so their correlation is kept;
 * the model's own error: a log-normal factor on the step whose standard
   deviation is the in-step probe's step residual (``calibration.params.
   probe_step_residual``: the one real DDP step the calibration checks but does
@@ -62,7 +62,7 @@ class Uncertainty:
     o_sd_s: float = 0.0
     w_log_sd: float = 0.0
     compute_rel: tuple[float, ...] = ()
-    contention_draws: tuple[tuple[float, ...], ...] = ()  # (c, c_comm[, call_cpu_s]) bootstrap fits
+    contention_draws: tuple[tuple[float, ...], ...] = ()  # (c, c_comm[, call_cpu_s, per byte]) bootstrap fits
     model_log_sd: float = 0.0  # the model's own error, as a log-normal factor on the step
 
     def __post_init__(self) -> None:
@@ -72,8 +72,11 @@ class Uncertainty:
             raise ValueError(f"w_log_sd must be a finite number >= 0, got {self.w_log_sd!r}")
         if any(not (math.isfinite(r) and r > 0) for r in self.compute_rel):
             raise ValueError("compute_rel must hold finite ratios > 0")
-        if any(len(d) not in (2, 3) or not all(math.isfinite(x) and x >= 0 for x in d) for d in self.contention_draws):
-            raise ValueError("contention_draws must hold (c, c_comm[, call_cpu_s]) of finite numbers >= 0")
+        if any(len(d) not in (2, 4) or not all(math.isfinite(x) and x >= 0 for x in d) for d in self.contention_draws):
+            raise ValueError(
+                "contention_draws must hold (c, c_comm) or (c, c_comm, call_cpu_s, call_cpu_s_per_byte), "
+                "finite numbers >= 0"
+            )
         if not (math.isfinite(self.model_log_sd) and self.model_log_sd >= 0):
             raise ValueError(f"model_log_sd must be a finite number >= 0, got {self.model_log_sd!r}")
 
@@ -110,7 +113,7 @@ class Uncertainty:
         contention_draws: Sequence[Sequence[float]] = (),
     ) -> Uncertainty:
         """From a fit's 95 % intervals (NaN or missing ends: no error known), measured compute times and
-        the in-step probe's bootstrap fits of ``(c, c_comm[, call_cpu_s])``."""
+        the in-step probe's bootstrap fits of ``(c, c_comm[, call_cpu_s, call_cpu_s_per_byte])``."""
         o_sd = 0.0
         if o_ci_s is not None and all(math.isfinite(x) for x in o_ci_s):
             o_sd = max(0.0, (o_ci_s[1] - o_ci_s[0]) / (2 * Z95))
@@ -192,7 +195,7 @@ def draw_inputs(
             cc = unc.contention_draws[int(rng.integers(len(unc.contention_draws)))]
             c = c.with_overrides(contention=cc[0], comm_contention=cc[1])
             if len(cc) > 2:
-                c = c.with_overrides(call_cpu_s=cc[2])
+                c = c.with_overrides(call_cpu_s=cc[2], call_cpu_s_per_byte=cc[3])
         p = profile
         if len(rel) > 1:
             p = profile.scaled(compute_factor(rel, steps, rng))

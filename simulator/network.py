@@ -328,10 +328,11 @@ class CostModel:
     collective is in flight (fitted by calibration; 0 = no interference).
     ``comm_contention``: collectives run ``1 + comm_contention`` times slower
     while any rank computes (fitted by calibration).
-    ``call_cpu_s``: compute work each collective adds to every rank that is
-    computing when the collective starts (the CPU a call takes from compute on
-    cores it shares, per call and not per byte: fitted by calibration from the
-    in-step probe at two bucket sizes; 0 = none).
+    ``call_cpu_s``, ``call_cpu_s_per_byte``: compute work each collective adds
+    to every rank that is computing when the collective starts, ``call_cpu_s +
+    call_cpu_s_per_byte * bytes`` (the CPU a call takes from compute on cores
+    it shares: fitted by calibration from the in-step probe at two bucket caps,
+    in place of ``contention``; 0 = none).
     ``copy_bytes_per_s``: memory-copy rate for gradient <-> bucket copies
     (None = free). ``hook_s_per_param``: the cost of one Python gradient hook
     (hand-written wrappers run one per gradient; torch DDP's are C++).
@@ -346,6 +347,7 @@ class CostModel:
     contention: float = 0.0
     comm_contention: float = 0.0
     call_cpu_s: float = 0.0
+    call_cpu_s_per_byte: float = 0.0
     copy_bytes_per_s: float | None = None
     hook_s_per_param: float = 0.0
     broadcast_o_s: float | None = None
@@ -377,6 +379,10 @@ class CostModel:
         _require(
             math.isfinite(self.call_cpu_s) and self.call_cpu_s >= 0,
             f"per-call compute cost must be >= 0 s, got {self.call_cpu_s}",
+        )
+        _require(
+            math.isfinite(self.call_cpu_s_per_byte) and self.call_cpu_s_per_byte >= 0,
+            f"per-byte compute cost must be >= 0 s/B, got {self.call_cpu_s_per_byte}",
         )
         _require(self.hook_s_per_param >= 0, f"hook cost must be >= 0 s, got {self.hook_s_per_param}")
         _require(
@@ -584,6 +590,8 @@ class CostModel:
             d["latency_share"] = self.latency_share
         if self.call_cpu_s:
             d["call_cpu_s"] = self.call_cpu_s
+        if self.call_cpu_s_per_byte:
+            d["call_cpu_s_per_byte"] = self.call_cpu_s_per_byte
         if self.measured_world_sizes:
             d["measured_world_sizes"] = list(self.measured_world_sizes)
         return d
@@ -602,6 +610,7 @@ class CostModel:
             contention=_num(d, "contention", 0.0),
             comm_contention=_num(d, "comm_contention", 0.0),
             call_cpu_s=_num(d, "call_cpu_s", 0.0),
+            call_cpu_s_per_byte=_num(d, "call_cpu_s_per_byte", 0.0),
             copy_bytes_per_s=_num(d, "copy_bytes_per_s"),
             hook_s_per_param=_num(d, "hook_s_per_param", 0.0),
             broadcast_o_s=_num(d, "broadcast_o_s"),

@@ -244,3 +244,16 @@ def test_per_call_compute_cost_with_contention_is_retimed_exactly():
         ("a", 7.0, 8.5),
     ]
     assert out.step_time_s == 8.75
+
+
+def test_per_byte_compute_cost_grows_with_the_collective_that_starts():
+    cost = CostModel.linear(0.5, 1000.0, channels=1, call_cpu_s_per_byte=1e-4)
+    out = simulate_step(PROF, comm_plan(PROF, StrategySpec("individual"), 2), cost, 2, record=True)
+    # c's all-reduce (1000 B) starts at 1.5 while b computes: b does 2.0 + 0.1 s -> [1.5, 3.6]; b's
+    # (2000 B) starts at 3.6 while a computes: a [3.6, 4.8]; a's waits for the channel until 6.1 and the
+    # rank only waits: [6.1, 7.6]; optimizer [7.6, 7.85].
+    got = [(e[4], e[0], e[1]) for e in out.events if e[3] in ("backward", "allreduce")]
+    want = [("c", 0.5, 1.5), ("c", 1.5, 3.0), ("b", 1.5, 3.6), ("a", 3.6, 4.8), ("b", 3.6, 6.1), ("a", 6.1, 7.6)]
+    assert [g[0] for g in got] == [w[0] for w in want]
+    assert [g[1:] for g in got] == [pytest.approx(w[1:], abs=1e-12) for w in want]
+    assert out.step_time_s == pytest.approx(7.85, abs=1e-12)

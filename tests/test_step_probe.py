@@ -11,6 +11,7 @@ from calibration.step_probe import (
     simulated_terms,
 )
 from simulator.network import CostModel
+from simulator.units import MIB
 from simulator.zoo import load_profile
 
 PROF = load_profile("gpt", "cpu-core")
@@ -20,8 +21,8 @@ def _cost(**kw):
     return CostModel.linear(300e-6, 1.5e9, 2, channels=1, copy_bytes_per_s=8e9, **kw)
 
 
-def _targets(c, cc, bucket, k=0.0):
-    t = simulated_terms(PROF, _cost(contention=c, comm_contention=cc, call_cpu_s=k), 2, bucket)
+def _targets(c, cc, bucket, k=0.0, kb=0.0):
+    t = simulated_terms(PROF, _cost(contention=c, comm_contention=cc, call_cpu_s=k, call_cpu_s_per_byte=kb), 2, bucket)
     return {**t, "compute_only_median_s": PROF.compute_s, "steps": 10}
 
 
@@ -35,27 +36,43 @@ def test_fit_recovers_known_factors(c, cc):
     assert not fit["at_bound"]
 
 
-@pytest.mark.parametrize("c, cc, k", [(0.3, 1.5, 2e-3), (0.0, 0.5, 5e-3), (0.4, 0.0, 0.0), (0.0, 0.0, 1e-3)])
-def test_fit_at_two_caps_recovers_the_per_call_cost_beside_the_factors(c, cc, k):
+@pytest.mark.parametrize(
+    "cc, k, kb", [(1.5, 2e-3, 1e-3 / MIB), (0.5, 5e-3, 0.0), (0.0, 0.0, 2e-3 / MIB), (0.0, 1e-3, 0.0)]
+)
+def test_fit_at_two_caps_recovers_the_work_per_call_and_per_byte(cc, k, kb):
     bucket = probe_bucket_mb(PROF.total_grad_bytes)
     fine = probe_fine_mb(bucket)
-    fit = fit_in_step(PROF, _cost(), 2, bucket, _targets(c, cc, bucket, k), fine=(fine, _targets(c, cc, fine, k)))
-    assert fit["contention_c"] == pytest.approx(c, abs=5e-3)
+    t, tf = _targets(0.0, cc, bucket, k, kb), _targets(0.0, cc, fine, k, kb)
+    fit = fit_in_step(PROF, _cost(), 2, bucket, t, fine=(fine, tf))
+    assert fit["contention_c"] == 0.0  # the work model replaces the factor
     assert fit["comm_contention_c"] == pytest.approx(cc, abs=5e-3)
     assert fit["call_cpu_s"] == pytest.approx(k, abs=2e-5)
+    assert fit["call_cpu_s_per_byte"] * MIB == pytest.approx(kb * MIB, abs=2e-5)
     assert fit["fine"]["bucket_mb"] == fine and not fit["at_bound"]
     n_coarse, n_fine = fit["simulated_at_fit"]["n_buckets"], fit["fine"]["simulated_at_fit"]["n_buckets"]
-    assert n_fine > 3 * n_coarse  # the same bytes in many more calls: what separates k from c
+    assert n_fine > 3 * n_coarse  # the same bytes in many more calls: what separates per call from per byte
+    assert fit["fine"]["simulated_at_fit"]["compute_s"] == pytest.approx(tf["compute_s"], rel=1e-6)
 
 
-def test_one_cap_fits_no_per_call_cost_as_before():
+def test_two_caps_out_of_the_works_reach_keep_the_factor_and_say_so():
     bucket = probe_bucket_mb(PROF.total_grad_bytes)
-    fit = fit_in_step(PROF, _cost(), 2, bucket, _targets(0.3, 1.5, bucket, 2e-3))
-    assert fit["call_cpu_s"] == 0.0 and "fine" not in fit
-    assert fit["contention_c"] > 0.3  # the per-call work it cannot see is taken up by the factor
+    fine = probe_fine_mb(bucket)
+    # a coarse probe 3x slower than compute alone: more than all the bytes' work within the bracket can make
+    t = {**_targets(0.0, 1.0, bucket), "compute_s": 3 * PROF.forward_s + 3 * PROF.backward_s}
+    fit = fit_in_step(PROF, _cost(contention=0.7), 2, bucket, t, fine=(fine, _targets(0.0, 1.0, fine)))
+    assert fit["not_identified"] == ["contention_c", "call_cpu_s"] and fit["at_bound"]
+    # neither a factor nor the work reaches it: the contention probe's factor (the cost's) is kept, no work
+    assert fit["call_cpu_s"] == 0.0 and fit["call_cpu_s_per_byte"] == 0.0 and fit["contention_c"] == 0.7
 
 
-def test_bootstrap_at_two_caps_draws_the_three_terms_together():
+def test_one_cap_fits_no_work_terms_as_before():
+    bucket = probe_bucket_mb(PROF.total_grad_bytes)
+    fit = fit_in_step(PROF, _cost(), 2, bucket, _targets(0.0, 1.5, bucket, 2e-3))
+    assert fit["call_cpu_s"] == 0.0 and fit["call_cpu_s_per_byte"] == 0.0 and "fine" not in fit
+    assert fit["contention_c"] > 0  # the per-call work it cannot see is taken up by the factor
+
+
+def test_bootstrap_at_two_caps_draws_the_four_terms_together():
     bucket = probe_bucket_mb(PROF.total_grad_bytes)
     fine = probe_fine_mb(bucket)
 
@@ -64,9 +81,9 @@ def test_bootstrap_at_two_caps_draws_the_three_terms_together():
         return {**t, "per_step": per}
 
     spread = (0.97, 0.99, 1.0, 1.01, 1.04)
-    t, tf = _targets(0.3, 1.0, bucket, 2e-3), _targets(0.3, 1.0, fine, 2e-3)
+    t, tf = _targets(0.0, 1.0, bucket, 2e-3, 1e-3 / MIB), _targets(0.0, 1.0, fine, 2e-3, 1e-3 / MIB)
     draws = bootstrap_in_step(PROF, _cost(), 2, bucket, noisy(t, spread), n=4, fine=(fine, noisy(tf, spread)))
-    assert len(draws) == 4 and all(len(d) == 3 for d in draws)
+    assert len(draws) == 4 and all(len(d) == 4 for d in draws)
     assert len({d[2] for d in draws}) > 1  # the steps drawn move the per-call cost
 
 
