@@ -20,18 +20,22 @@ DDPSIM=${DDPSIM:-ddpsim}
 mkdir -p "$OUT"
 for cell in "$IN"/*/; do
   name=$(basename "$cell")
-  cal=$(ls "$cell"/validation.calibration*.jsonl 2>/dev/null | head -1)
-  [ -n "$cal" ] && [ -f "$cell/validation.jsonl" ] || { echo "   $name: no records, skipped" >&2; continue; }
+  cal=$(ls "$cell"/validation.calibration*.jsonl "$cell"/validation.calibration*.jsonl.gz 2>/dev/null | head -1)
+  meas=$(ls "$cell"/validation.jsonl "$cell"/validation.jsonl.gz 2>/dev/null | head -1)
+  [ -n "$cal" ] && [ -n "$meas" ] || { echo "   $name: no records, skipped" >&2; continue; }
   mkdir -p "$OUT/$name"
   echo "== $name" >&2
+  # records kept in the repository are gzipped (benchmarks/results/accuracy_matrix_m5, _m6): unpacked here
+  case "$cal" in *.gz) gunzip -c "$cal" > "$OUT/$name/calibration.jsonl"; cal="$OUT/$name/calibration.jsonl" ;; esac
+  case "$meas" in *.gz) gunzip -c "$meas" > "$OUT/$name/measured.jsonl"; meas="$OUT/$name/measured.jsonl" ;; esac
   if [ -n "${DROP_KINDS:-}" ]; then
-    kept="$OUT/$name/calibration.jsonl"
+    kept="$OUT/$name/calibration.kept.jsonl"
     cp "$cal" "$kept"
     for k in $DROP_KINDS; do grep -v "\"kind\":\"$k\"" "$kept" > "$kept.tmp"; mv "$kept.tmp" "$kept"; done
     cal=$kept
   fi
   $DDPSIM calibrate --refit "$cal" --out "$OUT/$name/params.json" --quiet > "$OUT/$name/refit.log" 2>&1 &&
-    $DDPSIM validate --replay "$cell/validation.jsonl" --params "$OUT/$name/params.json" \
+    $DDPSIM validate --replay "$meas" --params "$OUT/$name/params.json" \
       --out "$OUT/$name/validation.json" > "$OUT/$name/validate.log" 2>&1 ||
     echo "   $name failed: see $OUT/$name/*.log" >&2
 done
