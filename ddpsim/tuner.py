@@ -186,7 +186,7 @@ def recommend(
     best_mb, rec = _round_recommendation(profile, cost, world_size, ddp, grid, **predict_kw)
     default = predict(profile, cost, StrategySpec("torch-ddp"), world_size, **predict_kw)
     band = ddp.best.step_time_s * (1 + NEAR_BEST_PCT / 100)
-    near = [mb for mb, r in zip(ddp.bucket_mb, ddp.rows) if r.step_time_s <= band]
+    near = _near_run(ddp, band)
 
     unc = uncertainty or Uncertainty()
     interval = default_interval = gain_band = None
@@ -283,6 +283,21 @@ def _round_recommendation(
     if r.step_time_s <= band:
         return mb, r
     return ddp.best_bucket_mb, ddp.best
+
+
+def _near_run(ddp: SweepResult, band_s: float) -> list[float]:
+    """The caps of the sweep next to the best whose steps are all within ``band_s``: the range a person can
+    pick from. Buckets change in steps, so a cap further out can be in the band again while one between is
+    not (cnn: 0.62-0.9 MiB near the best, 1 MiB as slow as the default, 2.2-2.5 MiB near again); a range
+    from the first to the last cap in the band would claim the slow ones too."""
+    caps, rows = list(ddp.bucket_mb), list(ddp.rows)
+    i = caps.index(ddp.best_bucket_mb)
+    lo = hi = i
+    while lo > 0 and rows[lo - 1].step_time_s <= band_s:
+        lo -= 1
+    while hi < len(caps) - 1 and rows[hi + 1].step_time_s <= band_s:
+        hi += 1
+    return caps[lo : hi + 1]
 
 
 def _strategy_row(name: str, bucket_mb: float | None, r: StepResult) -> StrategyRow:

@@ -705,3 +705,15 @@ def test_params_carry_the_in_step_probes_step_residual_as_model_error():
     with_probe = Params(backend="gloo", world_size=2, linear=fit, probes={"in_step": probe})
     assert with_probe.uncertainty().model_log_sd == pytest.approx(math.log(1.1))
     assert Params(backend="gloo", world_size=2, linear=fit).uncertainty().model_log_sd == 0.0
+
+
+def test_near_best_range_is_the_run_around_the_best_not_first_to_last_in_the_band():
+    from types import SimpleNamespace
+
+    from ddpsim.tuner import _near_run
+
+    steps = {0.5: 90.0, 0.62: 83.5, 0.82: 83.1, 0.9: 83.6, 1.0: 88.2, 2.0: 88.2, 2.5: 83.7, 4.0: 102.0}
+    row = [SimpleNamespace(step_time_s=t) for t in steps.values()]
+    ddp = SimpleNamespace(bucket_mb=list(steps), rows=row, best_bucket_mb=0.82)
+    # 2.5 MiB is in the 1 % band again, but 1 and 2 MiB between are not: the range stops at 0.9
+    assert _near_run(ddp, 83.1 * 1.01) == [0.62, 0.82, 0.9]
