@@ -28,6 +28,7 @@ from simulator.profile import GradProfile
 from simulator.schedule import best_schedule
 from simulator.strategies import STRATEGIES, StrategySpec, strategy
 from simulator.sweep import SweepResult, default_grid_mb, sweep
+from simulator.sweep_plot import near_best_range
 from simulator.units import MIB
 
 from .verification import Verification
@@ -186,7 +187,10 @@ def recommend(
     best_mb, rec = _round_recommendation(profile, cost, world_size, ddp, grid, **predict_kw)
     default = predict(profile, cost, StrategySpec("torch-ddp"), world_size, **predict_kw)
     band = ddp.best.step_time_s * (1 + NEAR_BEST_PCT / 100)
-    near = _near_run(ddp, band)
+    near = near_best_range(
+        [{"bucket_mb": mb, "step_time_s": r.step_time_s} for mb, r in zip(ddp.bucket_mb, ddp.rows)], NEAR_BEST_PCT
+    )
+    assert near is not None  # the sweep has rows
 
     unc = uncertainty or Uncertainty()
     interval = default_interval = gain_band = None
@@ -248,7 +252,7 @@ def recommend(
         recommended_bucket_mb_list=caps if gain >= list_min_gain_pct else None,
         list_step_time_s=sched.result.step_time_s,
         list_gain_pct=gain,
-        near_best_range_mb=(min(near), max(near)),
+        near_best_range_mb=near,
         best_strategy=fastest.strategy,
         best_strategy_step_time_s=fastest.step_time_s,
         strategies=tuple(rows),
@@ -283,21 +287,6 @@ def _round_recommendation(
     if r.step_time_s <= band:
         return mb, r
     return ddp.best_bucket_mb, ddp.best
-
-
-def _near_run(ddp: SweepResult, band_s: float) -> list[float]:
-    """The caps of the sweep next to the best whose steps are all within ``band_s``: the range a person can
-    pick from. Buckets change in steps, so a cap further out can be in the band again while one between is
-    not (cnn: 0.62-0.9 MiB near the best, 1 MiB as slow as the default, 2.2-2.5 MiB near again); a range
-    from the first to the last cap in the band would claim the slow ones too."""
-    caps, rows = list(ddp.bucket_mb), list(ddp.rows)
-    i = caps.index(ddp.best_bucket_mb)
-    lo = hi = i
-    while lo > 0 and rows[lo - 1].step_time_s <= band_s:
-        lo -= 1
-    while hi < len(caps) - 1 and rows[hi + 1].step_time_s <= band_s:
-        hi += 1
-    return caps[lo : hi + 1]
 
 
 def _strategy_row(name: str, bucket_mb: float | None, r: StepResult) -> StrategyRow:

@@ -125,7 +125,11 @@ def test_sweep_plot_marks_the_near_best_band_default_and_recommendation(tmp_path
     assert lo <= res["best_bucket_mb"] <= hi
     by_mb = {r["bucket_mb"]: r["step_time_s"] for r in res["rows"]}
     assert by_mb[lo] <= best * 1.01 and by_mb[hi] <= best * 1.01
-    assert all(t > best * 1.01 for mb, t in by_mb.items() if mb < lo or mb > hi)
+    # every size in the run is in the band, and the run stops where the next size out is not
+    sizes = sorted(by_mb)
+    assert all(by_mb[mb] <= best * 1.01 for mb in sizes if lo <= mb <= hi)
+    i, j = sizes.index(lo), sizes.index(hi)
+    assert (i == 0 or by_mb[sizes[i - 1]] > best * 1.01) and (j == len(sizes) - 1 or by_mb[sizes[j + 1]] > best * 1.01)
     assert lo < hi  # the band is more than one grid point here
     out = plot_sweep(res, tmp_path / "s.png", recommended_mb=16.0)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -708,12 +708,9 @@ def test_params_carry_the_in_step_probes_step_residual_as_model_error():
 
 
 def test_near_best_range_is_the_run_around_the_best_not_first_to_last_in_the_band():
-    from types import SimpleNamespace
-
-    from ddpsim.tuner import _near_run
+    from simulator.sweep_plot import near_best_range
 
     steps = {0.5: 90.0, 0.62: 83.5, 0.82: 83.1, 0.9: 83.6, 1.0: 88.2, 2.0: 88.2, 2.5: 83.7, 4.0: 102.0}
-    row = [SimpleNamespace(step_time_s=t) for t in steps.values()]
-    ddp = SimpleNamespace(bucket_mb=list(steps), rows=row, best_bucket_mb=0.82)
+    rows = [{"bucket_mb": mb, "step_time_s": t} for mb, t in steps.items()]
     # 2.5 MiB is in the 1 % band again, but 1 and 2 MiB between are not: the range stops at 0.9
-    assert _near_run(ddp, 83.1 * 1.01) == [0.62, 0.82, 0.9]
+    assert near_best_range(rows, 1.0) == (0.62, 0.9)
