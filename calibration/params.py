@@ -171,10 +171,12 @@ class Params:
         tail = f"p = {world_size} measured" if src == world_size else f"p = {world_size} uses p = {src}'s"
         return c, cc, f"contention measured at p = {ps}; {tail}"
 
-    def call_cpu_at(self, world_size: int | None) -> float:
-        """The per-call compute cost (``CostModel.call_cpu_s``) fitted by the in-step probe serving
-        ``world_size`` (``_in_step_at``); 0 where the probe ran at one cap only (calibrations before it)."""
-        return float(self._in_step_at(world_size)[1].get("call_cpu_s") or 0.0)
+    def work_at(self, world_size: int | None) -> tuple[float, float]:
+        """``(call_cpu_s, call_cpu_s_per_byte)``: the compute work per call and per byte fitted by the in-step
+        probe serving ``world_size`` (``_in_step_at``); 0 where the probe ran at one cap only (calibrations
+        before it) or the work was not identified."""
+        f = self._in_step_at(world_size)[1]
+        return float(f.get("call_cpu_s") or 0.0), float(f.get("call_cpu_s_per_byte") or 0.0)
 
     def cost_model(self, shared_bandwidth: bool = True, world_size: int | None = None):
         """The simulator's ``CostModel`` from these parameters, in the terms a network preset has.
@@ -188,13 +190,14 @@ class Params:
         from simulator.network import CostModel, NetworkSpec
 
         c, cc, _ = self.contention_at(world_size)
+        k, kb = self.work_at(world_size)
         kw: dict[str, Any] = dict(
             channels=self.channels,
             shared_bandwidth=shared_bandwidth,
             contention=c,
             comm_contention=cc,
-            call_cpu_s=self.call_cpu_at(world_size),
-            call_cpu_s_per_byte=float(self._in_step_at(world_size)[1].get("call_cpu_s_per_byte") or 0.0),
+            call_cpu_s=k,
+            call_cpu_s_per_byte=kb,
             copy_bytes_per_s=self.copy_bytes_per_s,
             hook_s_per_param=self.hook_s_per_param(),
             broadcast_o_s=self.broadcast.o_s if self.broadcast is not None else None,
@@ -226,9 +229,9 @@ class Params:
     def uncertainty(self, compute_samples_s: Sequence[float] = (), world_size: int | None = None):
         """What a prediction from these parameters inherits (``simulator.interval.Uncertainty``): the o and w
         fit's 95 % intervals, the step-to-step spread of ``compute_samples_s`` (measured compute times), the
-        in-step probe's bootstrap fits of the contention terms (two factors, and the per-call cost where
-        it was fitted), and the model's own error at that
-        probe (``probe_step_residual``) when it ran."""
+        in-step probe's bootstrap fits of the contention terms (two factors, and the work per call and per
+        byte where it was fitted), and the model's own error at that probe (``probe_step_residual``) when
+        it ran."""
         from simulator.interval import Uncertainty
 
         _, in_step = self._in_step_at(world_size)

@@ -120,7 +120,7 @@ def fit_in_step(
     calls). Then what compute loses is counted as work each call brings (``CostModel.call_cpu_s`` per
     call and ``call_cpu_s_per_byte``) instead of a factor over the time calls are in flight: a factor
     fitted at the coarse cap held through the fine probe's 52 calls over-predicted its backward end by
-    52 ms on loopback (benchmarks, "Run m5"). Three terms, four targets: the per-byte cost the coarse
+    52 ms on loopback (BENCHMARKS.md, "Runs m5 and m6"). Three terms, four targets: the per-byte cost the coarse
     probe's backward end, the per-call cost the fine probe's, ``comm_contention_c`` the two probes'
     summed all-reduce time together; each by root finding with the others held, in turn. Where the work
     cannot reach a backward end within its bracket (a compute-bound slowdown, not one of the calls'),
@@ -128,9 +128,46 @@ def fit_in_step(
     prof, scale = _scaled(profile, targets)
 
     def sim(c: float, cc: float, k: float = 0.0, kb: float = 0.0) -> dict[str, float]:
-        over = dict(contention=c, comm_contention=cc, call_cpu_s=k, call_cpu_s_per_byte=kb)
-        return simulated_terms(prof, cost.with_overrides(**over), world_size, bucket_mb)
+        return _sim(prof, cost, world_size, bucket_mb, c, cc, k, kb)
 
+    c = cc = k = kb = 0.0
+    fallback: list[str] = []
+    work = _fit_work(profile, cost, world_size, (bucket_mb, targets), fine) if fine is not None else None
+    if work is not None:
+        cc, k, kb, history = work["comm_contention_c"], work["call_cpu_s"], work["call_cpu_s_per_byte"], work["history"]
+    else:
+        if fine is not None:
+            fallback.append("call_cpu_s")
+        c, cc, history, not_identified = _fit_factors(sim, cost, targets)
+        fallback[:0] = not_identified
+    out: dict[str, Any] = {
+        "contention_c": c,
+        "comm_contention_c": cc,
+        "call_cpu_s": k,
+        "call_cpu_s_per_byte": kb,
+        "not_identified": fallback,
+        "bucket_mb": bucket_mb,
+        "compute_scale": scale,
+        "measured": {q: v for q, v in targets.items()},
+        "simulated_at_fit": sim(c, cc, k, kb),
+        "simulated_without_contention": sim(0.0, 0.0),
+        "rounds": len(history),
+        "at_bound": bool(fallback),
+    }
+    if fine is not None:
+        prof_f, scale_f = _scaled(profile, fine[1])
+        out["fine"] = {
+            "bucket_mb": fine[0],
+            "compute_scale": scale_f,
+            "measured": dict(fine[1]),
+            "simulated_at_fit": _sim(prof_f, cost, world_size, fine[0], c, cc, k, kb),
+        }
+    return out
+
+
+def _fit_factors(sim: Any, cost: CostModel, targets: dict[str, Any]) -> tuple[float, float, list[Any], list[str]]:
+    """``(contention_c, comm_contention_c, history, not_identified)`` at one cap: each factor by root
+    finding with the other held, in turn, until neither moves."""
     c = cc = 0.0
     history = []
     for _ in range(_ROUNDS):
@@ -154,38 +191,15 @@ def fit_in_step(
         fallback.append("contention_c")
         if "comm_contention_c" not in fallback:
             cc = _root(lambda x: sim(c, x)["comm_sum_s"] - targets["comm_sum_s"], C_MAX)
-    k = kb = 0.0
-    out_fine: dict[str, Any] | None = None
-    if fine is not None:
-        work = _fit_work(profile, cost, world_size, (bucket_mb, targets), fine)
-        if work is None:
-            fallback.append("call_cpu_s")
-        else:
-            c, cc, k, kb = 0.0, work["comm_contention_c"], work["call_cpu_s"], work["call_cpu_s_per_byte"]
-            history.extend(work["history"])
-            fallback = []
-        out_fine = {"bucket_mb": fine[0], "compute_scale": _scaled(profile, fine[1])[1], "measured": dict(fine[1])}
-    at_fit = sim(c, cc, k, kb)
-    out: dict[str, Any] = {
-        "contention_c": c,
-        "comm_contention_c": cc,
-        "call_cpu_s": k,
-        "call_cpu_s_per_byte": kb,
-        "not_identified": fallback,
-        "bucket_mb": bucket_mb,
-        "compute_scale": scale,
-        "measured": {q: v for q, v in targets.items()},
-        "simulated_at_fit": at_fit,
-        "simulated_without_contention": sim(0.0, 0.0),
-        "rounds": len(history),
-        "at_bound": bool(fallback),
-    }
-    if out_fine is not None:
-        prof_f = _scaled(profile, fine[1])[0]
-        over = dict(contention=c, comm_contention=cc, call_cpu_s=k, call_cpu_s_per_byte=kb)
-        out_fine["simulated_at_fit"] = simulated_terms(prof_f, cost.with_overrides(**over), world_size, fine[0])
-        out["fine"] = out_fine
-    return out
+    return c, cc, history, fallback
+
+
+def _sim(
+    prof: GradProfile, cost: CostModel, world_size: int, bucket_mb: float, c: float, cc: float, k: float, kb: float
+) -> dict[str, float]:
+    """``simulated_terms`` of the probe at ``bucket_mb`` with these contention terms in ``cost``."""
+    over = dict(contention=c, comm_contention=cc, call_cpu_s=k, call_cpu_s_per_byte=kb)
+    return simulated_terms(prof, cost.with_overrides(**over), world_size, bucket_mb)
 
 
 def _fit_work(
@@ -201,9 +215,7 @@ def _fit_work(
     prof, prof_f = _scaled(profile, t)[0], _scaled(profile, t_f)[0]
 
     def sims(cc: float, k: float, kb: float) -> tuple[dict[str, float], dict[str, float]]:
-        over = dict(contention=0.0, comm_contention=cc, call_cpu_s=k, call_cpu_s_per_byte=kb)
-        c = cost.with_overrides(**over)
-        return simulated_terms(prof, c, world_size, mb), simulated_terms(prof_f, c, world_size, mb_f)
+        return _sim(prof, cost, world_size, mb, 0.0, cc, k, kb), _sim(prof_f, cost, world_size, mb_f, 0.0, cc, k, kb)
 
     def comm_gap(cc: float, k: float, kb: float) -> float:
         a, b = sims(cc, k, kb)
@@ -369,16 +381,17 @@ def summary_line(fit: dict[str, Any]) -> str:
         f"(backward end {m['compute_s'] * 1e3:.1f} ms measured / {s['compute_s'] * 1e3:.1f} fitted, "
         f"all-reduces {m['comm_sum_s'] * 1e3:.1f} / {s['comm_sum_s'] * 1e3:.1f} ms per step)"
         + per_call
-        + (
-            f"; not identified by this step ({', '.join(fit['not_identified'])}): "
-            + ("the compute slowdown kept as a factor" if "call_cpu_s" in fit["not_identified"] else "")
-            + ("; " if "call_cpu_s" in fit["not_identified"] and len(fit["not_identified"]) > 1 else "")
-            + ("the contention probe's kept" if set(fit["not_identified"]) - {"call_cpu_s"} else "")
-            if fit["not_identified"]
-            else ""
-        )
+        + _not_identified(fit["not_identified"])
         + _spread(fit.get("bootstrap") or [])
     )
+
+
+def _not_identified(terms: list[str]) -> str:
+    if not terms:
+        return ""
+    kept = ["the compute slowdown kept as a factor"] if "call_cpu_s" in terms else []
+    kept += ["the contention probe's kept"] if set(terms) - {"call_cpu_s"} else []
+    return f"; not identified by this step ({', '.join(terms)}): {'; '.join(kept)}"
 
 
 def _compute_terms(fit: dict[str, Any]) -> str:

@@ -493,8 +493,7 @@ def timelines_on_pool(
                 "channels": params.channels,
                 "contention_c": params.contention_c,
                 "comm_contention_c": params.comm_contention_c,
-                "call_cpu_s": params.call_cpu_at(None),
-                "call_cpu_s_per_byte": params.cost_model(world_size=None).call_cpu_s_per_byte,
+                **dict(zip(("call_cpu_s", "call_cpu_s_per_byte"), params.work_at(None))),
             }
             if params is not None
             else None,

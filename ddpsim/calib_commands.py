@@ -12,6 +12,7 @@ from typing import Any
 
 from realrun.netns import netns_skip_reason
 from simulator.strategies import STRATEGIES
+from simulator.units import MIB
 
 from .cliutil import (
     add_backend_arg,
@@ -107,12 +108,13 @@ def print_params(out: Any, params: Any, link: float | None) -> None:
     print(
         f"  fit error: relative RMS {lin.rel_rms * 100:.2f}%, worst {lin.max_abs_rel_err * 100:.2f}% over {lin.n_points} sizes"
     )
+    k, kb = params.work_at(None)
     print(
         f"  contention: compute x{1 + params.contention_c:.3f} while communicating, communication x{1 + params.comm_contention_c:.3f} while computing"
         + (
-            f"; compute loses {cost.call_cpu_s * 1e3:.2f} ms per call + "
-            f"{cost.call_cpu_s_per_byte * (1 << 20) * 1e3:.2f} ms per MiB of each call it overlaps (in-step probe at two caps)"
-            if (cost := params.cost_model()).call_cpu_s or cost.call_cpu_s_per_byte
+            f"; compute loses {k * 1e3:.2f} ms per call + {kb * MIB * 1e3:.2f} ms per MiB of each call it "
+            "overlaps (in-step probe at two caps)"
+            if k or kb
             else ""
         )
     )

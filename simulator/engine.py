@@ -365,7 +365,6 @@ class _Step:
             self.call_work = (self.cost.call_cpu_s + self.cost.call_cpu_s_per_byte * msg).tolist()
         self.in_compute = [False] * len(factors)  # which ranks compute now (call_cpu_s lands on them)
         self.added = [0.0] * len(factors)  # per-call work landed on a rank's compute in progress
-        self.work_added = self.env.event()
         self.comm_track = self.cost.comm_contention > 0
         self.shared = self.cost.shared_bandwidth and self.cost.channels > 1
         self.busy = 0
@@ -384,8 +383,15 @@ class _Step:
         setattr(self, attr, self.env.event())
         ev.succeed()
 
-    def _progress(self, work_s: float, rate: Callable[[], float], changed: str) -> Generator[simpy.Event, Any, None]:
-        """Do ``work_s`` seconds of work at ``rate()``, re-timed whenever the event named ``changed`` fires."""
+    def _progress(
+        self,
+        work_s: float,
+        rate: Callable[[], float],
+        changed: str,
+        take: Callable[[], float] | None = None,
+    ) -> Generator[simpy.Event, Any, None]:
+        """Do ``work_s`` seconds of work at ``rate()``, re-timed whenever the event named ``changed`` fires;
+        ``take()``, if given, returns work landed on it meanwhile (collectives' ``call_cpu_s``), added on."""
         env = self.env
         remaining = work_s
         while remaining > _EPS:
@@ -393,9 +399,13 @@ class _Step:
             t0 = env.now
             to = env.timeout(remaining / r)
             res = yield to | getattr(self, changed)
-            if to in res:
-                break
-            remaining -= (env.now - t0) * r
+            remaining = 0.0 if to in res else remaining - (env.now - t0) * r
+            if take is not None:
+                remaining += take()
+
+    def _take_added(self, r: int) -> float:
+        w, self.added[r] = self.added[r], 0.0
+        return w
 
     def _compute(self, work_s: float, r: int) -> Generator[simpy.Event, Any, None]:
         if work_s <= 0:
@@ -404,35 +414,18 @@ class _Step:
             self.computing += 1
             if self.computing == 1:
                 self._signal("comm_rate_changed")
-        if self.call_cpu:
-            yield from self._compute_with_calls(work_s, r)
-        elif not self.contention:
+        if not self.contention and not self.call_cpu:
             yield self.env.timeout(work_s)
-        else:
+        else:  # re-timed when communication starts or stops (contention) and when a call's work lands
             slow = 1.0 + self.cost.contention
-            yield from self._progress(work_s, lambda: 1.0 / slow if self.busy else 1.0, "busy_changed")
+            take = (lambda: self._take_added(r)) if self.call_cpu else None
+            self.in_compute[r] = True
+            yield from self._progress(work_s, lambda: 1.0 / slow if self.busy else 1.0, "busy_changed", take)
+            self.in_compute[r] = False
         if self.comm_track:
             self.computing -= 1
             if self.computing == 0:
                 self._signal("comm_rate_changed")
-
-    def _compute_with_calls(self, work_s: float, r: int) -> Generator[simpy.Event, Any, None]:
-        """``_compute`` when collectives add work: ``work_s`` plus each collective's work for those that
-        start before it is done, at the contention rate; exact, re-timed on each change."""
-        env, slow = self.env, 1.0 + self.cost.contention
-        self.in_compute[r] = True
-        remaining = work_s
-        while True:
-            rate = 1.0 / slow if (self.busy and self.contention) else 1.0
-            t0 = env.now
-            to = env.timeout(remaining / rate)
-            res = yield to | self.busy_changed | self.work_added
-            remaining = 0.0 if to in res else remaining - (env.now - t0) * rate
-            remaining += self.added[r]
-            self.added[r] = 0.0
-            if remaining <= _EPS:
-                break
-        self.in_compute[r] = False
 
     def _set_busy(self, delta: int) -> None:
         was = self.busy
@@ -494,7 +487,7 @@ class _Step:
                 for r, on in enumerate(self.in_compute):
                     if on:
                         self.added[r] += self.call_work[c]
-                self._signal("work_added")
+                self._signal("busy_changed")  # the computing ranks take it on
             lat, xfer = self.lat[c], self.xfer[c]
             if lat > 0:
                 yield from self._comm_work(lat, shared=False)

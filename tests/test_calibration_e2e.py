@@ -206,7 +206,9 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
         fine=(fine["bucket_mb"], measured_targets(fine)),
     )
     assert (fit["contention_c"], fit["comm_contention_c"]) == (params.contention_c, params.comm_contention_c)
-    assert fit["call_cpu_s"] == params.call_cpu_at(None) == params.cost_model().call_cpu_s >= 0
+    assert (fit["call_cpu_s"], fit["call_cpu_s_per_byte"]) == params.work_at(None)
+    assert params.work_at(None) == (params.cost_model().call_cpu_s, params.cost_model().call_cpu_s_per_byte)
+    assert fit["call_cpu_s"] >= 0 and fit["call_cpu_s_per_byte"] >= 0
     (prof,) = [r for r in recs if r["kind"] == "profile"]
     assert GradProfile.from_dict(prof["profile"]) == params.profile()
 
