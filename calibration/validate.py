@@ -15,13 +15,14 @@ is within the measured noise (p10-p90 overlap) or within 3% of the best.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from realrun.stats import TimeSummary, summarize
+from realrun.stats import TimeSummary, median_ci, summarize
 from simulator.jsonio import from_fields, to_fields
 from simulator.predict import predict
 from simulator.profile import GradProfile
@@ -82,6 +83,9 @@ class RowPrediction:
     interval_sources: tuple[str, ...]
 
 
+_NOISE_KEYS = ("measured_median_ci_s", "compute_median_ci_s", "noise_pct")
+
+
 @dataclass(frozen=True)
 class ValidationRow:
     """One configuration measured and predicted (``make_row``); its JSON is its fields, in this order."""
@@ -104,9 +108,25 @@ class ValidationRow:
     error_pct: float
     link_mbit: float | None = None
     compute_scale: float = 1.0
+    # the measurement's own error: 95 % confidence intervals of the measured median and of the
+    # compute-only median the prediction is scaled to (``realrun.stats.median_ci``), and how far the
+    # error can move from the two alone (``noise_pct``); None in rows written before they were kept
+    measured_median_ci_s: tuple[float, float] | None = None
+    compute_median_ci_s: tuple[float, float] | None = None
+    noise_pct: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return to_fields(self)
+        """Its fields; the noise fields only where known (a row read from an older file writes back the same)."""
+        d = to_fields(self)
+        for k in _NOISE_KEYS:
+            if d[k] is None:
+                del d[k]
+        return d
+
+    @property
+    def beyond_noise(self) -> bool | None:
+        """Whether the error is larger than what the two medians' sampling errors alone can make."""
+        return None if self.noise_pct is None else abs(self.error_pct) > self.noise_pct
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ValidationRow:
@@ -149,10 +169,20 @@ def make_row(
     *,
     link_mbit: float | None,
     compute_scale: float,
+    measured_ci_s: tuple[float, float] | None = None,
+    compute_ci_s: tuple[float, float] | None = None,
 ) -> ValidationRow:
     """The one place a validation row is made: the measured steps, the compute-only median beside them,
-    and the prediction; the error is the prediction's against the measured median."""
+    and the prediction; the error is the prediction's against the measured median. With both medians'
+    95 % intervals, ``noise_pct`` is their relative half-widths added in quadrature: the error the two
+    samples' own scatter can make (the prediction moves with the compute median; an upper estimate
+    where both drift together, as interleaved steps do)."""
     m = measured.median_s
+    noise = None
+    if measured_ci_s is not None and compute_ci_s is not None and m > 0 and compute_median_s > 0:
+        hm = (measured_ci_s[1] - measured_ci_s[0]) / 2 / m
+        hc = (compute_ci_s[1] - compute_ci_s[0]) / 2 / compute_median_s
+        noise = math.hypot(hm, hc) * 100.0
     return ValidationRow(
         strategy=spec.name,
         bucket_mb=spec.bucket_mb,
@@ -166,6 +196,9 @@ def make_row(
         error_pct=(pred.predicted_step_s - m) / m * 100.0,
         link_mbit=link_mbit,
         compute_scale=compute_scale,
+        measured_median_ci_s=measured_ci_s,
+        compute_median_ci_s=compute_ci_s,
+        noise_pct=noise,
     )
 
 
@@ -181,6 +214,9 @@ def summarize_rows(rows: Sequence[ValidationRow]) -> dict[str, Any]:
         "median_abs_error_pct": statistics.median(errs),
         "worst_abs_error_pct": max(errs),
         "n_configs": len(rows),
+        # rows whose error is larger than the two medians' sampling errors can make (of those that say)
+        "n_beyond_noise": sum(1 for r in rows if r.beyond_noise),
+        "n_with_noise": sum(1 for r in rows if r.noise_pct is not None),
         "best_bucket": {},
     }
     first_bucketed = None
@@ -360,6 +396,7 @@ def validate_on_pool(
                 f"{labels[k]}: measured {row.measured_median_s * 1e3:.2f} ms "
                 f"(p10 {row.measured_p10_s * 1e3:.2f}, p90 {row.measured_p90_s * 1e3:.2f}), "
                 f"predicted {row.predicted_step_s * 1e3:.2f} ms, error {row.error_pct:+.1f}%"
+                + (f" (the two medians' own noise: +-{row.noise_pct:.1f}%)" if row.noise_pct is not None else "")
             )
     baseline = [t for ts in compute[:: spec.group_size] for t in ts]  # each group's compute-only steps, once
     res = validation_result(
@@ -401,7 +438,16 @@ def row_of(
     pred = predicted_row(
         prof.scaled(scale) if scale != 1.0 else prof, params, cfg, world_size, compute_s, steps=len(times_s)
     )
-    return make_row(cfg, summarize(list(times_s)), comp.median_s, pred, link_mbit=link_mbit, compute_scale=scale)
+    return make_row(
+        cfg,
+        summarize(list(times_s)),
+        comp.median_s,
+        pred,
+        link_mbit=link_mbit,
+        compute_scale=scale,
+        measured_ci_s=median_ci(times_s),
+        compute_ci_s=median_ci(compute_s),
+    )
 
 
 def validation_result(
@@ -526,7 +572,7 @@ def format_validation(res: dict[str, Any]) -> str:
         *([res["network_provenance"]["text"]] if res.get("network_provenance") else []),
         "",
         f"  {'strategy':<11} {'bucket MiB':>10} {'measured ms':>12} {'p10..p90':>17} {'predicted':>10} "
-        f"{'exp. meas':>10} {'exp. pred':>10} {'error':>8}",
+        f"{'exp. meas':>10} {'exp. pred':>10} {'error':>8} {'noise':>7}",
     ]
     for r in res["rows"]:
         b = f"{r.bucket_mb:g}" if r.bucket_mb is not None else "-"
@@ -534,12 +580,18 @@ def format_validation(res: dict[str, Any]) -> str:
             f"  {r.strategy:<11} {b:>10} {r.measured_median_s * 1e3:>12.2f} "
             f"{r.measured_p10_s * 1e3:>8.2f}..{r.measured_p90_s * 1e3:<8.2f} {r.predicted_step_s * 1e3:>10.2f} "
             f"{r.measured_exposed_s * 1e3:>10.2f} {r.predicted_exposed_s * 1e3:>10.2f} {r.error_pct:>+7.1f}%"
+            + (f" {r.noise_pct:>6.1f}%" if r.noise_pct is not None else f" {'-':>7}")
         )
     lines.append("")
     lines.append(
         f"step-time error: median {res['median_abs_error_pct']:.2f}%, worst {res['worst_abs_error_pct']:.2f}% "
         f"over {res['n_configs']} configurations"
     )
+    if res.get("n_with_noise"):
+        lines.append(
+            f"noise: the error column's last, +- what the measured and the compute-only medians' 95% intervals "
+            f"alone can make; {res['n_beyond_noise']} of {res['n_with_noise']} errors are larger"
+        )
     if res.get("interval_coverage") is not None:
         lines.append(
             f"interval coverage: {res['interval_coverage']:.0%} of the measured medians lie inside the predicted 80% "

@@ -79,6 +79,27 @@ def summarize(times_s: Sequence[float]) -> TimeSummary:
     )
 
 
+def median_ci(times_s: Sequence[float], level: float = 0.95) -> tuple[float, float]:
+    """A distribution-free ``level`` confidence interval of the median of ``times_s`` (the sign-test
+    interval): the order statistics ``x_(j)`` and ``x_(n+1-j)``, ``j`` the largest with
+    ``2 P(Binomial(n, 1/2) < j) <= 1 - level``. It assumes nothing of the times' distribution (steps
+    are skewed, with slow outliers). Too few times to reach ``level`` (under 6 at 95 %): ``(min, max)``."""
+    xs = sorted(float(t) for t in times_s)
+    if not xs:
+        raise ValueError("median_ci of an empty list of times")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    n = len(xs)
+    tail, j = 0.0, 0
+    while j < n // 2:
+        tail += math.comb(n, j) / 2.0**n  # P(Binomial(n, 1/2) <= j)
+        if 2 * tail > 1.0 - level:
+            break
+        j += 1
+    j = max(j, 1)
+    return xs[j - 1], xs[n - j]
+
+
 def max_over_ranks(per_rank_times_s: Sequence[Sequence[float]]) -> list[float]:
     """Per iteration, the slowest rank's time (a collective is done when its last rank is)."""
     if not per_rank_times_s:

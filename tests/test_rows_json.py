@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from calibration.validate import RowPrediction, ValidationRow, make_row, summarize_rows
-from realrun.stats import summarize
+from realrun.stats import median_ci, summarize
 from simulator.jsonio import dumps_finite
 from simulator.strategies import StrategySpec
 
@@ -73,3 +73,48 @@ def test_summary_reads_rows_by_attribute():
     assert (bb["predicted_best_mb"], bb["measured_best_mb"]) == (4.0, 1.0) and not bb["same"]
     assert bb["predicted_best_measured_gap_pct"] == pytest.approx((0.2 - 0.12) / 0.12 * 100)
     assert s["n_configs"] == 2 and s["interval_coverage"] == 0.5  # 0.12 inside 0.105..0.125; 0.2 is not
+
+
+def test_median_ci_is_the_sign_test_interval():
+    # 95 %: n = 8 -> x(1)..x(8) (x(2)..x(7) covers only 93 %); n = 16 -> x(4)..x(13); n = 100 -> x(40)..x(61)
+    assert median_ci(range(1, 9)) == (1, 8)
+    assert median_ci(list(range(16, 0, -1))) == (4, 13)  # order of the input does not matter
+    assert median_ci(range(1, 101)) == (40, 61)
+    assert median_ci([0.3]) == (0.3, 0.3)
+    with pytest.raises(ValueError):
+        median_ci([])
+
+
+def test_row_noise_is_the_two_medians_intervals_in_quadrature():
+    pred = RowPrediction(0.115, 0.015, 0.1, 3, 0.105, 0.125, ("o fit CI",))
+    times = [0.10, 0.11, 0.12, 0.12, 0.13, 0.12, 0.11, 0.14]  # median 0.12, 95 % interval 0.10..0.14
+    comp = [0.09, 0.10, 0.10, 0.10, 0.10, 0.11, 0.10, 0.10]  # median 0.10, interval 0.09..0.11
+    r = make_row(
+        StrategySpec("flat"),
+        summarize(times),
+        0.10,
+        pred,
+        link_mbit=None,
+        compute_scale=1.0,
+        measured_ci_s=median_ci(times),
+        compute_ci_s=median_ci(comp),
+    )
+    # half-widths 0.02 / 0.12 and 0.01 / 0.10 of their medians
+    assert r.noise_pct == pytest.approx(((0.02 / 0.12) ** 2 + 0.1**2) ** 0.5 * 100)
+    assert r.error_pct == pytest.approx(-4.1667, abs=1e-3) and r.beyond_noise is False
+    d = json.loads(dumps_finite({"rows": [r]}))["rows"][0]
+    assert list(d) == ROW_KEYS + ["measured_median_ci_s", "compute_median_ci_s", "noise_pct"]
+    assert ValidationRow.from_dict(d) == r
+    far = make_row(
+        StrategySpec("flat"),
+        summarize(times),
+        0.10,
+        RowPrediction(0.16, 0.015, 0.1, 3, 0.15, 0.17, ()),
+        link_mbit=None,
+        compute_scale=1.0,
+        measured_ci_s=median_ci(times),
+        compute_ci_s=median_ci(comp),
+    )
+    assert far.beyond_noise is True  # +33 % against +-19 %
+    s = summarize_rows([r, far, _row()])  # _row() keeps no intervals: it does not count
+    assert (s["n_beyond_noise"], s["n_with_noise"]) == (1, 2)
