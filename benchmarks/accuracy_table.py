@@ -95,7 +95,8 @@ def main(out: Path) -> None:
                 + (
                     ""
                     if r.get("noise_pct") is None
-                    else f"; noise +-{r['noise_pct']:.1f}%" + ("" if abs(r["error_pct"]) > r["noise_pct"] else ": within it")
+                    else f"; noise +-{r['noise_pct']:.1f}%"
+                    + ("" if abs(r["error_pct"]) > r["noise_pct"] else ": within it")
                 )
                 + ")"
             )
