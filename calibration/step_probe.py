@@ -394,11 +394,18 @@ def _not_identified(terms: list[str]) -> str:
     return f"; not identified by this step ({', '.join(terms)}): {'; '.join(kept)}"
 
 
+def work_phrase(k: float, kb: float) -> str:
+    """The calls' work in words: what compute loses per call and per MiB of each call launched while it runs."""
+    return (
+        f"compute loses {k * 1e3:.2f} ms per call + {kb * MIB * 1e3:.2f} ms per MiB of each call launched while it runs"
+    )
+
+
 def _compute_terms(fit: dict[str, Any]) -> str:
     """How compute is slowed: work per call and per MiB, or a factor while calls are in flight."""
     k, kb = fit.get("call_cpu_s") or 0.0, fit.get("call_cpu_s_per_byte") or 0.0
     if k or kb:
-        return f"compute loses {k * 1e3:.2f} ms per call + {kb * MIB * 1e3:.2f} ms per MiB of each call it overlaps"
+        return work_phrase(k, kb)
     return f"compute x{1 + fit['contention_c']:.2f} while communicating"
 
 

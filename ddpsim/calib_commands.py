@@ -12,7 +12,6 @@ from typing import Any
 
 from realrun.netns import netns_skip_reason
 from simulator.strategies import STRATEGIES
-from simulator.units import MIB
 
 from .cliutil import (
     add_backend_arg,
@@ -94,6 +93,8 @@ def _out_path(base: str, link: float | None, multi: bool) -> str:
 # ---- calibrate ----------------------------------------------------------------------
 def print_params(out: Any, params: Any, link: float | None) -> None:
     """What ``calibrate`` prints about the params it wrote."""
+    from calibration.step_probe import work_phrase
+
     lin = params.linear
     print(f"wrote {out}")
     print(
@@ -111,12 +112,7 @@ def print_params(out: Any, params: Any, link: float | None) -> None:
     k, kb = params.work_at(None)
     print(
         f"  contention: compute x{1 + params.contention_c:.3f} while communicating, communication x{1 + params.comm_contention_c:.3f} while computing"
-        + (
-            f"; compute loses {k * 1e3:.2f} ms per call + {kb * MIB * 1e3:.2f} ms per MiB of each call it "
-            "overlaps (in-step probe at two caps)"
-            if k or kb
-            else ""
-        )
+        + (f"; {work_phrase(k, kb)} (in-step probe at two caps)" if k or kb else "")
     )
     for q, f in sorted(params.in_step_fits().items()):
         if q != params.world_size:
