@@ -25,6 +25,7 @@ print("| run | recommended MiB | recommended vs best measured | measured gain vs
 print("|---|---|---|---|---|---|")
 for f in sorted(glob.glob(f"{sys.argv[1]}/*/tune.json")):
     d = json.load(open(f)); v = d["verify"]
-    print(f"| {f.split('/')[-2]} | {d['recommended_bucket_mb']:g} | {v['recommended_vs_best_measured_pct']:+.2f}% | "
+    rec = "default" if d.get("keep_default") else f"{d['recommended_bucket_mb']:g}"
+    print(f"| {f.split('/')[-2]} | {rec} | {v['recommended_vs_best_measured_pct']:+.2f}% | "
           f"{v['measured_gain_vs_default_pct']:+.2f}% | {d['gain_vs_default_pct']:+.2f}% | {v['best_measured_setting']} |")
 PY

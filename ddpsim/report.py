@@ -73,12 +73,12 @@ def format_verify(v: Verification) -> str:
     the re-timed prediction beside it (labelled) and its error."""
     lines = [
         f"verified on {v.world_size} real ranks ({v.steps} steps each, interleaved with a compute-only baseline):",
-        f"  {'setting':<18} {'predicted':>10}  {'measured median (p10..p90)':<30} {'re-timed*':>10} {'error*':>7}",
+        f"  {'setting':<22} {'predicted':>10}  {'measured median (p10..p90)':<30} {'re-timed*':>10} {'error*':>7}",
     ]
     for r in v.rows:
         meas = f"{r.measured_median_s * 1e3:.2f} ms ({r.measured_p10_s * 1e3:.2f}..{r.measured_p90_s * 1e3:.2f})"
         lines.append(
-            f"  {r.setting:<18} {r.predicted_step_s * 1e3:>7.2f} ms  {meas:<30} "
+            f"  {r.setting:<22} {r.predicted_step_s * 1e3:>7.2f} ms  {meas:<30} "
             f"{r.retimed_predicted_step_s * 1e3:>7.2f} ms {r.error_pct:>+6.1f}%"
         )
     lines += [

@@ -369,10 +369,43 @@ def test_tune_records_its_command_line_host_and_torch(gpt2_profile, tmp_path, ca
     assert "ddpsim " + " ".join(argv) in report and f"host {socket.gethostname()}, torch {torch_version}" in report
 
 
+def test_verify_judges_the_default_where_tune_says_keep_it(monkeypatch):
+    """Where tune says "keep the default", the default is the recommendation: verify measures it once, as
+    the recommended setting, instead of the best round cap tune did not recommend."""
+    import argparse
+    import dataclasses
+
+    import calibration.validate as validate_mod
+    from ddpsim.report import format_verify
+    from ddpsim.tune_command import _verify
+
+    prof, cost = toy(), COST
+    res = dataclasses.replace(recommend(prof, cost, 2), keep_default=True, recommended_bucket_mb_list=None)
+    seen: list[list[str]] = []
+
+    def fake_measure(pool, model, configs, labels, bs, **kw):
+        seen.append(list(labels))
+        steps = {"default (recommended)": [0.2, 0.21, 0.19, 0.2, 0.2], "grid 1": [0.19] * 5}
+        return 5, [steps[label] for label in labels], [[0.0615] * 5]
+
+    monkeypatch.setattr(validate_mod, "measure_beside_compute", fake_measure)
+    pool = argparse.Namespace(world_size=2, backend="gloo")
+    args = argparse.Namespace(model="toy", verify_grid=[1.0], link_mbit=None, steps=5, warmup=1)
+    v = _verify(pool, args, res, prof, cost, lambda m: None, os.devnull)
+    assert seen == [["default (recommended)", "grid 1"]]  # the unrecommended cap is not measured
+    assert [r.setting for r in v.rows] == ["default (recommended)", "grid 1"]
+    assert v.recommended_measured_s == v.default_measured_s == 0.2
+    assert v.measured_gain_vs_default_pct == 0.0 and v.measured_gain_within_noise is True
+    assert v.best_measured_setting == "grid 1"
+    assert v.recommended_vs_best_measured_pct == pytest.approx((0.2 - 0.19) / 0.19 * 100)
+    assert "default (recommended)" in format_verify(v)
+
+
 def test_verify_rows_show_the_headline_prediction_and_label_the_retimed_one(monkeypatch):
     """Each verified setting shows the headline's prediction; the prediction re-timed to the measured compute is
     a second, labelled column, and the error is the re-timed one's."""
     import argparse
+    import dataclasses
 
     import calibration.validate as validate_mod
     from ddpsim.report import format_verify, report_md
@@ -380,7 +413,7 @@ def test_verify_rows_show_the_headline_prediction_and_label_the_retimed_one(monk
     from ddpsim.tuner import with_files
 
     prof, cost = toy(), COST
-    res = recommend(prof, cost, 2)
+    res = dataclasses.replace(recommend(prof, cost, 2), keep_default=False)  # a cap recommended: two rows
     # measured: compute-only 1.5x the profile's 41 ms; recommended 200 ms every step, the default's steps
     # 250, 200, 200, 200, 160 ms: median 200, paired gains (d - r) / d = +20%, 0, 0, 0, -25%
     measured = {"recommended": [0.2] * 5, "default": [0.25, 0.2, 0.2, 0.2, 0.16]}
@@ -504,9 +537,16 @@ def test_tune_verify_on_a_model_from_a_test_file(tmp_path):
 
     v = d["verify"]
     rows = {r["setting"]: r for r in v["rows"]}
-    assert list(rows)[:2] == ["recommended", "default"]
-    rec, default = rows["recommended"], rows["default"]
-    assert rec["bucket_mb"] == d["recommended_bucket_mb"] and default["bucket_mb"] is None
+    if d["keep_default"]:  # the default is the recommendation: one row, measured once
+        assert list(rows)[0] == "default (recommended)"
+        rec = default = rows["default (recommended)"]
+        rec_spec, rec_pred = StrategySpec("torch-ddp"), d["default_step_time_s"]
+    else:
+        assert list(rows)[:2] == ["recommended", "default"]
+        rec, default = rows["recommended"], rows["default"]
+        rec_spec = StrategySpec("torch-ddp", bucket_mb=d["recommended_bucket_mb"])
+        rec_pred = d["predicted_step_time_s"]
+    assert rec["bucket_mb"] == rec_spec.bucket_mb and default["bucket_mb"] is None
     # measured median and spread of both settings
     for name, r in (("recommended", rec), ("default", default)):
         assert (v[f"{name}_measured_s"], v[f"{name}_measured_p10_s"], v[f"{name}_measured_p90_s"]) == (
@@ -519,14 +559,9 @@ def test_tune_verify_on_a_model_from_a_test_file(tmp_path):
         assert r["error_pct"] == pytest.approx(expected_err, rel=1e-12)
     # one prediction per setting: the headline's; beside it, labelled, the one with the profile's compute
     # scaled to the compute-only baseline measured beside the settings (the error is that one's)
-    assert (rec["predicted_step_s"], default["predicted_step_s"]) == (
-        d["predicted_step_time_s"],
-        d["default_step_time_s"],
-    )
+    assert (rec["predicted_step_s"], default["predicted_step_s"]) == (rec_pred, d["default_step_time_s"])
     scaled = prof.scaled(v["measured_compute_s"] / prof.compute_s)
-    assert rec["retimed_predicted_step_s"] == pytest.approx(
-        predict(scaled, cost, StrategySpec("torch-ddp", bucket_mb=d["recommended_bucket_mb"]), 2).step_time_s, rel=1e-9
-    )
+    assert rec["retimed_predicted_step_s"] == pytest.approx(predict(scaled, cost, rec_spec, 2).step_time_s, rel=1e-9)
     assert default["retimed_predicted_step_s"] == pytest.approx(
         predict(scaled, cost, StrategySpec("torch-ddp"), 2).step_time_s, rel=1e-9
     )
