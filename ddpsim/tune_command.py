@@ -26,7 +26,7 @@ from typing import Any
 from simulator.jsonio import dumps_finite, write_whole
 from simulator.network import CostModel
 from simulator.profile import GradProfile
-from simulator.strategies import StrategySpec
+from simulator.strategies import CommPlan, StrategySpec, comm_plan
 
 from .cliutil import add_backend_arg, add_out_dir, emit_json, link_mbit, local_world, number, spawn_backend
 from .report import format_verify, report_md, run_info, write_outputs
@@ -69,21 +69,24 @@ def _verify(
     from simulator.predict import predict
 
     bs = prof.samples_per_step
-    # where tune says "keep the default", the default is what it recommends: judged as such, measured once
-    settings: list[tuple[str, StrategySpec]] = (
-        [("default (recommended)", StrategySpec("torch-ddp"))]
-        if res.keep_default
-        else [
-            ("recommended", StrategySpec("torch-ddp", bucket_mb=res.recommended_bucket_mb)),
-            ("default", StrategySpec("torch-ddp")),
-        ]
-    )
+    # where tune says "keep the default", the default is what it recommends, and is judged as such
+    rec_spec = StrategySpec("torch-ddp", bucket_mb=None if res.keep_default else res.recommended_bucket_mb)
+    named: list[tuple[str, StrategySpec]] = [("recommended", rec_spec), ("default", StrategySpec("torch-ddp"))]
     if res.recommended_bucket_mb_list:
-        settings.append(
-            ("recommended_list", StrategySpec("torch-ddp", bucket_cap_mb_list=res.recommended_bucket_mb_list))
-        )
-    for mb in args.verify_grid or ():
-        settings.append((f"grid {mb:g}", StrategySpec("torch-ddp", bucket_mb=mb)))
+        named.append(("recommended_list", StrategySpec("torch-ddp", bucket_cap_mb_list=res.recommended_bucket_mb_list)))
+    named += [(f"grid {mb:g}", StrategySpec("torch-ddp", bucket_mb=mb)) for mb in args.verify_grid or ()]
+    # settings that make the same buckets are one configuration: measured once, under all their names (two
+    # measurements of one configuration differ by the noise alone, and the lower would pass for "the best")
+    groups: list[tuple[list[str], StrategySpec, CommPlan]] = []
+    for label, spec in named:
+        plan = comm_plan(prof, spec, pool.world_size)
+        same = next((g for g in groups if g[2] == plan), None)
+        if same is None:
+            groups.append(([label], spec, plan))
+        else:
+            same[0].append(label)
+    settings = [(" = ".join(names), spec) for names, spec, _ in groups]
+    i_dflt = next(i for i, (names, _, _) in enumerate(groups) if "default" in names)
     rounds = 2
     say(f"verify: {len(settings)} settings and a compute-only baseline interleaved, on {pool.world_size} real ranks")
     env = environment(pool.backend, pool.world_size, link_mbit=args.link_mbit)
@@ -129,7 +132,6 @@ def _verify(
             f"predicted {pred * 1e3:.2f} ms, re-timed to the measured compute {retimed * 1e3:.2f} ms"
         )
     best = min(rows, key=lambda r: r.measured_median_s)
-    i_dflt = 0 if res.keep_default else 1
     recm, dflt = rows[0], rows[i_dflt]
     # the gain step by step: the settings ran interleaved, so step k of each saw the same load
     paired = [(d - r) / d * 100 for r, d in zip(times[0], times[i_dflt])]

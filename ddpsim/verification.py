@@ -32,9 +32,9 @@ class VerifyRow:
 
 @dataclass(frozen=True)
 class Verification:
-    """The verified settings (``rows``: the recommended first, the default second; one row, the default,
-    where tune recommends keeping it), the compute-only baseline beside them, and the recommended
-    setting's measured gain over the default."""
+    """The verified settings (``rows``: the recommended first, then the default, the grid; settings that
+    make the same buckets are one row, named "recommended = default = grid 64"), the compute-only
+    baseline beside them, and the recommended setting's measured gain over the default."""
 
     method: str
     world_size: int

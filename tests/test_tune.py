@@ -30,7 +30,7 @@ from simulator.jsonio import dumps_finite, from_fields
 from simulator.network import CostModel, load_network
 from simulator.predict import predict
 from simulator.profile import GradProfile, ParamSpec
-from simulator.strategies import StrategySpec
+from simulator.strategies import StrategySpec, comm_plan
 from simulator.units import MIB
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -369,9 +369,10 @@ def test_tune_records_its_command_line_host_and_torch(gpt2_profile, tmp_path, ca
     assert "ddpsim " + " ".join(argv) in report and f"host {socket.gethostname()}, torch {torch_version}" in report
 
 
-def test_verify_judges_the_default_where_tune_says_keep_it(monkeypatch):
-    """Where tune says "keep the default", the default is the recommendation: verify measures it once, as
-    the recommended setting, instead of the best round cap tune did not recommend."""
+def test_verify_judges_the_default_where_tune_says_keep_it_and_measures_one_configuration_once(monkeypatch):
+    """Where tune says "keep the default", the default is the recommendation verify judges (not the best round
+    cap it did not recommend); settings making the same buckets are one configuration, measured once under
+    all their names, so two measurements of one configuration cannot pass for a better setting."""
     import argparse
     import dataclasses
 
@@ -381,24 +382,30 @@ def test_verify_judges_the_default_where_tune_says_keep_it(monkeypatch):
 
     prof, cost = toy(), COST
     res = dataclasses.replace(recommend(prof, cost, 2), keep_default=True, recommended_bucket_mb_list=None)
+
+    def plan(mb):
+        return comm_plan(prof, StrategySpec("torch-ddp", bucket_mb=mb), 2)
+
+    # the toy's 4 MiB cap makes the default's buckets; 64 MiB makes others
+    assert plan(4) == plan(None) != plan(64)
     seen: list[list[str]] = []
 
     def fake_measure(pool, model, configs, labels, bs, **kw):
         seen.append(list(labels))
-        steps = {"default (recommended)": [0.2, 0.21, 0.19, 0.2, 0.2], "grid 1": [0.19] * 5}
+        steps = {"recommended = default = grid 4": [0.2, 0.21, 0.19, 0.2, 0.2], "grid 64": [0.19] * 5}
         return 5, [steps[label] for label in labels], [[0.0615] * 5]
 
     monkeypatch.setattr(validate_mod, "measure_beside_compute", fake_measure)
     pool = argparse.Namespace(world_size=2, backend="gloo")
-    args = argparse.Namespace(model="toy", verify_grid=[1.0], link_mbit=None, steps=5, warmup=1)
+    args = argparse.Namespace(model="toy", verify_grid=[4.0, 64.0], link_mbit=None, steps=5, warmup=1)
     v = _verify(pool, args, res, prof, cost, lambda m: None, os.devnull)
-    assert seen == [["default (recommended)", "grid 1"]]  # the unrecommended cap is not measured
-    assert [r.setting for r in v.rows] == ["default (recommended)", "grid 1"]
+    assert seen == [["recommended = default = grid 4", "grid 64"]]
+    assert [r.setting for r in v.rows] == seen[0]
     assert v.recommended_measured_s == v.default_measured_s == 0.2
     assert v.measured_gain_vs_default_pct == 0.0 and v.measured_gain_within_noise is True
-    assert v.best_measured_setting == "grid 1"
+    assert v.best_measured_setting == "grid 64"
     assert v.recommended_vs_best_measured_pct == pytest.approx((0.2 - 0.19) / 0.19 * 100)
-    assert "default (recommended)" in format_verify(v)
+    assert "recommended = default = grid 4" in format_verify(v)
 
 
 def test_verify_rows_show_the_headline_prediction_and_label_the_retimed_one(monkeypatch):
@@ -413,7 +420,11 @@ def test_verify_rows_show_the_headline_prediction_and_label_the_retimed_one(monk
     from ddpsim.tuner import with_files
 
     prof, cost = toy(), COST
-    res = dataclasses.replace(recommend(prof, cost, 2), keep_default=False)  # a cap recommended: two rows
+    # a cap recommended that makes other buckets than the default's (the toy's own best, 16 MiB, makes the same)
+    rec64 = predict(prof, cost, StrategySpec("torch-ddp", bucket_mb=64.0), 2).step_time_s
+    res = dataclasses.replace(
+        recommend(prof, cost, 2), keep_default=False, recommended_bucket_mb=64.0, predicted_step_time_s=rec64
+    )
     # measured: compute-only 1.5x the profile's 41 ms; recommended 200 ms every step, the default's steps
     # 250, 200, 200, 200, 160 ms: median 200, paired gains (d - r) / d = +20%, 0, 0, 0, -25%
     measured = {"recommended": [0.2] * 5, "default": [0.25, 0.2, 0.2, 0.2, 0.16]}
@@ -537,16 +548,25 @@ def test_tune_verify_on_a_model_from_a_test_file(tmp_path):
 
     v = d["verify"]
     rows = {r["setting"]: r for r in v["rows"]}
-    if d["keep_default"]:  # the default is the recommendation: one row, measured once
-        assert list(rows)[0] == "default (recommended)"
-        rec = default = rows["default (recommended)"]
-        rec_spec, rec_pred = StrategySpec("torch-ddp"), d["default_step_time_s"]
-    else:
-        assert list(rows)[:2] == ["recommended", "default"]
-        rec, default = rows["recommended"], rows["default"]
-        rec_spec = StrategySpec("torch-ddp", bucket_mb=d["recommended_bucket_mb"])
-        rec_pred = d["predicted_step_time_s"]
-    assert rec["bucket_mb"] == rec_spec.bucket_mb and default["bucket_mb"] is None
+    # the recommended setting first (where tune says keep the default, the default); settings making the same
+    # buckets are one row under all their names
+    names = {r["setting"]: r["setting"].split(" = ") for r in v["rows"]}
+    assert list(names.values())[0][0] == "recommended"
+    lst = d["recommended_bucket_mb_list"]
+    assert sorted(n for ns in names.values() for n in ns) == sorted(
+        ["recommended", "default"] + (["recommended_list"] if lst else [])
+    )
+    rec = v["rows"][0]
+    default = next(rows[k] for k, ns in names.items() if "default" in ns)
+    rec_spec = StrategySpec("torch-ddp", bucket_mb=None if d["keep_default"] else d["recommended_bucket_mb"])
+    rec_pred = d["default_step_time_s"] if d["keep_default"] else d["predicted_step_time_s"]
+    assert rec["bucket_mb"] == rec_spec.bucket_mb
+    specs = {"recommended": rec_spec, "default": StrategySpec("torch-ddp")}
+    if lst:
+        specs["recommended_list"] = StrategySpec("torch-ddp", bucket_cap_mb_list=tuple(lst))
+    plans = [[comm_plan(prof, specs[n], 2) for n in ns] for ns in names.values()]
+    assert all(p == ps[0] for ps in plans for p in ps)  # a row's names make the same buckets
+    assert all(a[0] != b[0] for i, a in enumerate(plans) for b in plans[i + 1 :])  # two rows' do not
     # measured median and spread of both settings
     for name, r in (("recommended", rec), ("default", default)):
         assert (v[f"{name}_measured_s"], v[f"{name}_measured_p10_s"], v[f"{name}_measured_p90_s"]) == (
