@@ -19,6 +19,8 @@ from .verification import Verification
 
 def gain_line(v: Verification) -> str:
     """The measured gain of the recommended setting over the default, with its spread and whether it is noise."""
+    if "default" in v.rows[0].setting.split(" = "):
+        return "recommended = default: one configuration, no gain to measure"
     lo, hi = v.measured_gain_p10_p90_pct
     verdict = "within the noise" if v.measured_gain_within_noise else "beyond the noise"
     return (
@@ -83,7 +85,11 @@ def format_verify(v: Verification) -> str:
         )
     lines += [
         textwrap.fill(retimed_note(v), 110, initial_indent="  * ", subsequent_indent="    "),
-        f"  recommended vs best measured ({v.best_measured_setting}): {v.recommended_vs_best_measured_pct:+.2f}%",
+        *(
+            [f"  recommended vs best measured ({v.best_measured_setting}): {v.recommended_vs_best_measured_pct:+.2f}%"]
+            if len(v.rows) > 1
+            else []
+        ),
         f"  {gain_line(v)}",
     ]
     return "\n".join(lines)

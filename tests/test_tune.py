@@ -393,19 +393,28 @@ def test_verify_judges_the_default_where_tune_says_keep_it_and_measures_one_conf
     def fake_measure(pool, model, configs, labels, bs, **kw):
         seen.append(list(labels))
         steps = {"recommended = default = grid 4": [0.2, 0.21, 0.19, 0.2, 0.2], "grid 64": [0.19] * 5}
+        steps["recommended = default"] = steps["recommended = default = grid 4"]
         return 5, [steps[label] for label in labels], [[0.0615] * 5]
 
     monkeypatch.setattr(validate_mod, "measure_beside_compute", fake_measure)
     pool = argparse.Namespace(world_size=2, backend="gloo")
     args = argparse.Namespace(model="toy", verify_grid=[4.0, 64.0], link_mbit=None, steps=5, warmup=1)
     v = _verify(pool, args, res, prof, cost, lambda m: None, os.devnull)
-    assert seen == [["recommended = default = grid 4", "grid 64"]]
+    assert seen[0] == ["recommended = default = grid 4", "grid 64"]
     assert [r.setting for r in v.rows] == seen[0]
     assert v.recommended_measured_s == v.default_measured_s == 0.2
     assert v.measured_gain_vs_default_pct == 0.0 and v.measured_gain_within_noise is True
     assert v.best_measured_setting == "grid 64"
     assert v.recommended_vs_best_measured_pct == pytest.approx((0.2 - 0.19) / 0.19 * 100)
-    assert "recommended = default = grid 4" in format_verify(v)
+    text = format_verify(v)
+    assert "recommended = default = grid 4" in text
+    assert "recommended = default: one configuration, no gain to measure" in text
+    assert "recommended vs best measured (grid 64): +5.26%" in text
+    # with no grid the one row is the whole verify: no "best" to compare against
+    args.verify_grid = None
+    v1 = _verify(pool, args, res, prof, cost, lambda m: None, os.devnull)
+    assert [r.setting for r in v1.rows] == ["recommended = default"]
+    assert "recommended vs best" not in format_verify(v1)
 
 
 def test_verify_rows_show_the_headline_prediction_and_label_the_retimed_one(monkeypatch):
