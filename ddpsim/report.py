@@ -19,7 +19,7 @@ from .verification import Verification
 
 def gain_line(v: Verification) -> str:
     """The measured gain of the recommended setting over the default, with its spread and whether it is noise."""
-    if "default" in v.rows[0].setting.split(" = "):
+    if v.recommended_is_default:
         return "recommended = default: one configuration, no gain to measure"
     lo, hi = v.measured_gain_p10_p90_pct
     verdict = "within the noise" if v.measured_gain_within_noise else "beyond the noise"

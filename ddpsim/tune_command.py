@@ -32,7 +32,7 @@ from .cliutil import add_backend_arg, add_out_dir, emit_json, link_mbit, local_w
 from .report import format_verify, report_md, run_info, write_outputs
 from .sim_commands import add_o_w_args, float_list, load_params, sim_world
 from .tuner import TuneResult, format_tune, recommend, with_files
-from .verification import Verification, VerifyRow
+from .verification import Verification, VerifyRow, row_name
 
 # calibration.calibrate (scipy) and realrun (torch) are imported inside the handlers:
 # `ddpsim predict` builds this parser and must stay fast.
@@ -85,7 +85,7 @@ def _verify(
             groups.append(([label], spec, plan))
         else:
             same[0].append(label)
-    settings = [(" = ".join(names), spec) for names, spec, _ in groups]
+    settings = [(row_name(names), spec) for names, spec, _ in groups]
     i_dflt = next(i for i, (names, _, _) in enumerate(groups) if "default" in names)
     rounds = 2
     say(f"verify: {len(settings)} settings and a compute-only baseline interleaved, on {pool.world_size} real ranks")

@@ -30,6 +30,14 @@ class VerifyRow:
         return to_fields(self)
 
 
+_SAME = " = "  # joins the names of settings that make one configuration
+
+
+def row_name(names: list[str]) -> str:
+    """One verify row's name: the settings that make its one configuration, "recommended = default = grid 64"."""
+    return _SAME.join(names)
+
+
 @dataclass(frozen=True)
 class Verification:
     """The verified settings (``rows``: the recommended first, then the default, the grid; settings that
@@ -55,6 +63,11 @@ class Verification:
     measured_gain_p10_p90_pct: tuple[float, float]
     measured_gain_within_noise: bool
     median_abs_error_pct: float
+
+    @property
+    def recommended_is_default(self) -> bool:
+        """The recommended setting makes the default's buckets: one row, nothing to compare."""
+        return "default" in self.rows[0].setting.split(_SAME)
 
     def to_dict(self) -> dict[str, Any]:
         return to_fields(self)
