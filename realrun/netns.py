@@ -85,9 +85,18 @@ def cleanup_stale() -> list[str]:
     return removed
 
 
+TBF_BURST_S = 0.001
+"""tbf's bucket depth in seconds at the link rate. A link has no credit: a transfer after idle lets its
+first ``burst`` bytes through at veth speed, so the bucket is as shallow as keeps the rate. Measured
+(``benchmarks/results/tbf_link_fidelity``, 2 gloo ranks, 1000 Mbit/s): with 4 ms a 0.48 MiB broadcast
+after idle took 0.15x its wire time and one-owner-at-a-time broadcasts 0.52x; with 1 ms 0.87x and 0.85x,
+and back-to-back 4 MiB all-reduces ran at the same rate (x1.05 the wire time with either); 0.5 ms lost
+the rate (725 Mbit/s)."""
+
+
 def tbf_burst_bytes(link_mbit: float) -> int:
-    """Bucket depth for tbf: 4 ms at the link rate, at least 64 KiB (one GSO packet must fit)."""
-    return max(64 * 1024, int(link_mbit * 1e6 / 8 * 0.004))
+    """Bucket depth for tbf: ``TBF_BURST_S`` at the link rate, at least 64 KiB (one GSO packet must fit)."""
+    return max(64 * 1024, int(link_mbit * 1e6 / 8 * TBF_BURST_S))
 
 
 class EmulatedNetwork:

@@ -29,7 +29,8 @@ def test_arguments_checked_without_touching_the_system():
     assert net.master_addr == "10.231.0.1"
     assert net.rank_env[2]["GLOO_SOCKET_IFNAME"] == "e2"
     assert net.cmd_prefix[1] == ["ip", "netns", "exec", f"{net.tag}-r1"]
-    assert netns.tbf_burst_bytes(200) == 100_000  # 4 ms at 25 MB/s
+    assert netns.tbf_burst_bytes(1000) == 125_000  # 1 ms at 125 MB/s
+    assert netns.tbf_burst_bytes(200) == 65536  # 1 ms at 25 MB/s is less than one GSO packet
     assert netns.tbf_burst_bytes(10) == 65536
 
 
