@@ -122,9 +122,11 @@ def fit_in_step(
     fitted at the coarse cap held through the fine probe's 52 calls over-predicted its backward end by
     52 ms on loopback (BENCHMARKS.md, "Runs m5 and m6"). Three terms, four targets: the per-byte cost the coarse
     probe's backward end, the per-call cost the fine probe's, ``comm_contention_c`` the two probes'
-    summed all-reduce time together; each by root finding with the others held, in turn. Where the work
-    cannot reach a backward end within its bracket (a compute-bound slowdown, not one of the calls'),
-    the factor fit is kept and ``not_identified`` says so."""
+    summed all-reduce time together, each relative to its own measurement (the fine probe's 52 queued
+    calls sum to ten times the coarse probe's: added in seconds, they set the factor alone); each by root
+    finding with the others held, in turn. Where the work cannot reach a backward end within its bracket
+    (a compute-bound slowdown, not one of the calls'), the factor fit is kept and ``not_identified`` says
+    so."""
     prof, scale = _scaled(profile, targets)
 
     def sim(c: float, cc: float, k: float = 0.0, kb: float = 0.0) -> dict[str, float]:
@@ -219,7 +221,7 @@ def _fit_work(
 
     def comm_gap(cc: float, k: float, kb: float) -> float:
         a, b = sims(cc, k, kb)
-        return a["comm_sum_s"] + b["comm_sum_s"] - t["comm_sum_s"] - t_f["comm_sum_s"]
+        return _rel_gap(a["comm_sum_s"], t["comm_sum_s"]) + _rel_gap(b["comm_sum_s"], t_f["comm_sum_s"])
 
     alone = prof.forward_s + prof.backward_s  # what the backward end is without any communication
     k_max = K_MAX_OF_STEP * alone
@@ -239,6 +241,11 @@ def _fit_work(
     if cc >= C_MAX:
         cc = cost.comm_contention
     return {"comm_contention_c": cc, "call_cpu_s": k, "call_cpu_s_per_byte": kb, "history": history}
+
+
+def _rel_gap(simulated: float, measured: float) -> float:
+    """``simulated / measured - 1``; the difference in seconds where nothing was measured."""
+    return simulated / measured - 1.0 if measured > 0 else simulated - measured
 
 
 def _scaled(profile: GradProfile, targets: Mapping[str, Any] | None) -> tuple[GradProfile, float]:
