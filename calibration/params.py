@@ -178,6 +178,11 @@ class Params:
         f = self._in_step_at(world_size)[1]
         return float(f.get("call_cpu_s") or 0.0), float(f.get("call_cpu_s_per_byte") or 0.0)
 
+    def finalize_at(self, world_size: int | None) -> float:
+        """torch DDP's finalize per parameter fitted by the in-step probe serving ``world_size``; 0 where the
+        probe did not run or its records predate it."""
+        return float(self._in_step_at(world_size)[1].get("finalize_s_per_param") or 0.0)
+
     def cost_model(self, shared_bandwidth: bool = True, world_size: int | None = None):
         """The simulator's ``CostModel`` from these parameters, in the terms a network preset has.
 
@@ -191,6 +196,7 @@ class Params:
 
         c, cc, _ = self.contention_at(world_size)
         k, kb = self.work_at(world_size)
+        fin = self.finalize_at(world_size)
         kw: dict[str, Any] = dict(
             channels=self.channels,
             shared_bandwidth=shared_bandwidth,
@@ -200,6 +206,7 @@ class Params:
             call_cpu_s_per_byte=kb,
             copy_bytes_per_s=self.copy_bytes_per_s,
             hook_s_per_param=self.hook_s_per_param(),
+            finalize_s_per_param=fin,
             broadcast_o_s=self.broadcast.o_s if self.broadcast is not None else None,
             broadcast_w_bytes_per_s=self.broadcast.w_bytes_per_s if self.broadcast is not None else None,
             measured_world_sizes=self.measured_world_sizes,

@@ -64,7 +64,10 @@ def measured_targets(record: TimelineRecord | Mapping[str, Any]) -> dict[str, An
     terms = [step_terms(tl) for tl in slowest_rank_timelines(rec)]
     if not terms:
         raise ValueError("the in-step probe recorded no steps")
-    med = {q: statistics.median(t[q] for t in terms) for q in ("step_s", "compute_s", "comm_sum_s", "exposed_tail_s")}
+    med = {
+        q: statistics.median(t[q] for t in terms)
+        for q in ("step_s", "compute_s", "comm_sum_s", "exposed_tail_s", "finalize_s")
+    }
     med["n_buckets"] = statistics.median(len(t["buckets"]) for t in terms)
     med["launch_delay_median_s"] = statistics.median(b["launch_delay_s"] for t in terms for b in t["buckets"])
     med["compute_only_median_s"] = rec["compute_median_s"]
@@ -79,12 +82,16 @@ def simulated_terms(profile: GradProfile, cost: CostModel, world_size: int, buck
     res = predict(profile, cost, StrategySpec("torch-ddp", bucket_mb=bucket_mb), world_size)
     rows = res.rows  # torch-ddp: the buckets' all-reduces only
     last = max((r.end_s for r in rows), default=res.backward_end_s)
+    comm_end = max(last, res.backward_end_s)
     return {
         "step_s": res.step_time_s,
         "compute_s": res.backward_end_s,
         "comm_sum_s": sum(r.end_s - r.ready_s for r in rows),
         "exposed_tail_s": max(0.0, last - res.backward_end_s),
         "n_buckets": len(rows),
+        # from the last completion to the optimizer: the copy-out after it (and finalize, when in ``cost``)
+        "finalize_s": max(0.0, res.step_time_s - profile.optimizer_s - comm_end),
+        "n_params": sum(r.n_params for r in rows),
     }
 
 
@@ -129,8 +136,8 @@ def fit_in_step(
     so."""
     prof, scale = _scaled(profile, targets)
 
-    def sim(c: float, cc: float, k: float = 0.0, kb: float = 0.0) -> dict[str, float]:
-        return _sim(prof, cost, world_size, bucket_mb, c, cc, k, kb)
+    def sim(c: float, cc: float, k: float = 0.0, kb: float = 0.0, fin: float = 0.0) -> dict[str, float]:
+        return _sim(prof, cost, world_size, bucket_mb, c, cc, k, kb, fin)
 
     c = cc = k = kb = 0.0
     fallback: list[str] = []
@@ -164,7 +171,27 @@ def fit_in_step(
             "measured": dict(fine[1]),
             "simulated_at_fit": _sim(prof_f, cost, world_size, fine[0], c, cc, k, kb),
         }
+    # the finalize after the last completion is fitted last: it moves none of the targets above
+    fin = out["finalize_s_per_param"] = finalize_per_param(out)
+    if fin:
+        out["simulated_at_fit"] = sim(c, cc, k, kb, fin)
+        if fine is not None:
+            out["fine"]["simulated_at_fit"] = _sim(prof_f, cost, world_size, fine[0], c, cc, k, kb, fin)
     return out
+
+
+def finalize_per_param(fit: Mapping[str, Any]) -> float:
+    """torch DDP's work after the last bucket's all-reduce and copy-out, per parameter: at each cap the probe
+    ran at, the measured median from the last completion (or backward's end) to the optimizer's start, less
+    what the model has there (the last bucket's copy-out), over the parameters reduced; the mean over the
+    caps, 0 if negative or not measured (records before the timelines kept it)."""
+    per = []
+    for part in (fit, fit.get("fine") or {}):
+        m, s = part.get("measured") or {}, part.get("simulated_at_fit") or {}
+        if m.get("finalize_s") is None or s.get("finalize_s") is None or not s.get("n_params"):
+            continue
+        per.append((float(m["finalize_s"]) - float(s["finalize_s"])) / float(s["n_params"]))
+    return max(0.0, sum(per) / len(per)) if per else 0.0
 
 
 def _fit_factors(sim: Any, cost: CostModel, targets: dict[str, Any]) -> tuple[float, float, list[Any], list[str]]:
@@ -197,10 +224,19 @@ def _fit_factors(sim: Any, cost: CostModel, targets: dict[str, Any]) -> tuple[fl
 
 
 def _sim(
-    prof: GradProfile, cost: CostModel, world_size: int, bucket_mb: float, c: float, cc: float, k: float, kb: float
+    prof: GradProfile,
+    cost: CostModel,
+    world_size: int,
+    bucket_mb: float,
+    c: float,
+    cc: float,
+    k: float,
+    kb: float,
+    fin: float = 0.0,
 ) -> dict[str, float]:
-    """``simulated_terms`` of the probe at ``bucket_mb`` with these contention terms in ``cost``."""
-    over = dict(contention=c, comm_contention=cc, call_cpu_s=k, call_cpu_s_per_byte=kb)
+    """``simulated_terms`` of the probe at ``bucket_mb`` with these contention terms and finalize cost in
+    ``cost``."""
+    over = dict(contention=c, comm_contention=cc, call_cpu_s=k, call_cpu_s_per_byte=kb, finalize_s_per_param=fin)
     return simulated_terms(prof, cost.with_overrides(**over), world_size, bucket_mb)
 
 
@@ -388,8 +424,20 @@ def summary_line(fit: dict[str, Any]) -> str:
         f"(backward end {m['compute_s'] * 1e3:.1f} ms measured / {s['compute_s'] * 1e3:.1f} fitted, "
         f"all-reduces {m['comm_sum_s'] * 1e3:.1f} / {s['comm_sum_s'] * 1e3:.1f} ms per step)"
         + per_call
+        + _finalize_phrase(fit)
         + _not_identified(fit["not_identified"])
         + _spread(fit.get("bootstrap") or [])
+    )
+
+
+def _finalize_phrase(fit: dict[str, Any]) -> str:
+    fin = fit.get("finalize_s_per_param")
+    m = fit["measured"].get("finalize_s")
+    if fin is None or m is None:
+        return ""
+    return (
+        f"; DDP's finalize {fin * 1e6:.1f} us per parameter ({m * 1e3:.2f} ms from the last completion to the "
+        "optimizer, copy-out included)"
     )
 
 

@@ -494,6 +494,7 @@ def timelines_on_pool(
                 "contention_c": params.contention_c,
                 "comm_contention_c": params.comm_contention_c,
                 **dict(zip(("call_cpu_s", "call_cpu_s_per_byte"), params.work_at(None))),
+                "finalize_s_per_param": params.finalize_at(None),
             }
             if params is not None
             else None,

@@ -484,6 +484,7 @@ def validation_result(
             "contention_c": params.contention_c,
             "comm_contention_c": params.comm_contention_c,
             **dict(zip(("call_cpu_s", "call_cpu_s_per_byte"), params.work_at(world_size))),
+            "finalize_s_per_param": params.finalize_at(world_size),
             "channels": params.channels,
             "contention_provenance": params.contention_at(world_size)[2],
         },

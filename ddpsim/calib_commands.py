@@ -120,7 +120,11 @@ def print_params(out: Any, params: Any, link: float | None) -> None:
                 f"  contention at p = {q}: compute x{1 + f['contention_c']:.3f} while communicating, "
                 f"communication x{1 + f['comm_contention_c']:.3f} while computing (in-step probe at p = {q})"
             )
-    print(f"  memory copy {params.copy_bytes_per_s / 1e9:.2f} GB/s; channels {params.channels}")
+    fin = params.finalize_at(None)
+    print(
+        f"  memory copy {params.copy_bytes_per_s / 1e9:.2f} GB/s; channels {params.channels}"
+        + (f"; DDP's finalize {fin * 1e6:.1f} us per parameter (in-step probe)" if fin else "")
+    )
     t = params.network_terms()
     how = (
         f"fitted across p = {', '.join(map(str, t.world_sizes))}"

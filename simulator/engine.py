@@ -5,7 +5,8 @@ rank and one per channel:
 
 * a rank's process does its compute -- forward, ``no_sync`` micro-steps,
   backward as segments that end where a collective's last gradient becomes
-  ready, the wait for communication, bucket copy-out, the optimizer -- and
+  ready, the wait for communication, bucket copy-out, torch DDP's finalize
+  (``finalize_s_per_param`` per parameter its reducer holds), the optimizer -- and
   plays the reducer, launching collectives by the plan's rule. A launch is
   bookkeeping (a count per collective), not an event: a collective joins the
   channels' FIFO queue once *every* simulated rank has launched it (it cannot
@@ -300,6 +301,7 @@ def _analytic(st: _Setup, factors: list[float], accum_steps: int) -> RunOutcome:
         comm_end, busy = -math.inf, 0.0
     copy_s = plan.copy_out_bytes / cost.copy_bytes_per_s if cost.copy_bytes_per_s and plan.copy_out_bytes else 0.0
     per_bucket = bool(copy_s) and plan.copies_bucket_by_bucket
+    fin_s = plan.finalize_s(cost.finalize_s_per_param)
     opt_ends = []
     for b_end, f in zip(bwd_ends, factors):
         if per_bucket:  # wait for bucket c, copy it, next: the serial recursion from backward's end
@@ -307,6 +309,7 @@ def _analytic(st: _Setup, factors: list[float], accum_steps: int) -> RunOutcome:
             t = float(c_end[-1])
         else:
             t = max(b_end, comm_end) + copy_s
+        t += fin_s
         t += prof.optimizer_s * plan.optimizer_fraction * f
         opt_ends.append(t)
     if plan.n_post:
@@ -571,6 +574,9 @@ class _Step:
                 self.events.append((self.bwd_end[r], t0, r, "wait", "wait for communication"))
             if copy_bw and plan.copy_out_bytes:
                 yield from self._span(r, "copy", lambda: "copy gradients out of buckets", plan.copy_out_bytes / copy_bw)
+        fin_s = plan.finalize_s(self.cost.finalize_s_per_param)
+        if fin_s:
+            yield from self._span(r, "copy", lambda: "DDP finalize (per parameter)", fin_s)
         yield from self._span(r, "optimizer", lambda: "optimizer", prof.optimizer_s * plan.optimizer_fraction * f)
         for c in range(n, n + plan.n_post):
             self._launch(c)

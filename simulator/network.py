@@ -336,6 +336,9 @@ class CostModel:
     ``copy_bytes_per_s``: memory-copy rate for gradient <-> bucket copies
     (None = free). ``hook_s_per_param``: the cost of one Python gradient hook
     (hand-written wrappers run one per gradient; torch DDP's are C++).
+    ``finalize_s_per_param``: torch DDP's reducer work between the last bucket's
+    copy-out and ``backward()`` returning, per parameter it reduces (fitted by
+    calibration from the in-step probe's timelines; 0 = none).
     """
 
     o_s: float | None = None
@@ -350,6 +353,7 @@ class CostModel:
     call_cpu_s_per_byte: float = 0.0
     copy_bytes_per_s: float | None = None
     hook_s_per_param: float = 0.0
+    finalize_s_per_param: float = 0.0
     broadcast_o_s: float | None = None
     broadcast_w_bytes_per_s: float | None = None
     latency_share: float | None = None
@@ -385,6 +389,10 @@ class CostModel:
             f"per-byte compute cost must be >= 0 s/B, got {self.call_cpu_s_per_byte}",
         )
         _require(self.hook_s_per_param >= 0, f"hook cost must be >= 0 s, got {self.hook_s_per_param}")
+        _require(
+            math.isfinite(self.finalize_s_per_param) and self.finalize_s_per_param >= 0,
+            f"finalize cost must be >= 0 s per parameter, got {self.finalize_s_per_param}",
+        )
         _require(
             self.copy_bytes_per_s is None or self.copy_bytes_per_s > 0,
             f"copy bandwidth must be > 0, got {self.copy_bytes_per_s}",
@@ -579,6 +587,7 @@ class CostModel:
             "comm_contention": self.comm_contention,
             "copy_bytes_per_s": self.copy_bytes_per_s,
             "hook_s_per_param": self.hook_s_per_param,
+            "finalize_s_per_param": self.finalize_s_per_param,
         }
         if self.network is not None:
             d["network"] = self.network.to_dict()
@@ -613,6 +622,7 @@ class CostModel:
             call_cpu_s_per_byte=_num(d, "call_cpu_s_per_byte", 0.0),
             copy_bytes_per_s=_num(d, "copy_bytes_per_s"),
             hook_s_per_param=_num(d, "hook_s_per_param", 0.0),
+            finalize_s_per_param=_num(d, "finalize_s_per_param", 0.0),
             broadcast_o_s=_num(d, "broadcast_o_s"),
             broadcast_w_bytes_per_s=_num(d, "broadcast_w_bytes_per_s"),
             latency_share=_num(d, "latency_share"),

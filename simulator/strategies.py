@@ -159,6 +159,9 @@ class CommPlan:
     # ``finalize_backward`` waits bucket i then copies it; BucketedDDP does the same), so only
     # what completes after backward's end is exposed; else all of it after the last collective
     copy_out_per_bucket: bool = False
+    # torch DDP's reducer: after the last bucket's copy-out, ``backward()`` returns only after work per
+    # parameter (``CostModel.finalize_s_per_param``); hand-written wrappers have their own, in their hooks
+    reducer_finalize: bool = False
 
 
 def _bucket_colls(profile: GradProfile, buckets: tuple[tuple[int, ...], ...]) -> tuple[Collective, ...]:
@@ -217,7 +220,12 @@ def _ddp_plan(profile: GradProfile, spec: StrategySpec, world_size: int) -> Comm
     buckets = b.first_step if spec.first_step else b.steady
     copy_out = 0 if spec.gradient_as_bucket_view else profile.total_grad_bytes
     return CommPlan(
-        "in_order", _bucket_colls(profile, buckets), copy_in=True, copy_out_bytes=copy_out, copy_out_per_bucket=True
+        "in_order",
+        _bucket_colls(profile, buckets),
+        copy_in=True,
+        copy_out_bytes=copy_out,
+        copy_out_per_bucket=True,
+        reducer_finalize=True,
     )
 
 
@@ -390,6 +398,7 @@ class PlanArrays:
     python_hooks: bool = False
     key: Hashable = None
     copy_out_per_bucket: bool = False  # as ``CommPlan.copy_out_per_bucket``
+    reducer_finalize: bool = False  # as ``CommPlan.reducer_finalize``
 
     @property
     def n_collectives(self) -> int:
@@ -398,6 +407,11 @@ class PlanArrays:
     @property
     def n_post(self) -> int:
         return len(self.post_msg_bytes)
+
+    def finalize_s(self, s_per_param: float) -> float:
+        """The reducer's work after the last copy-out: ``s_per_param`` per parameter it reduces (0 for plans
+        without torch's reducer)."""
+        return s_per_param * float(self.n_params.sum()) if self.reducer_finalize and s_per_param else 0.0
 
     @property
     def copies_bucket_by_bucket(self) -> bool:
@@ -431,6 +445,7 @@ def plan_arrays(profile: GradProfile, plan: CommPlan) -> PlanArrays:
         post_names=post_names.__getitem__,
         python_hooks=plan.python_hooks,
         copy_out_per_bucket=plan.copy_out_per_bucket,
+        reducer_finalize=plan.reducer_finalize,
     )
 
 
@@ -493,7 +508,18 @@ def comm_plan_arrays(profile: GradProfile, spec: StrategySpec, world_size: int) 
         key = ("init", tuple(starts))
     copy_out = 0 if spec.gradient_as_bucket_view else total
     if spec.name == "torch-ddp":
-        return PlanArrays("in_order", msg, last, n, _bucket_name, True, copy_out, key=key, copy_out_per_bucket=True)
+        return PlanArrays(
+            "in_order",
+            msg,
+            last,
+            n,
+            _bucket_name,
+            True,
+            copy_out,
+            key=key,
+            copy_out_per_bucket=True,
+            reducer_finalize=True,
+        )
     trainable = np.flatnonzero(pa.pos >= 0)
     names = tuple(f"bcast:{ps[i].name}" for i in trainable.tolist())
     return PlanArrays(
@@ -509,4 +535,5 @@ def comm_plan_arrays(profile: GradProfile, spec: StrategySpec, world_size: int) 
         post_names=names.__getitem__,
         key=key,
         copy_out_per_bucket=True,
+        reducer_finalize=True,
     )

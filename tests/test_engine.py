@@ -257,3 +257,22 @@ def test_per_byte_compute_cost_grows_with_the_collective_that_starts():
     assert [g[0] for g in got] == [w[0] for w in want]
     assert [g[1:] for g in got] == [pytest.approx(w[1:], abs=1e-12) for w in want]
     assert out.step_time_s == pytest.approx(7.85, abs=1e-12)
+
+
+def test_reducer_finalize_costs_per_parameter_after_the_last_copy_out_torch_ddp_only():
+    """torch DDP's finalize (``CostModel.finalize_s_per_param``) runs after the last bucket's copy-out, once
+    per parameter the reducer holds, before the optimizer: torch-ddp and sharded (DDP's reducer) pay it,
+    the hand-written wrappers do not; the analytic path and the event model agree."""
+    params = tuple(ParamSpec(f"p{i}", 250_000, bwd_s=1e-3) for i in range(6))
+    prof = GradProfile("m", params, ready_order=tuple(range(6))[::-1], forward_s=2e-3, optimizer_s=1e-3)
+    fin = 2e-4
+    for name, pays in (("torch-ddp", True), ("sharded", True), ("bucketed", False), ("individual", False)):
+        spec = StrategySpec(name, bucket_mb=2.0) if name != "individual" else StrategySpec(name)
+        plan = comm_plan(prof, spec, 2)
+        for model in ("analytic", "events"):
+            base = CostModel.linear(1e-4, 1e9, copy_bytes_per_s=1e10)
+            t0 = simulate_step(prof, plan, base, 2, model=model).step_time_s
+            t1 = simulate_step(prof, plan, base.with_overrides(finalize_s_per_param=fin), 2, model=model).step_time_s
+            assert t1 - t0 == pytest.approx(6 * fin if pays else 0.0, abs=1e-12), (name, model)
+    with pytest.raises(ValueError, match="finalize"):
+        CostModel.linear(1e-4, 1e9, finalize_s_per_param=-1e-6)

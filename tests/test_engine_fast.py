@@ -56,7 +56,12 @@ def _profile(rng: random.Random, n: int) -> GradProfile:
 
 
 def _serial_cost(rng: random.Random) -> CostModel:
-    kw = {"channels": 1, "copy_bytes_per_s": rng.choice([None, 2e10]), "hook_s_per_param": rng.choice([0.0, 3e-6])}
+    kw = {
+        "channels": 1,
+        "copy_bytes_per_s": rng.choice([None, 2e10]),
+        "hook_s_per_param": rng.choice([0.0, 3e-6]),
+        "finalize_s_per_param": rng.choice([0.0, 1e-5]),
+    }
     if rng.random() < 0.4:
         return CostModel.from_network(load_network(rng.choice(["nccl-h100-ib", "nccl-a100-ib"])), **kw)
     return CostModel.linear(rng.uniform(5e-6, 3e-4), rng.uniform(1e9, 5e10), ref_world_size=rng.choice([None, 8]), **kw)

@@ -209,3 +209,21 @@ def test_bootstrap_refits_agree_when_every_step_is_the_same_and_spread_when_step
     assert ccs[0] < 1.0 - 0.05 and ccs[-1] > 1.0 + 0.05
     assert bootstrap_in_step(PROF, _cost(), 2, bucket, noisy, n=12, seed=1) == boot  # seeded
     assert bootstrap_in_step(PROF, _cost(), 2, bucket, t) == []  # no per-step terms kept: nothing to resample
+
+
+def test_finalize_per_parameter_is_the_measured_gap_over_what_the_model_has_per_parameter():
+    """At each cap: (measured last-completion-to-optimizer median - the model's copy-out there) / parameters;
+    the mean over caps; never negative; 0 where the records did not keep it."""
+    from calibration.step_probe import finalize_per_param
+
+    fit = {
+        "measured": {"finalize_s": 0.60e-3},
+        "simulated_at_fit": {"finalize_s": 0.10e-3, "n_params": 50},
+        "fine": {"measured": {"finalize_s": 0.70e-3}, "simulated_at_fit": {"finalize_s": 0.0, "n_params": 50}},
+    }
+    assert finalize_per_param(fit) == pytest.approx((10e-6 + 14e-6) / 2)
+    fit["fine"] = None
+    assert finalize_per_param(fit) == pytest.approx(10e-6)
+    fit["measured"]["finalize_s"] = 0.05e-3
+    assert finalize_per_param(fit) == 0.0
+    assert finalize_per_param({"measured": {}, "simulated_at_fit": {"finalize_s": 0.0, "n_params": 3}}) == 0.0

@@ -45,7 +45,9 @@ for run in runs:
             if not c.startswith("micro-dlrm"):
                 t[k][2] += d["median_abs_error_pct"]
                 t[k][3] += d["worst_abs_error_pct"]
-print("\n| run | both error goals A / B | coverage in 75-90 % A / B | summed medians, non-DLRM A / B | summed worsts A / B |")
+print(
+    "\n| run | both error goals A / B | coverage in 75-90 % A / B | summed medians, non-DLRM A / B | summed worsts A / B |"
+)
 print("|---|---|---|---|---|")
 for run, t in tot.items():
     A, B = t["A"], t["B"]

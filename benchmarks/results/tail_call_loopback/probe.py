@@ -112,8 +112,20 @@ def main() -> None:
 def subprocess_rank(rank: int, a: argparse.Namespace):
     import subprocess
 
-    cmd = [sys.executable, __file__, "--worker", str(rank), "--sizes-kib", a.sizes_kib, "--calls", str(a.calls),
-           "--out", a.out, "--port", str(a.port)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--worker",
+        str(rank),
+        "--sizes-kib",
+        a.sizes_kib,
+        "--calls",
+        str(a.calls),
+        "--out",
+        a.out,
+        "--port",
+        str(a.port),
+    ]
     return subprocess.Popen(cmd)
 
 

@@ -45,6 +45,7 @@ def worker(rank: int, out: str) -> None:
     for _ in range(3):  # warm-up
         dist.all_reduce(big)
         dist.broadcast(small, src=0)
+
     # back to back: a barrier, then the calls one after another; what counts is the series' total (a rank
     # that sends returns once its bytes are in the socket, so single calls of a series do not time the wire)
     def series(name: str, fn, n: int) -> None:
@@ -76,8 +77,26 @@ def run_config(link_mbit: float, name: str, out_dir: str) -> dict[str, list[floa
         burst = max(64 * 1024, int(rate * float(name[5:]) / 1000))
 
     def tbf(self, ns: str, dev: str) -> None:
-        netns._run(["tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "tbf", "rate", f"{link_mbit:g}mbit",
-                    "burst", str(burst), "latency", "50ms", *extra])
+        netns._run(
+            [
+                "tc",
+                "-n",
+                ns,
+                "qdisc",
+                "add",
+                "dev",
+                dev,
+                "root",
+                "tbf",
+                "rate",
+                f"{link_mbit:g}mbit",
+                "burst",
+                str(burst),
+                "latency",
+                "50ms",
+                *extra,
+            ]
+        )
 
     netns.EmulatedNetwork._tbf = tbf  # type: ignore[method-assign]
     out = os.path.join(out_dir, f"{name}-{link_mbit:g}.json")
@@ -129,8 +148,10 @@ def main() -> None:
             if len(ms) == 1:
                 print(f"  {k:34s} {ms[0]:7.1f}   (wire {wire:.1f}: x{ms[0] / wire:.2f})")
             else:
-                print(f"  {k:34s} {np.median(ms):7.2f} ({ms.min():.2f}-{ms.max():.2f})   (wire {wire:.2f}: "
-                      f"x{np.median(ms) / wire:.2f})")
+                print(
+                    f"  {k:34s} {np.median(ms):7.2f} ({ms.min():.2f}-{ms.max():.2f})   (wire {wire:.2f}: "
+                    f"x{np.median(ms) / wire:.2f})"
+                )
 
 
 if __name__ == "__main__":
