@@ -99,6 +99,16 @@ def tbf_burst_bytes(link_mbit: float) -> int:
     return max(64 * 1024, int(link_mbit * 1e6 / 8 * TBF_BURST_S))
 
 
+def tbf_command(
+    ns: str, dev: str, link_mbit: float, burst_bytes: int, latency_ms: float, extra: tuple[str, ...] = ()
+) -> list[str]:
+    """The ``tc`` command that puts a tbf rate limit on ``dev`` in namespace ``ns`` (``extra``: more tbf options)."""
+    return [
+        *("tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "tbf", "rate", f"{link_mbit:g}mbit"),
+        *("burst", str(burst_bytes), "latency", f"{latency_ms:g}ms", *extra),
+    ]
+
+
 class EmulatedNetwork:
     """Per-rank namespaces joined through a bridge by veth links of ``link_mbit`` Mbit/s.
 
@@ -163,25 +173,7 @@ class EmulatedNetwork:
         _run(["ip", "-n", name, "link", "set", "lo", "up"])
 
     def _tbf(self, ns: str, dev: str) -> None:
-        _run(
-            [
-                "tc",
-                "-n",
-                ns,
-                "qdisc",
-                "add",
-                "dev",
-                dev,
-                "root",
-                "tbf",
-                "rate",
-                f"{self.link_mbit:g}mbit",
-                "burst",
-                str(tbf_burst_bytes(self.link_mbit)),
-                "latency",
-                f"{self.queue_latency_ms:g}ms",
-            ]
-        )
+        _run(tbf_command(ns, dev, self.link_mbit, tbf_burst_bytes(self.link_mbit), self.queue_latency_ms))
 
     def _build(self) -> None:
         self._add_ns(self.hub)

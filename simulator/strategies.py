@@ -507,33 +507,13 @@ def comm_plan_arrays(profile: GradProfile, spec: StrategySpec, world_size: int) 
         msg, last, n = msg[::-1].copy(), last[::-1].copy(), n[::-1].copy()
         key = ("init", tuple(starts))
     copy_out = 0 if spec.gradient_as_bucket_view else total
+    ddp = PlanArrays(
+        "in_order", msg, last, n, _bucket_name, True, copy_out, key=key, copy_out_per_bucket=True, reducer_finalize=True
+    )
     if spec.name == "torch-ddp":
-        return PlanArrays(
-            "in_order",
-            msg,
-            last,
-            n,
-            _bucket_name,
-            True,
-            copy_out,
-            key=key,
-            copy_out_per_bucket=True,
-            reducer_finalize=True,
-        )
+        return ddp
     trainable = np.flatnonzero(pa.pos >= 0)
     names = tuple(f"bcast:{ps[i].name}" for i in trainable.tolist())
-    return PlanArrays(
-        "in_order",
-        msg,
-        last,
-        n,
-        _bucket_name,
-        True,
-        copy_out,
-        optimizer_fraction=1.0 / world_size,
-        post_msg_bytes=pa.nbytes[trainable],
-        post_names=names.__getitem__,
-        key=key,
-        copy_out_per_bucket=True,
-        reducer_finalize=True,
+    return replace(
+        ddp, optimizer_fraction=1.0 / world_size, post_msg_bytes=pa.nbytes[trainable], post_names=names.__getitem__
     )

@@ -32,6 +32,9 @@ def test_arguments_checked_without_touching_the_system():
     assert netns.tbf_burst_bytes(1000) == 125_000  # 1 ms at 125 MB/s
     assert netns.tbf_burst_bytes(200) == 65536  # 1 ms at 25 MB/s is less than one GSO packet
     assert netns.tbf_burst_bytes(10) == 65536
+    cmd = netns.tbf_command("ns0", "e0", 1000, 125_000, 50)
+    assert cmd[:3] == ["tc", "-n", "ns0"] and cmd[cmd.index("rate") + 1] == "1000mbit"
+    assert cmd[cmd.index("burst") + 1] == "125000" and cmd[-2:] == ["latency", "50ms"]
 
 
 def test_without_root_the_command_is_skipped(monkeypatch, capsys):

@@ -77,26 +77,7 @@ def run_config(link_mbit: float, name: str, out_dir: str) -> dict[str, list[floa
         burst = max(64 * 1024, int(rate * float(name[5:]) / 1000))
 
     def tbf(self, ns: str, dev: str) -> None:
-        netns._run(
-            [
-                "tc",
-                "-n",
-                ns,
-                "qdisc",
-                "add",
-                "dev",
-                dev,
-                "root",
-                "tbf",
-                "rate",
-                f"{link_mbit:g}mbit",
-                "burst",
-                str(burst),
-                "latency",
-                "50ms",
-                *extra,
-            ]
-        )
+        netns._run(netns.tbf_command(ns, dev, link_mbit, burst, 50.0, tuple(extra)))
 
     netns.EmulatedNetwork._tbf = tbf  # type: ignore[method-assign]
     out = os.path.join(out_dir, f"{name}-{link_mbit:g}.json")
