@@ -11,7 +11,9 @@ slower rank's), after 3 warm-up calls:
 - after_compute_fresh: the same, then the call on a buffer just written (as DDP's bucket, copied into during
   backward)
 
-    .venv/bin/python benchmarks/results/tail_call_loopback/probe.py [--sizes-kib 256,1024,4096] [--calls 30]
+    .venv/bin/python benchmarks/results/tail_call_loopback/probe.py [--sizes-kib 256,1024,4096] [--calls 30] [--out F]
+
+The stored run (2026-11-25): printout ``probe_2026-11-25.txt``, raw per-call times per rank ``probe.json``.
 """
 
 from __future__ import annotations
@@ -78,9 +80,14 @@ def main() -> None:
     ap.add_argument("--worker", type=int)
     ap.add_argument("--sizes-kib", default="256,1024,4096")
     ap.add_argument("--calls", type=int, default=30)
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe.json"))
+    ap.add_argument("--out", help="raw per-call times, JSON (default: probe.json in a new temporary folder)")
     ap.add_argument("--port", type=int, default=29677)
     a = ap.parse_args()
+    if a.out is None and a.worker is None:
+        import tempfile
+
+        a.out = os.path.join(tempfile.mkdtemp(prefix="tail-call-probe-"), "probe.json")
+        print(f"raw per-call times: {a.out}")
     sizes = [int(s) for s in a.sizes_kib.split(",")]
     if a.worker is not None:
         worker(a.worker, a.port, sizes, a.calls, a.out)

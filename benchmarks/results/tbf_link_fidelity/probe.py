@@ -109,11 +109,16 @@ def main() -> None:
     ap.add_argument("--out")
     ap.add_argument("--link-mbit", type=float, default=1000.0)
     ap.add_argument("--configs", default="burst4,burst1")
-    ap.add_argument("--dir", default=os.path.dirname(os.path.abspath(__file__)))
+    ap.add_argument("--dir", help="where the per-config JSON goes (default: a new temporary folder)")
     a = ap.parse_args()
     if a.worker is not None:
         worker(a.worker, a.out)
         return
+    if a.dir is None:
+        import tempfile
+
+        a.dir = tempfile.mkdtemp(prefix="tbf-probe-")
+    print(f"raw per-call times: {a.dir}")
     import numpy as np
 
     wire_small = TABLE * 8 / (a.link_mbit * 1e6) * 1e3
