@@ -15,7 +15,9 @@ the two factors the simulator has for this:
 * ``comm_contention_c``: communication runs ``1 + c_comm`` times slower while compute runs.
   Target: the sum over buckets of launch-to-completion (queueing behind the call before included).
 
-Both targets are medians over the timed steps, each step on its slowest rank; the simulated side is
+Both targets are medians over the timed steps, each step with every event at the last rank to reach it
+(``timeline.across_ranks_timelines``: the backward end the later rank's, a bucket done when its all-reduce
+is done on every rank, as the simulator's identical ranks have them); the simulated side is
 the same step in the simulator (profile scaled to the compute-only steps measured beside it, as
 ``validate`` scales it). The two are solved together: each factor by root finding with the other
 held, alternately, until neither moves. A target already met with the factor at 0 gives 0 (nothing
@@ -53,15 +55,16 @@ def probe_bucket_mb(total_grad_bytes: int) -> float:
 
 
 def measured_targets(record: TimelineRecord | Mapping[str, Any]) -> dict[str, Any]:
-    """Medians over a ``measure_timeline`` record's timed steps (each on its slowest rank) of the step
-    terms the fit uses; also the compute-only median measured beside them. ``record``: the
-    ``TimelineRecord`` just measured, or the dict read back from a ``"step_probe"`` record."""
+    """Medians over a ``measure_timeline`` record's timed steps (each across ranks:
+    ``across_ranks_timelines``) of the step terms the fit uses; also the compute-only median measured
+    beside them. ``record``: the ``TimelineRecord`` just measured, or the dict read back from a
+    ``"step_probe"`` record."""
     from realrun.step_record import timeline_mapping
 
-    from .timeline import slowest_rank_timelines, step_terms
+    from .timeline import across_ranks_timelines, step_terms
 
     rec = timeline_mapping(record)
-    terms = [step_terms(tl) for tl in slowest_rank_timelines(rec)]
+    terms = [step_terms(tl) for tl in across_ranks_timelines(rec)]
     if not terms:
         raise ValueError("the in-step probe recorded no steps")
     med = {

@@ -176,6 +176,38 @@ def slowest_rank_timelines(rec: TimelineRecord | Mapping[str, Any]) -> list[dict
     ]
 
 
+def across_ranks_timelines(rec: TimelineRecord | Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each timed step as the simulator's identical ranks see it: every event when the last rank reaches it.
+
+    Ranks drift apart inside a step (their backward ends differed by a median 2-35 ms per step in
+    the in-step probes of runs m7 and m8, BENCHMARKS.md "Ranks apart"), and a bucket's all-reduce
+    completes only when its last rank has launched it. On the slowest rank by step time alone, the
+    backward end is often the earlier rank's, and its wait for the other rank shows up as a longer
+    exposed tail. Here, per step: the backward end, and each bucket's (matched by index) ready,
+    launch and completion times, are the latest over ranks; the rest (forward, optimizer, step) is
+    the slowest rank's. Times are from each rank's step start (after a barrier)."""
+    from realrun.step_record import timeline_mapping
+
+    record = timeline_mapping(rec)
+    ranks = record["rank_timelines"]
+    out = []
+    for k, tl in enumerate(slowest_rank_timelines(record)):
+        step = [r[k] for r in ranks]
+        by_index: dict[int, list[dict[str, Any]]] = {}
+        for t in step:
+            for b in t["buckets"]:
+                by_index.setdefault(b["index"], []).append(b)
+        buckets = []
+        for b in tl["buckets"]:
+            same = by_index.get(b["index"], [b])
+            late = {q: max(x[q] for x in same) for q in ("launch_s", "complete_s")}
+            if b.get("ready_s") is not None:
+                late["ready_s"] = max(x["ready_s"] for x in same if x.get("ready_s") is not None)
+            buckets.append({**b, **late})
+        out.append({**tl, "backward_end_s": max(t["backward_end_s"] for t in step), "buckets": buckets})
+    return out
+
+
 def decompose(measured: Sequence[dict[str, Any]], predicted: dict[str, Any]) -> dict[str, Any]:
     """The error (predicted - measured) split into compute, exposed tail, finalize, optimizer, other,
     with per-call durations and launch delays per bucket and summed.
@@ -380,7 +412,7 @@ def timeline_outputs(
     The trace shows the representative step (``representative_step``: the lower-median step by
     slowest-rank time, on its slowest rank; the other ranks' same step as more lanes); the
     decomposition's measured side is the per-quantity median over every timed step, each taken
-    on that step's slowest rank. Returns the decomposition with the file paths added.
+    across ranks (``across_ranks_timelines``). Returns the decomposition with the file paths added.
     """
     from realrun.step_record import timeline_mapping
 
@@ -390,7 +422,7 @@ def timeline_outputs(
     k, rank = representative_step(record["step_times_s"], record["rank_step_times_s"])
     chosen = record["rank_timelines"][rank][k]
     others = [(f"rank {r}", record["rank_timelines"][r][k]) for r in range(len(record["rank_timelines"])) if r != rank]
-    slowest = slowest_rank_timelines(record)
+    slowest = across_ranks_timelines(record)
     info = {
         "model": record["model"],
         "strategy": record["strategy"],

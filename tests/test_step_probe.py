@@ -10,6 +10,7 @@ from calibration.step_probe import (
     probe_fine_mb,
     simulated_terms,
 )
+from calibration.timeline import slowest_rank_timelines, step_terms
 from simulator.network import CostModel
 from simulator.units import MIB
 from simulator.zoo import load_profile
@@ -109,7 +110,7 @@ def test_probe_bucket_gives_several_buckets_for_small_models():
     assert probe_bucket_mb(2 << 20) == pytest.approx(0.5)
 
 
-def test_measured_targets_take_each_step_on_its_slowest_rank():
+def test_measured_targets_take_each_event_at_the_last_rank_to_reach_it():
     def tl(bwd_end, launch, complete, step):
         return {
             "backward_start_s": 0.01,
@@ -130,10 +131,24 @@ def test_measured_targets_take_each_step_on_its_slowest_rank():
         "compute_median_s": 0.08,
     }
     t = measured_targets(rec)
-    # slowest ranks: step 0 rank 0, step 1 rank 1, step 2 rank 0
-    assert t["compute_s"] == pytest.approx(0.1)  # median of 0.08, 0.18, 0.10
-    assert t["comm_sum_s"] == pytest.approx(0.02)  # median of 0.02, 0.10, 0.02
+    # per step the later backward end (0.08, 0.18, 0.10) and the bucket launched and done on both ranks
+    assert t["compute_s"] == pytest.approx(0.1)
+    assert t["comm_sum_s"] == pytest.approx(0.02)  # median of 0.07-0.05, 0.15-0.05, 0.08-0.06
     assert t["steps"] == 3 and t["compute_only_median_s"] == 0.08
+    # a step whose slowest rank (by step time) finished backward first and waited for the other: on that
+    # rank alone the wait is a 30 ms "tail" and its early backward end the compute; across ranks it is
+    # the other rank's backward end and 5 ms of tail
+    rec1 = {
+        "step_times_s": [0.1],
+        "rank_step_times_s": [[0.1], [0.099]],
+        "rank_timelines": [[tl(0.06, 0.05, 0.09, 0.1)], [tl(0.085, 0.08, 0.09, 0.099)]],
+        "compute_median_s": 0.08,
+    }
+    t1 = measured_targets(rec1)
+    assert t1["compute_s"] == pytest.approx(0.085) and t1["exposed_tail_s"] == pytest.approx(0.005)
+    assert t1["comm_sum_s"] == pytest.approx(0.01)
+    slowest = step_terms(slowest_rank_timelines(rec1)[0])
+    assert slowest["compute_s"] == pytest.approx(0.06) and slowest["exposed_tail_s"] == pytest.approx(0.03)
 
 
 def test_validate_says_when_the_compute_only_baseline_was_noisy():
