@@ -179,9 +179,9 @@ def slowest_rank_timelines(rec: TimelineRecord | Mapping[str, Any]) -> list[dict
 def across_ranks_timelines(rec: TimelineRecord | Mapping[str, Any]) -> list[dict[str, Any]]:
     """Each timed step as the simulator's identical ranks see it: every event when the last rank reaches it.
 
-    Ranks drift apart inside a step (their backward ends differed by a median 2-35 ms per step in
-    the in-step probes of runs m7 and m8, BENCHMARKS.md "Ranks apart"), and a bucket's all-reduce
-    completes only when its last rank has launched it. On the slowest rank by step time alone, the
+    Ranks drift apart inside a step (their backward ends differed by a median 1.7-76 ms per step,
+    micro-DLRM aside, in the in-step probes of runs m5-m8, BENCHMARKS.md "Ranks apart"), and a
+    bucket's all-reduce completes only when its last rank has launched it. On the slowest rank by step time alone, the
     backward end is often the earlier rank's, and its wait for the other rank shows up as a longer
     exposed tail. Here, per step: the backward end, and each bucket's (matched by index) ready,
     launch and completion times, are the latest over ranks; the rest (forward, optimizer, step) is
