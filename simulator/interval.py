@@ -21,8 +21,8 @@ from what was measured:
   resampled and refitted), so their correlation is kept;
 * the model's own error: a log-normal factor on the step whose standard
   deviation is the in-step probe's step residual (``calibration.params.
-  probe_step_residual``: the one real DDP step the calibration checks but does
-  not fit). The inputs' errors alone say how uncertain the model's inputs are,
+  probe_step_residual``: the real DDP steps, at the probe's two caps, the
+  calibration checks but does not fit). The inputs' errors alone say how uncertain the model's inputs are,
   not how wrong its rules are; measured with a calm machine, their interval was
   narrower than the misses (benchmarks: coverage 29-59 % in cells whose median
   error was 2-5 %).

@@ -765,6 +765,11 @@ def test_params_carry_the_in_step_probes_step_residual_as_model_error():
         math.log(1.1)
     )
     assert probe_step_residual({}) == 0.0 and probe_step_residual({"measured": {"step_s": 0}}) == 0.0
+    # with the fine cap too: the root mean square of both caps' log residuals
+    fine = {"measured": {"step_s": 0.200}, "simulated_at_fit": {"step_s": 0.200 * math.exp(-0.05)}}
+    both = {**probe, "fine": fine}
+    assert probe_step_residual(both) == pytest.approx(math.sqrt((math.log(1.1) ** 2 + 0.05**2) / 2))
+    assert probe_step_residual({**probe, "fine": {"measured": {}}}) == pytest.approx(math.log(1.1))
     fit = LinearFit(o_s=400e-6, w_bytes_per_s=1.4e9)
     with_probe = Params(backend="gloo", world_size=2, linear=fit, probes={"in_step": probe})
     assert with_probe.uncertainty().model_log_sd == pytest.approx(math.log(1.1))
