@@ -354,8 +354,11 @@ def probe_step_residual(in_step: Mapping[str, Any]) -> float:
     ranks the coarse probe's residual fell to 1-3 % on loopback, under the 4-6 % the validation rows
     miss by (BENCHMARKS.md, "Ranks apart": coverage of the 80 % interval below 75 % in 23 of 52 cells
     with one cap, 17 with both)."""
+    if not isinstance(in_step, Mapping):
+        return 0.0
     res = []
-    for part in (in_step, in_step.get("fine") or {}):
+    fine = in_step.get("fine")
+    for part in (in_step, fine if isinstance(fine, Mapping) else {}):
         try:
             meas = float(part["measured"]["step_s"])
             sim = float(part["simulated_at_fit"]["step_s"])

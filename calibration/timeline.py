@@ -181,15 +181,23 @@ def across_ranks_timelines(rec: TimelineRecord | Mapping[str, Any]) -> list[dict
 
     Ranks drift apart inside a step (their backward ends differed by a median 1.7-76 ms per step,
     micro-DLRM aside, in the in-step probes of runs m5-m8, BENCHMARKS.md "Ranks apart"), and a
-    bucket's all-reduce completes only when its last rank has launched it. On the slowest rank by step time alone, the
-    backward end is often the earlier rank's, and its wait for the other rank shows up as a longer
-    exposed tail. Here, per step: the backward end, and each bucket's (matched by index) ready,
-    launch and completion times, are the latest over ranks; the rest (forward, optimizer, step) is
-    the slowest rank's. Times are from each rank's step start (after a barrier)."""
+    bucket's all-reduce completes only when its last rank has launched it. On the slowest rank by
+    step time alone, the backward end is often the earlier rank's, and its wait for the other rank
+    shows up as a longer exposed tail. Here, per step: the backward end, and each bucket's launch and
+    completion (and its ready time where every rank recorded one), are the latest over ranks, buckets
+    matched by index (the slowest rank's buckets are kept; torch DDP gives every rank the same); the
+    rest (forward, optimizer, step) is the slowest rank's. Times are from each rank's step start
+    (after a barrier), so the finalize ``step_terms`` takes from this (the slowest rank's optimizer
+    start less the latest completion) carries the barrier's exit skew between two ranks' clocks: a
+    step's can be slightly negative, and medians over steps came out 0-5 % below the slowest rank's
+    own in the stored timelines. The record is not modified."""
     from realrun.step_record import timeline_mapping
 
     record = timeline_mapping(rec)
     ranks = record["rank_timelines"]
+    n = len(record["step_times_s"])
+    if any(len(r) < n for r in ranks):
+        raise ValueError(f"a rank recorded fewer than the {n} timed steps of the record")
     out = []
     for k, tl in enumerate(slowest_rank_timelines(record)):
         step = [r[k] for r in ranks]
@@ -199,10 +207,10 @@ def across_ranks_timelines(rec: TimelineRecord | Mapping[str, Any]) -> list[dict
                 by_index.setdefault(b["index"], []).append(b)
         buckets = []
         for b in tl["buckets"]:
-            same = by_index.get(b["index"], [b])
+            same = by_index[b["index"]]
             late = {q: max(x[q] for x in same) for q in ("launch_s", "complete_s")}
-            if b.get("ready_s") is not None:
-                late["ready_s"] = max(x["ready_s"] for x in same if x.get("ready_s") is not None)
+            readies = [x.get("ready_s") for x in same]
+            late["ready_s"] = max(readies) if all(r is not None for r in readies) else None
             buckets.append({**b, **late})
         out.append({**tl, "backward_end_s": max(t["backward_end_s"] for t in step), "buckets": buckets})
     return out
@@ -212,7 +220,7 @@ def decompose(measured: Sequence[dict[str, Any]], predicted: dict[str, Any]) -> 
     """The error (predicted - measured) split into compute, exposed tail, finalize, optimizer, other,
     with per-call durations and launch delays per bucket and summed.
 
-    ``measured``: one or more timelines (e.g. the slowest rank's of every timed step); the
+    ``measured``: one or more timelines (e.g. every timed step across ranks); the
     measured side is the per-quantity median over them (exact for one step). Buckets are paired
     in launch order; ``bytes_match`` says whether each pair carries the same bytes.
     """
@@ -422,7 +430,7 @@ def timeline_outputs(
     k, rank = representative_step(record["step_times_s"], record["rank_step_times_s"])
     chosen = record["rank_timelines"][rank][k]
     others = [(f"rank {r}", record["rank_timelines"][r][k]) for r in range(len(record["rank_timelines"])) if r != rank]
-    slowest = across_ranks_timelines(record)
+    steps_across = across_ranks_timelines(record)
     info = {
         "model": record["model"],
         "strategy": record["strategy"],
@@ -440,10 +448,10 @@ def timeline_outputs(
     paths["trace"] = str(p)
     dec: dict[str, Any] = {**info, "measured_step_times_s": record["step_times_s"]}
     if predicted is not None:
-        dec.update(decompose(slowest, predicted))
+        dec.update(decompose(steps_across, predicted))
         dec["representative"] = decompose([chosen], predicted)
     else:
-        dec["measured"] = median_terms([step_terms(t) for t in slowest])
+        dec["measured"] = median_terms([step_terms(t) for t in steps_across])
     if png:
         from .plots import plot_timeline
 
@@ -538,7 +546,7 @@ def timelines_on_pool(
         b = "" if bucket is None else f" {bucket:g} MiB"
         comp = rec.compute_median_s
         title = (
-            f"{model} {strategy}{b}: measured median of {steps} steps (slowest rank each) vs predicted; "
+            f"{model} {strategy}{b}: measured median of {steps} steps (each event at its last rank) vs predicted; "
             f"compute-only steps beside {'-' if comp is None else f'{comp * 1e3:.2f}'} ms, profile scaled "
             f"x{scale:.3f}; load {written['loadavg_before']}"
         )

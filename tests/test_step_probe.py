@@ -151,6 +151,37 @@ def test_measured_targets_take_each_event_at_the_last_rank_to_reach_it():
     assert slowest["compute_s"] == pytest.approx(0.06) and slowest["exposed_tail_s"] == pytest.approx(0.03)
 
 
+def test_across_ranks_matches_buckets_by_index_and_leaves_the_record_alone():
+    import copy
+
+    from calibration.timeline import across_ranks_timelines
+
+    def bk(i, ready, launch, complete):
+        return {"index": i, "bytes": 4, "ready_s": ready, "launch_s": launch, "complete_s": complete}
+
+    def tl(bwd_end, buckets, step):
+        return {"backward_start_s": 0.01, "backward_end_s": bwd_end, "optimizer_start_s": step - 0.002,
+                "optimizer_end_s": step, "step_s": step, "buckets": buckets}  # fmt: skip
+
+    # rank 1 lists its buckets in another order; its bucket 1 is later, its bucket 0 earlier
+    r0 = tl(0.08, [bk(0, 0.03, 0.031, 0.05), bk(1, 0.06, 0.061, 0.085)], 0.1)
+    r1 = tl(0.09, [bk(1, 0.07, 0.072, 0.092), bk(0, 0.02, 0.021, 0.052)], 0.099)
+    rec = {"step_times_s": [0.1], "rank_step_times_s": [[0.1], [0.099]], "rank_timelines": [[r0], [r1]]}
+    before = copy.deepcopy(rec)
+    (t,) = across_ranks_timelines(rec)
+    assert rec == before
+    assert t["backward_end_s"] == 0.09 and t["step_s"] == 0.1  # the later backward end, the slowest rank's step
+    assert [(b["index"], b["ready_s"], b["launch_s"], b["complete_s"]) for b in t["buckets"]] == [
+        (0, 0.03, 0.031, 0.052),
+        (1, 0.07, 0.072, 0.092),
+    ]
+    # a ready time not recorded on every rank is not mixed with launches from all ranks
+    r1["buckets"][0]["ready_s"] = None
+    assert across_ranks_timelines(rec)[0]["buckets"][1]["ready_s"] is None
+    with pytest.raises(ValueError, match="fewer"):
+        across_ranks_timelines({**rec, "rank_timelines": [[r0], []]})
+
+
 def test_validate_says_when_the_compute_only_baseline_was_noisy():
     from calibration.validate import format_validation, machine_noise
 

@@ -770,6 +770,8 @@ def test_params_carry_the_in_step_probes_step_residual_as_model_error():
     both = {**probe, "fine": fine}
     assert probe_step_residual(both) == pytest.approx(math.sqrt((math.log(1.1) ** 2 + 0.05**2) / 2))
     assert probe_step_residual({**probe, "fine": {"measured": {}}}) == pytest.approx(math.log(1.1))
+    assert probe_step_residual({**probe, "fine": [1]}) == pytest.approx(math.log(1.1))
+    assert probe_step_residual(None) == 0.0  # type: ignore[arg-type]
     fit = LinearFit(o_s=400e-6, w_bytes_per_s=1.4e9)
     with_probe = Params(backend="gloo", world_size=2, linear=fit, probes={"in_step": probe})
     assert with_probe.uncertainty().model_log_sd == pytest.approx(math.log(1.1))
