@@ -183,6 +183,21 @@ class Params:
         probe did not run or its records predate it."""
         return float(self._in_step_at(world_size)[1].get("finalize_s_per_param") or 0.0)
 
+    def fitted_terms(self, world_size: int | None) -> dict[str, Any]:
+        """The headline fitted terms a prediction at ``world_size`` uses, as written beside results
+        (``validate``'s summary, ``validate --timeline``'s files)."""
+        k, kb = self.work_at(world_size)
+        return {
+            "o_us": self.o_us,
+            "w_gbps": self.w_gbps,
+            "contention_c": self.contention_c,
+            "comm_contention_c": self.comm_contention_c,
+            "call_cpu_s": k,
+            "call_cpu_s_per_byte": kb,
+            "finalize_s_per_param": self.finalize_at(world_size),
+            "channels": self.channels,
+        }
+
     def cost_model(self, shared_bandwidth: bool = True, world_size: int | None = None):
         """The simulator's ``CostModel`` from these parameters, in the terms a network preset has.
 

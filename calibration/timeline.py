@@ -527,17 +527,7 @@ def timelines_on_pool(
             "steps": steps,
             "warmup": warmup,
             "batch_size": rec.batch_size,
-            "params": {
-                "o_us": params.o_us,
-                "w_gbps": params.w_gbps,
-                "channels": params.channels,
-                "contention_c": params.contention_c,
-                "comm_contention_c": params.comm_contention_c,
-                **dict(zip(("call_cpu_s", "call_cpu_s_per_byte"), params.work_at(None))),
-                "finalize_s_per_param": params.finalize_at(None),
-            }
-            if params is not None
-            else None,
+            "params": params.fitted_terms(None) if params is not None else None,
             **(meta or {}),
         }
         Path(out_dir).mkdir(parents=True, exist_ok=True)
