@@ -319,7 +319,14 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
     from realrun.records import RecordWriter, make_record
     from realrun.workloads import load_workload
 
-    from .probes import contention_probe, effective_copy_rate, memcpy_probe, stream_probe
+    from .probes import (
+        contention_probe,
+        copy_in_step_probe,
+        effective_copy_rate,
+        in_step_copy_rate,
+        memcpy_probe,
+        stream_probe,
+    )
 
     wl = load_workload(spec.model)
     bs = spec.batch_size or wl.default_batch_size
@@ -348,9 +355,23 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
         prof = profile_grads(pool, spec.model, batch_size=bs, steps=spec.profile_steps, optimizer=spec.optimizer)
         writer.write(make_record("profile", env, model=spec.model, batch_size=bs, profile=prof.to_dict()))
         # the copy rate over this model's gradients, each copied on its own (into its bucket, and back)
-        copy_bps = effective_copy_rate(mem, [p.nbytes for p in prof.params if p.requires_grad])
-        writer.write(make_record("memcpy", env, per_rank=mem, copy_bytes_per_s=copy_bps, model=spec.model))
-        say(f"memory copy over {spec.model}'s gradients: {copy_bps / 1e9:.2f} GB/s per rank")
+        warm_bps = effective_copy_rate(mem, [p.nbytes for p in prof.params if p.requires_grad])
+        writer.write(make_record("memcpy", env, per_rank=mem, copy_bytes_per_s=warm_bps, model=spec.model))
+        # ... and as they happen in a step: the rate the simulator uses where it was measured
+        cps = pool.run(copy_in_step_probe, spec.model, bs)
+        step_bps = in_step_copy_rate(cps)
+        writer.write(make_record("copy_in_step", env, model=spec.model, batch_size=bs, per_rank=cps))
+        copy_bps = step_bps or warm_bps
+        say(
+            f"gradient copies over {spec.model}'s gradients: "
+            + (
+                f"{step_bps / 1e9:.2f} GB/s per rank in the step (into bucket slots as backward produces them, "
+                f"and back), "
+                if step_bps
+                else "none in the step (no dense gradient copied), "
+            )
+            + f"{warm_bps / 1e9:.2f} GB/s from just-written blocks"
+        )
         say(
             f"profile: forward {prof.forward_s * 1e3:.2f} ms, backward {prof.backward_s * 1e3:.2f} ms, "
             f"optimizer {prof.optimizer_s * 1e3:.2f} ms, {len(prof.params)} params, {prof.total_grad_bytes / MIB:.2f} MiB"

@@ -4,6 +4,13 @@
   (``CostModel.copy_bytes_per_s`` is the rate over the model's gradient sizes,
   ``effective_copy_rate``), timed on every rank at once so the ranks share
   memory bandwidth as they do in training.
+* ``copy_in_step_probe``: the same copies as they happen in a training step --
+  each gradient copied into its slot of a bucket buffer by a hook as backward
+  produces it, and all of them back once the buffer has been rewritten (as an
+  all-reduce rewrites it). The slots were last touched a step ago, with
+  forward and backward's own memory in between, so they copy at a few GB/s
+  where ``memcpy_probe``'s warm blocks copy at 20-40 (``in_step_copy_rate``;
+  this is the rate ``CostModel.copy_bytes_per_s`` takes when it was measured).
 * ``contention_probe``: the same forward+backward timed alone and while a
   background thread keeps all-reduces in flight on a second process group --
   overlapped versus non-overlapped compute, from which the simulator's
@@ -69,6 +76,84 @@ def effective_copy_rate(per_rank: list[dict[str, Any]], tensor_bytes: list[int])
         return float(rates[-1])
     t = sum(b / math.exp(float(np.interp(math.log(b), x, y))) for b in tensor_bytes if b > 0)
     return total / t
+
+
+def copy_in_step_probe(
+    ctx: Any, workload_spec: str, batch_size: int, steps: int = 8, warmup: int = 2
+) -> dict[str, Any]:
+    """DDP's gradient copies inside real steps of the workload, every rank at once (no communication).
+
+    Per step: forward+backward with a hook on each trainable parameter that copies its gradient
+    into the parameter's slot of one bucket buffer the moment it is accumulated (torch DDP's
+    copy-in; only the copies are timed), then the buffer rewritten in place (as the all-reduce's
+    result lands in it) and every gradient copied back out of it (the copy-out), timed whole."""
+    import torch
+    import torch.distributed as dist
+
+    from realrun.workloads import load_workload
+
+    wl = load_workload(workload_spec)
+    model = wl.build()
+    batch = wl.make_batch(batch_size, seed=1000 + ctx.rank)
+    params = [p for p in model.parameters() if p.requires_grad]
+    buf = torch.zeros(sum(p.numel() for p in params))
+    slots, off = {}, 0
+    for p in params:
+        slots[p] = buf[off : off + p.numel()].view_as(p)
+        off += p.numel()
+    copied: list[Any] = []
+    t_in = [0.0]
+
+    def copy_in(p: Any) -> None:
+        g = p.grad
+        if g is None or g.is_sparse:
+            return
+        t0 = time.perf_counter()
+        slots[p].copy_(g)
+        t_in[0] += time.perf_counter() - t0
+        copied.append(p)
+
+    handles = [p.register_post_accumulate_grad_hook(copy_in) for p in params]
+    ins: list[float] = []
+    outs: list[float] = []
+    nbytes = 0
+    try:
+        for k in range(warmup + steps):
+            model.zero_grad(set_to_none=True)
+            copied.clear()
+            t_in[0] = 0.0
+            dist.barrier()
+            wl.loss(model, batch).backward()
+            buf.mul_(1.0)
+            t0 = time.perf_counter()
+            for p in copied:
+                p.grad.copy_(slots[p])
+            t_out = time.perf_counter() - t0
+            if k >= warmup:
+                ins.append(t_in[0])
+                outs.append(t_out)
+                nbytes = sum(p.numel() * p.element_size() for p in copied)
+    finally:
+        for h in handles:
+            h.remove()
+    return {"rank": ctx.rank, "bytes": nbytes, "copy_in_s": ins, "copy_out_s": outs}
+
+
+def in_step_copy_rate(per_rank: list[dict[str, Any]]) -> float | None:
+    """The copy rate of ``copy_in_step_probe``: the gradients' bytes, copied in and back out, over
+    the median (over ranks) of each rank's median step's copy-in plus copy-out time; None if
+    nothing was copied (no trainable dense gradient) or no step was timed."""
+    nbytes = {int(r.get("bytes") or 0) for r in per_rank}
+    times = []
+    for r in per_rank:
+        both = [a + b for a, b in zip(r.get("copy_in_s") or [], r.get("copy_out_s") or [])]
+        if both:
+            times.append(statistics.median(both))
+    if len(nbytes) != 1 or not times:
+        return None
+    (n,) = nbytes
+    t = statistics.median(times)
+    return 2 * n / t if n > 0 and t > 0 else None
 
 
 def _timed_steps(step, n: int) -> list[float]:

@@ -45,6 +45,7 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
         with_step_probe,
         with_step_probes_by_p,
     )
+    from .probes import in_step_copy_rate
 
     records = list(read_records(path))
     prof_rec = _one(records, "profile", path)
@@ -79,12 +80,16 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
     contention = {k: cont.get(k) for k in keys}
     model = str(prof_rec.get("model"))
     bs = int(prof_rec.get("batch_size") or 0)
+    # the copy rate measured inside steps where the records have it (since 2026-11-25), else the
+    # warm-block rate older calibrations used
+    cstep = _one(records, "copy_in_step", path, required=False)
+    copy_bps = (cstep and in_step_copy_rate(cstep["per_rank"])) or float(mem["copy_bytes_per_s"])
     params = assemble_params(
         backend,
         p0,
         net,
         contention,
-        float(mem["copy_bytes_per_s"]),
+        copy_bps,
         prof_rec["profile"],
         dict(prof_rec.get("env") or {}),
         model,
