@@ -29,7 +29,7 @@ import realrun.netns as netns  # noqa: E402
 from calibration.calibrate import CalibrateSpec, calibrate_on_pool, fit_probe  # noqa: E402
 from calibration.fit import fit_bandwidth, fit_linear  # noqa: E402
 from calibration.params import PARAMS_SCHEMA, Params  # noqa: E402
-from calibration.probes import effective_copy_rate
+from calibration.probes import effective_copy_rate, in_step_copy_rate
 from calibration.refit import refit_from_records  # noqa: E402
 from calibration.step_probe import fit_in_step, measured_targets
 from calibration.validate import (  # noqa: E402
@@ -136,6 +136,7 @@ def test_calibrated_params_are_positive_finite_and_of_this_run(calibrated):
         "streams: o =",
         "memory copy",
         "profiling",
+        "gradient copies",
         "contention:",
         "in-step probe:",
         "in-step probe (torch-ddp",
@@ -151,6 +152,7 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
         "allreduce": 6,
         "broadcast": 3,
         "memcpy": 1,
+        "copy_in_step": 1,
         "profile": 1,
         "contention": 1,
         "step_probe": 1,
@@ -176,11 +178,23 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
     bc = [dict(r, kind="allreduce") for r in recs if r["kind"] == "broadcast"]
     assert fit_linear(bc, impl="broadcast", world_size=2, statistic="mean") == params.broadcast
     assert params.linear.n_samples == sum(len(r["times_s"]) for r in ar)
+    # the copy rate: the in-step copies' (every trainable gradient in and back out, per rank and step);
+    # the warm-block probe's rate is kept in its record beside it
     (mem,) = [r for r in recs if r["kind"] == "memcpy"]
-    assert (
-        mem["copy_bytes_per_s"]
-        == params.copy_bytes_per_s
-        == effective_copy_rate(mem["per_rank"], [p.nbytes for p in params.profile().params if p.requires_grad])
+    assert mem["copy_bytes_per_s"] == effective_copy_rate(
+        mem["per_rank"], [p.nbytes for p in params.profile().params if p.requires_grad]
+    )
+    (cps,) = [r for r in recs if r["kind"] == "copy_in_step"]
+    assert [r["rank"] for r in cps["per_rank"]] == [0, 1]
+    for r in cps["per_rank"]:
+        assert r["bytes"] == params.profile().total_grad_bytes
+        assert len(r["copy_in_s"]) == len(r["copy_out_s"]) == 8 and min(r["copy_in_s"] + r["copy_out_s"]) > 0
+    per_rank_median = [
+        statistics.median(a + b for a, b in zip(r["copy_in_s"], r["copy_out_s"])) for r in cps["per_rank"]
+    ]
+    assert params.copy_bytes_per_s == in_step_copy_rate(cps["per_rank"])
+    assert params.copy_bytes_per_s == pytest.approx(
+        2 * cps["per_rank"][0]["bytes"] / statistics.median(per_rank_median)
     )
     (cont,) = [r for r in recs if r["kind"] == "contention"]
     refit = fit_probe(cont["per_rank"])
@@ -381,19 +395,29 @@ def test_appending_after_a_torn_line_loses_nothing(calibrated, tmp_path):
         assert read_records(whole) == [json.loads(line) for line in lines] + [new]
 
 
+def test_records_from_before_the_in_step_copy_probe_refit_with_the_warm_block_rate(calibrated, tmp_path):
+    _, _, records, _ = calibrated
+    old = tmp_path / "before_copy_in_step.jsonl"
+    old.write_text(
+        "".join(line + "\n" for line in records.read_text().splitlines() if '"kind":"copy_in_step"' not in line)
+    )
+    (mem,) = [r for r in read_records(old) if r["kind"] == "memcpy"]
+    assert refit_from_records(old).copy_bytes_per_s == mem["copy_bytes_per_s"]
+
+
 def test_empty_measurement_is_a_clear_error(calibrated, tmp_path, capsys):
     _, _, records, _ = calibrated
     no_ar = tmp_path / "no_allreduce.jsonl"
     no_ar.write_text(
         "".join(line + "\n" for line in records.read_text().splitlines() if '"kind":"allreduce"' not in line)
     )
-    kinds = r"kinds found: broadcast, contention, memcpy, profile, step_probe, step_probe_fine"
-    with pytest.raises(ValueError, match=rf"none of the 8 records is an all-reduce measurement \({kinds}\)"):
+    kinds = r"kinds found: broadcast, contention, copy_in_step, memcpy, profile, step_probe, step_probe_fine"
+    with pytest.raises(ValueError, match=rf"none of the 9 records is an all-reduce measurement \({kinds}\)"):
         fit_linear(read_records(no_ar))
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     for path, msg in (
-        (no_ar, "none of the 8 records is an all-reduce measurement"),
+        (no_ar, "none of the 9 records is an all-reduce measurement"),
         (empty, "no records given: the measurement is empty"),
     ):
         assert ddpsim(["plot", "--allreduce", str(path), "--plot-dir", str(tmp_path / "plots")]) == 2

@@ -338,3 +338,19 @@ def test_bandwidth_from_the_transfer_dominated_sizes_is_not_tilted_by_small_call
     assert both.rel_errors[k] == pytest.approx((1.5e-3 + (64 << 20) / bw.w_bytes_per_s) / mean_64 - 1)
     # too few transfer-dominated sizes: nothing better than the all-size fit is known
     assert fit_bandwidth(recs[:3], fit_linear(recs[:3]), statistic="mean") is None
+
+
+# ---- the in-step copy rate (calibration.probes.in_step_copy_rate) -----------------------
+def test_in_step_copy_rate_is_bytes_in_and_out_over_the_median_step_of_the_median_rank():
+    from calibration.probes import in_step_copy_rate
+
+    mb = 1 << 20
+    ranks = [
+        {"rank": 0, "bytes": mb, "copy_in_s": [1e-3, 2e-3, 9e-3], "copy_out_s": [1e-3, 1e-3, 1e-3]},  # median 3 ms
+        {"rank": 1, "bytes": mb, "copy_in_s": [3e-3, 3e-3, 3e-3], "copy_out_s": [2e-3, 2e-3, 2e-3]},  # median 5 ms
+    ]
+    assert in_step_copy_rate(ranks) == pytest.approx(2 * mb / 4e-3)  # median of 3 and 5 ms
+    # nothing to say: no step timed, no dense gradient copied, ranks that copied different bytes
+    assert in_step_copy_rate([dict(r, copy_in_s=[], copy_out_s=[]) for r in ranks]) is None
+    assert in_step_copy_rate([dict(r, bytes=0) for r in ranks]) is None
+    assert in_step_copy_rate([ranks[0], dict(ranks[1], bytes=2 * mb)]) is None
