@@ -25,9 +25,13 @@ communication runs ``1 + comm_contention`` times slower while any rank
 computes (on a CPU, gloo's threads and the compute threads share cores). Work
 in progress is re-timed whenever either state changes: exact, not sampled at
 segment starts. Or the CPU a call takes is counted as work: each collective
-adds ``call_cpu_s + call_cpu_s_per_byte * bytes`` to the compute of every rank
-computing when it starts (the reducer's and gloo's work on shared cores); a rank
-waiting for communication pays nothing.
+brings ``call_cpu_s + call_cpu_s_per_byte * bytes`` of work to every rank
+computing when it starts (the reducer's and gloo's work on shared cores), owed
+on that rank's core: while it is owed, compute and it share the core, half
+speed each; a rank that stops computing leaves the core to it (a rank waiting
+for communication pays nothing). So a call costs compute all its work where
+compute goes on long enough, and at most the compute left where it does not:
+the last bucket, launched at backward's tail.
 
 With no contention and one channel the event model reduces to a recursion
 that ``_analytic`` evaluates with numpy (``simulate_step(model="auto")``, the
@@ -62,6 +66,7 @@ if TYPE_CHECKING:
 Event = tuple[float, float, int, str, str]
 
 _EPS = 1e-15
+_SHARE = 0.5  # compute's share of its core while calls' work is owed on it (two runnable threads, fair share)
 
 
 @dataclass(frozen=True)
@@ -367,7 +372,8 @@ class _Step:
             msg = np.concatenate((st.plan.msg_bytes, st.plan.post_msg_bytes))
             self.call_work = (self.cost.call_cpu_s + self.cost.call_cpu_s_per_byte * msg).tolist()
         self.in_compute = [False] * len(factors)  # which ranks compute now (call_cpu_s lands on them)
-        self.added = [0.0] * len(factors)  # per-call work landed on a rank's compute in progress
+        self.debt = [0.0] * len(factors)  # calls' work landed on a rank and not yet done (call_cpu)
+        self.debt_since = [0.0] * len(factors)  # when a rank stopped computing (its debt is done meanwhile)
         self.comm_track = self.cost.comm_contention > 0
         self.shared = self.cost.shared_bandwidth and self.cost.channels > 1
         self.busy = 0
@@ -386,15 +392,8 @@ class _Step:
         setattr(self, attr, self.env.event())
         ev.succeed()
 
-    def _progress(
-        self,
-        work_s: float,
-        rate: Callable[[], float],
-        changed: str,
-        take: Callable[[], float] | None = None,
-    ) -> Generator[simpy.Event, Any, None]:
-        """Do ``work_s`` seconds of work at ``rate()``, re-timed whenever the event named ``changed`` fires;
-        ``take()``, if given, returns work landed on it meanwhile (collectives' ``call_cpu_s``), added on."""
+    def _progress(self, work_s: float, rate: Callable[[], float], changed: str) -> Generator[simpy.Event, Any, None]:
+        """Do ``work_s`` seconds of work at ``rate()``, re-timed whenever the event named ``changed`` fires."""
         env = self.env
         remaining = work_s
         while remaining > _EPS:
@@ -403,12 +402,33 @@ class _Step:
             to = env.timeout(remaining / r)
             res = yield to | getattr(self, changed)
             remaining = 0.0 if to in res else remaining - (env.now - t0) * r
-            if take is not None:
-                remaining += take()
 
-    def _take_added(self, r: int) -> float:
-        w, self.added[r] = self.added[r], 0.0
-        return w
+    def _compute_beside_calls(self, work_s: float, r: int) -> Generator[simpy.Event, Any, None]:
+        """Compute while calls' work (``call_cpu``) is owed on this rank's core: the two share it, each at
+        ``_SHARE`` speed, until the debt is done; a debt left when the rank stops computing is done on the
+        core it leaves free, at full speed. So a call's work costs compute all of itself where compute goes
+        on long enough, and no more than the compute left where it does not (the last bucket, launched at
+        backward's tail). Re-timed when communication starts or stops (``contention``) and when work lands."""
+        env = self.env
+        slow = 1.0 + self.cost.contention
+        self.debt[r] = max(0.0, self.debt[r] - (env.now - self.debt_since[r]))
+        self.in_compute[r] = True
+        remaining = work_s
+        while remaining > _EPS:
+            base = 1.0 / slow if self.busy else 1.0
+            owed = self.debt[r] > _EPS
+            rate = base * _SHARE if owed else base
+            t_done = remaining / rate
+            t_debt = self.debt[r] / _SHARE if owed else math.inf
+            t0 = env.now
+            to = env.timeout(min(t_done, t_debt))
+            res = yield to | self.busy_changed
+            dt = env.now - t0
+            if owed:
+                self.debt[r] = max(0.0, self.debt[r] - dt * _SHARE)
+            remaining = 0.0 if to in res and t_done <= t_debt else remaining - dt * rate
+        self.in_compute[r] = False
+        self.debt_since[r] = env.now
 
     def _compute(self, work_s: float, r: int) -> Generator[simpy.Event, Any, None]:
         if work_s <= 0:
@@ -419,12 +439,11 @@ class _Step:
                 self._signal("comm_rate_changed")
         if not self.contention and not self.call_cpu:
             yield self.env.timeout(work_s)
-        else:  # re-timed when communication starts or stops (contention) and when a call's work lands
+        elif not self.call_cpu:  # re-timed when communication starts or stops
             slow = 1.0 + self.cost.contention
-            take = (lambda: self._take_added(r)) if self.call_cpu else None
-            self.in_compute[r] = True
-            yield from self._progress(work_s, lambda: 1.0 / slow if self.busy else 1.0, "busy_changed", take)
-            self.in_compute[r] = False
+            yield from self._progress(work_s, lambda: 1.0 / slow if self.busy else 1.0, "busy_changed")
+        else:
+            yield from self._compute_beside_calls(work_s, r)
         if self.comm_track:
             self.computing -= 1
             if self.computing == 0:
@@ -489,7 +508,7 @@ class _Step:
             if self.call_cpu and any(self.in_compute):
                 for r, on in enumerate(self.in_compute):
                     if on:
-                        self.added[r] += self.call_work[c]
+                        self.debt[r] += self.call_work[c]
                 self._signal("busy_changed")  # the computing ranks take it on
             lat, xfer = self.lat[c], self.xfer[c]
             if lat > 0:

@@ -328,11 +328,13 @@ class CostModel:
     collective is in flight (fitted by calibration; 0 = no interference).
     ``comm_contention``: collectives run ``1 + comm_contention`` times slower
     while any rank computes (fitted by calibration).
-    ``call_cpu_s``, ``call_cpu_s_per_byte``: compute work each collective adds
-    to every rank that is computing when the collective starts, ``call_cpu_s +
+    ``call_cpu_s``, ``call_cpu_s_per_byte``: work each collective brings to
+    every rank that is computing when the collective starts, ``call_cpu_s +
     call_cpu_s_per_byte * bytes`` (the CPU a call takes from compute on cores
     it shares: fitted by calibration from the in-step probe at two bucket caps,
-    in place of ``contention``; 0 = none).
+    in place of ``contention``; 0 = none). Owed on the rank's core, it shares
+    the core with compute (half speed each) until it is done, so compute loses
+    at most what it has left (the engine, ``_compute_beside_calls``).
     ``copy_bytes_per_s``: memory-copy rate for gradient <-> bucket copies
     (None = free). ``hook_s_per_param``: the cost of one Python gradient hook
     (hand-written wrappers run one per gradient; torch DDP's are C++).

@@ -232,18 +232,41 @@ def test_per_call_compute_cost_lands_on_ranks_computing_when_a_call_starts():
 def test_per_call_compute_cost_with_contention_is_retimed_exactly():
     both = CostModel.linear(0.5, 1000.0, channels=1, contention=1.0, call_cpu_s=0.25)
     out = simulate_step(PROF, comm_plan(PROF, StrategySpec("individual"), 2), both, 2, record=True)
-    # as test_contention_slows_compute_while_communicating, b with 0.25 s more work: half speed until 3.0
-    # (0.75 of 2.25 done), 1.5 at full speed -> 4.5; all-reduce b [4.5, 7.0] starts while a computes:
-    # a has 1.25 s of work at half speed -> 7.0; all-reduce a [7.0, 8.5], optimizer [8.5, 8.75].
-    assert [(e[4], e[0], e[1]) for e in out.events if e[3] in ("backward", "allreduce")] == [
+    # as test_contention_slows_compute_while_communicating (half speed while a call is in flight), and
+    # while the 0.25 s of c's work is owed b shares its core with it, half each: from 1.5 b runs at 1/4
+    # until the debt is done at 2.0 (0.125 of b done), at 1/2 until c's all-reduce ends at 3.0 (0.625),
+    # then at full speed -> 4.375. All-reduce b [4.375, 6.875] starts while a computes: 1/4 until 4.875
+    # (0.125 of a), 1/2 for the remaining 0.875 -> 6.625. All-reduce a [6.875, 8.375], optimizer 0.25 s.
+    got = [(e[4], e[0], e[1]) for e in out.events if e[3] in ("backward", "allreduce")]
+    want = [
         ("c", 0.5, 1.5),
         ("c", 1.5, 3.0),
-        ("b", 1.5, 4.5),
-        ("b", 4.5, 7.0),
-        ("a", 4.5, 7.0),
-        ("a", 7.0, 8.5),
+        ("b", 1.5, 4.375),
+        ("a", 4.375, 6.625),
+        ("b", 4.375, 6.875),
+        ("a", 6.875, 8.375),
     ]
-    assert out.step_time_s == 8.75
+    assert [g[0] for g in got] == [w[0] for w in want]
+    assert [g[1:] for g in got] == [pytest.approx(w[1:], abs=1e-12) for w in want]
+    assert out.step_time_s == pytest.approx(8.625, abs=1e-12)
+
+
+def test_owed_work_costs_compute_no_more_than_the_compute_left():
+    """3 s of work per call, more than each backward segment left: compute shares its core with the debt
+    (half speed) and loses only as much as it had; the rest is done on the core it leaves free (as a lump
+    added to the compute, all of it was charged: the last bucket's over-count at backward's tail)."""
+    cost = CostModel.linear(0.5, 1000.0, channels=1, call_cpu_s=3.0)
+    out = simulate_step(PROF, comm_plan(PROF, StrategySpec("individual"), 2), cost, 2, record=True)
+    # c's call starts at 1.5 while b (2.0 s) computes: owed 3.0, b at half speed -> 5.5 (2.0 paid, 1.0 owed);
+    # b's call [5.5, 8.0] starts as a (1.0 s) begins: owed 4.0, a at half speed -> 7.5 (3.0 owed). a's call
+    # waits for the channel: [8.0, 9.5]; the core pays 2.0 meanwhile, so the optimizer (0.25 s) still
+    # shares it with the last 1.0 owed: 0.5 s -> 10.0.
+    got = [(e[4], e[0], e[1]) for e in out.events if e[3] in ("backward", "allreduce")]
+    want = [("c", 0.5, 1.5), ("c", 1.5, 3.0), ("b", 1.5, 5.5), ("a", 5.5, 7.5), ("b", 5.5, 8.0), ("a", 8.0, 9.5)]
+    assert [g[0] for g in got] == [w[0] for w in want]
+    assert [g[1:] for g in got] == [pytest.approx(w[1:], abs=1e-12) for w in want]
+    assert out.backward_end_s == pytest.approx(7.5, abs=1e-12)
+    assert out.step_time_s == pytest.approx(10.0, abs=1e-12)
 
 
 def test_per_byte_compute_cost_grows_with_the_collective_that_starts():
@@ -276,3 +299,34 @@ def test_reducer_finalize_costs_per_parameter_after_the_last_copy_out_torch_ddp_
             assert t1 - t0 == pytest.approx(6 * fin if pays else 0.0, abs=1e-12), (name, model)
     with pytest.raises(ValueError, match="finalize"):
         CostModel.linear(1e-4, 1e9, finalize_s_per_param=-1e-6)
+
+
+def test_a_bucket_launched_at_backward_tail_costs_compute_the_tail_not_its_work():
+    """Measured on loopback in every run (BENCHMARKS.md, "Run m10"): torch DDP with all gradients in one
+    bucket, launched 0.06-0.1 ms before backward ends, steps as fast as `flat`'s one all-reduce after
+    backward. The call's work (10 s here, far more than the 0.1 s tail left) costs backward at most the
+    tail; added to that compute whole (the rule before), backward ended at 14.6 and the step at 14.85."""
+    prof = GradProfile(
+        "tail",
+        (ParamSpec("a", 250, bwd_s=1.0), ParamSpec("b", 500, bwd_s=2.0), ParamSpec("c", 250, bwd_s=1.0)),
+        forward_s=0.5,
+        optimizer_s=0.25,
+        backward_tail_s=0.1,
+    )
+    work = CostModel.linear(0.5, 1000.0, channels=1, call_cpu_s=10.0)
+    one = StrategySpec("bucketed", bucket_mb=64.0)
+    out = simulate_step(prof, comm_plan(prof, one, 2), work, 2, record=True)
+    # the bucket is launched when c..a is done (4.5), before the 0.1 s tail: the tail shares its core with
+    # the call's work, half speed -> 4.7, under the all-reduce of 4000 B: [4.5, 9.0]. The 9.9 s of work
+    # left is done on the core the rank leaves free, 4.3 s of it by 9.0; the optimizer shares the core
+    # with the 5.6 s still owed: 0.5 s -> 9.5 (work can outlast its call: the rule's known over-count)
+    assert [(e[3], e[0], e[1]) for e in out.events if e[3] in ("backward", "allreduce", "optimizer")] == [
+        ("backward", 0.5, 4.5),
+        ("backward", 4.5, 4.7),
+        ("allreduce", 4.5, 9.0),
+        ("optimizer", 9.0, 9.5),
+    ]
+    assert out.backward_end_s == pytest.approx(4.7, abs=1e-12) and out.step_time_s == pytest.approx(9.5, abs=1e-12)
+    # flat launches after the tail (4.6): no work lands, the same call [4.6, 9.1], optimizer -> 9.35
+    t_flat = simulate_step(prof, comm_plan(prof, StrategySpec("flat"), 2), work, 2).step_time_s
+    assert t_flat == pytest.approx(9.35, abs=1e-12)

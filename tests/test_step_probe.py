@@ -38,7 +38,7 @@ def test_fit_recovers_known_factors(c, cc):
 
 
 @pytest.mark.parametrize(
-    "cc, k, kb", [(1.5, 2e-3, 1e-3 / MIB), (0.5, 5e-3, 0.0), (0.0, 0.0, 2e-3 / MIB), (0.0, 1e-3, 0.0)]
+    "cc, k, kb", [(1.5, 2e-3, 1e-3 / MIB), (0.5, 1e-3, 0.0), (0.0, 0.0, 2e-3 / MIB), (0.0, 1e-3, 0.0)]
 )
 def test_fit_at_two_caps_recovers_the_work_per_call_and_per_byte(cc, k, kb):
     bucket = probe_bucket_mb(PROF.total_grad_bytes)
@@ -64,6 +64,17 @@ def test_two_caps_out_of_the_works_reach_keep_the_factor_and_say_so():
     assert fit["not_identified"] == ["contention_c", "call_cpu_s"] and fit["at_bound"]
     # neither a factor nor the work reaches it: the contention probe's factor (the cost's) is kept, no work
     assert fit["call_cpu_s"] == 0.0 and fit["call_cpu_s_per_byte"] == 0.0 and fit["contention_c"] == 0.7
+
+
+def test_work_beyond_the_compute_left_is_not_identified():
+    """Owed work shares the core with compute, so compute can lose at most what it has left: 5 ms per call
+    over the fine probe's 52 calls (260 ms owed against 111 ms of backward) keeps it at half speed throughout,
+    and more work would look the same. The fit says so instead of returning a number it cannot see."""
+    bucket = probe_bucket_mb(PROF.total_grad_bytes)
+    fine = probe_fine_mb(bucket)
+    t, tf = _targets(0.0, 0.5, bucket, 5e-3), _targets(0.0, 0.5, fine, 5e-3)
+    fit = fit_in_step(PROF, _cost(), 2, bucket, t, fine=(fine, tf))
+    assert "call_cpu_s" in fit["not_identified"] and fit["call_cpu_s"] == 0.0
 
 
 def test_one_cap_fits_no_work_terms_as_before():
