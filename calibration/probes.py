@@ -96,11 +96,13 @@ def copy_in_step_probe(
     model = wl.build()
     batch = wl.make_batch(batch_size, seed=1000 + ctx.rank)
     params = [p for p in model.parameters() if p.requires_grad]
-    buf = torch.zeros(sum(p.numel() for p in params))
-    slots, off = {}, 0
+    bufs = {}  # one bucket buffer per dtype, as DDP keeps them
+    for dt in {p.dtype for p in params}:
+        bufs[dt] = torch.zeros(sum(p.numel() for p in params if p.dtype == dt), dtype=dt)
+    slots, off = {}, dict.fromkeys(bufs, 0)
     for p in params:
-        slots[p] = buf[off : off + p.numel()].view_as(p)
-        off += p.numel()
+        slots[p] = bufs[p.dtype][off[p.dtype] : off[p.dtype] + p.numel()].view_as(p)
+        off[p.dtype] += p.numel()
     copied: list[Any] = []
     t_in = [0.0]
 
@@ -124,7 +126,8 @@ def copy_in_step_probe(
             t_in[0] = 0.0
             dist.barrier()
             wl.loss(model, batch).backward()
-            buf.mul_(1.0)
+            for b in bufs.values():
+                b.mul_(1)
             t0 = time.perf_counter()
             for p in copied:
                 p.grad.copy_(slots[p])
@@ -140,20 +143,18 @@ def copy_in_step_probe(
 
 
 def in_step_copy_rate(per_rank: list[dict[str, Any]]) -> float | None:
-    """The copy rate of ``copy_in_step_probe``: the gradients' bytes, copied in and back out, over
-    the median (over ranks) of each rank's median step's copy-in plus copy-out time; None if
-    nothing was copied (no trainable dense gradient) or no step was timed."""
-    nbytes = {int(r.get("bytes") or 0) for r in per_rank}
-    times = []
+    """The copy rate of ``copy_in_step_probe``: per rank, its gradients' bytes copied in and back out
+    over its median step's copy-in plus copy-out time; the median over ranks (ranks whose unused
+    parameters differ copy different bytes). None where no rank copied anything in a timed step (no
+    trainable dense gradient)."""
+    rates = []
     for r in per_rank:
+        n = int(r.get("bytes") or 0)
         both = [a + b for a, b in zip(r.get("copy_in_s") or [], r.get("copy_out_s") or [])]
-        if both:
-            times.append(statistics.median(both))
-    if len(nbytes) != 1 or not times:
-        return None
-    (n,) = nbytes
-    t = statistics.median(times)
-    return 2 * n / t if n > 0 and t > 0 else None
+        t = statistics.median(both) if both else 0.0
+        if n > 0 and t > 0:
+            rates.append(2 * n / t)
+    return statistics.median(rates) if rates else None
 
 
 def _timed_steps(step, n: int) -> list[float]:

@@ -408,7 +408,8 @@ class _Step:
         ``_SHARE`` speed, until the debt is done; a debt left when the rank stops computing is done on the
         core it leaves free, at full speed. So a call's work costs compute all of itself where compute goes
         on long enough, and no more than the compute left where it does not (the last bucket, launched at
-        backward's tail). Re-timed when communication starts or stops (``contention``) and when work lands."""
+        backward's tail). Re-timed when communication starts or stops (``contention``) and when work lands.
+        Work still owed when the step ends is dropped (one step is simulated, not the next one's forward)."""
         env = self.env
         slow = 1.0 + self.cost.contention
         self.debt[r] = max(0.0, self.debt[r] - (env.now - self.debt_since[r]))
@@ -424,9 +425,12 @@ class _Step:
             to = env.timeout(min(t_done, t_debt))
             res = yield to | self.busy_changed
             dt = env.now - t0
+            fired = to in res
+            # where the timer fired, what it timed is done exactly: env.now is rounded, and a remainder
+            # below its resolution (from about 32 s of simulated time) would ask for a timeout that cannot move
             if owed:
-                self.debt[r] = max(0.0, self.debt[r] - dt * _SHARE)
-            remaining = 0.0 if to in res and t_done <= t_debt else remaining - dt * rate
+                self.debt[r] = 0.0 if fired and t_debt <= t_done else max(0.0, self.debt[r] - dt * _SHARE)
+            remaining = 0.0 if fired and t_done <= t_debt else remaining - dt * rate
         self.in_compute[r] = False
         self.debt_since[r] = env.now
 

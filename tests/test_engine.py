@@ -1,5 +1,7 @@
 """The event model on cases small enough to work out by hand."""
 
+import dataclasses
+
 import pytest
 
 from simulator.engine import simulate_step
@@ -330,3 +332,22 @@ def test_a_bucket_launched_at_backward_tail_costs_compute_the_tail_not_its_work(
     # flat launches after the tail (4.6): no work lands, the same call [4.6, 9.1], optimizer -> 9.35
     t_flat = simulate_step(prof, comm_plan(prof, StrategySpec("flat"), 2), work, 2).step_time_s
     assert t_flat == pytest.approx(9.35, abs=1e-12)
+
+
+def test_owed_work_ends_at_long_simulated_times():
+    """Past about 32 s of simulated time a debt's remainder can fall below the clock's resolution; the
+    debt paid when its timer fires must be exactly zero, or the rank asks for timeouts that never move
+    the clock (review, 2026-11-25: forward 1000.1 s hung)."""
+    prof = GradProfile(
+        "long",
+        (ParamSpec("a", 250, bwd_s=1.0), ParamSpec("b", 500, bwd_s=2.0), ParamSpec("c", 250, bwd_s=1.0)),
+        forward_s=1000.1,
+        optimizer_s=0.25,
+    )
+    for work in (0.3, 0.7):
+        cost = CostModel.linear(0.5, 1000.0, channels=1, call_cpu_s=work)
+        out = simulate_step(prof, comm_plan(prof, StrategySpec("individual"), 2), cost, 2)
+        short = simulate_step(
+            dataclasses.replace(prof, forward_s=0.1), comm_plan(prof, StrategySpec("individual"), 2), cost, 2
+        )
+        assert out.step_time_s == pytest.approx(short.step_time_s + 1000.0, abs=1e-9)

@@ -341,7 +341,7 @@ def test_bandwidth_from_the_transfer_dominated_sizes_is_not_tilted_by_small_call
 
 
 # ---- the in-step copy rate (calibration.probes.in_step_copy_rate) -----------------------
-def test_in_step_copy_rate_is_bytes_in_and_out_over_the_median_step_of_the_median_rank():
+def test_in_step_copy_rate_is_the_median_over_ranks_of_bytes_in_and_out_over_the_median_step():
     from calibration.probes import in_step_copy_rate
 
     mb = 1 << 20
@@ -349,8 +349,12 @@ def test_in_step_copy_rate_is_bytes_in_and_out_over_the_median_step_of_the_media
         {"rank": 0, "bytes": mb, "copy_in_s": [1e-3, 2e-3, 9e-3], "copy_out_s": [1e-3, 1e-3, 1e-3]},  # median 3 ms
         {"rank": 1, "bytes": mb, "copy_in_s": [3e-3, 3e-3, 3e-3], "copy_out_s": [2e-3, 2e-3, 2e-3]},  # median 5 ms
     ]
-    assert in_step_copy_rate(ranks) == pytest.approx(2 * mb / 4e-3)  # median of 3 and 5 ms
-    # nothing to say: no step timed, no dense gradient copied, ranks that copied different bytes
+    assert in_step_copy_rate(ranks) == pytest.approx((2 * mb / 3e-3 + 2 * mb / 5e-3) / 2)  # median of 2 ranks
+    # ranks that copied different bytes (unused parameters differ): each its own rate
+    assert in_step_copy_rate([ranks[0], dict(ranks[1], bytes=2 * mb)]) == pytest.approx(
+        (2 * mb / 3e-3 + 4 * mb / 5e-3) / 2
+    )
+    # a rank with nothing timed does not count; nothing to say where no rank copied anything
+    assert in_step_copy_rate([ranks[0], dict(ranks[1], copy_in_s=[], copy_out_s=[])]) == pytest.approx(2 * mb / 3e-3)
     assert in_step_copy_rate([dict(r, copy_in_s=[], copy_out_s=[]) for r in ranks]) is None
     assert in_step_copy_rate([dict(r, bytes=0) for r in ranks]) is None
-    assert in_step_copy_rate([ranks[0], dict(ranks[1], bytes=2 * mb)]) is None
