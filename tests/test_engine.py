@@ -23,6 +23,13 @@ PROF = GradProfile(
 )
 
 
+def assert_spans(out, want):
+    """The run's backward and all-reduce spans are ``want``'s ``(name, start, end)``, in order, to 1e-12 s."""
+    got = [(e[4], e[0], e[1]) for e in out.events if e[3] in ("backward", "allreduce")]
+    assert [g[0] for g in got] == [w[0] for w in want]
+    assert [g[1:] for g in got] == [pytest.approx(w[1:], abs=1e-12) for w in want]
+
+
 def run(strategy, channels=1, shared=True, contention=0.0, accum=1, **kw):
     cost = CostModel.linear(0.5, 1000.0, channels=channels, shared_bandwidth=shared, contention=contention)
     spec = StrategySpec(strategy, accum_steps=accum, **kw)
@@ -239,7 +246,6 @@ def test_per_call_compute_cost_with_contention_is_retimed_exactly():
     # until the debt is done at 2.0 (0.125 of b done), at 1/2 until c's all-reduce ends at 3.0 (0.625),
     # then at full speed -> 4.375. All-reduce b [4.375, 6.875] starts while a computes: 1/4 until 4.875
     # (0.125 of a), 1/2 for the remaining 0.875 -> 6.625. All-reduce a [6.875, 8.375], optimizer 0.25 s.
-    got = [(e[4], e[0], e[1]) for e in out.events if e[3] in ("backward", "allreduce")]
     want = [
         ("c", 0.5, 1.5),
         ("c", 1.5, 3.0),
@@ -248,8 +254,7 @@ def test_per_call_compute_cost_with_contention_is_retimed_exactly():
         ("b", 4.375, 6.875),
         ("a", 6.875, 8.375),
     ]
-    assert [g[0] for g in got] == [w[0] for w in want]
-    assert [g[1:] for g in got] == [pytest.approx(w[1:], abs=1e-12) for w in want]
+    assert_spans(out, want)
     assert out.step_time_s == pytest.approx(8.625, abs=1e-12)
 
 
@@ -263,10 +268,8 @@ def test_owed_work_costs_compute_no_more_than_the_compute_left():
     # b's call [5.5, 8.0] starts as a (1.0 s) begins: owed 4.0, a at half speed -> 7.5 (3.0 owed). a's call
     # waits for the channel: [8.0, 9.5]; the core pays 2.0 meanwhile, so the optimizer (0.25 s) still
     # shares it with the last 1.0 owed: 0.5 s -> 10.0.
-    got = [(e[4], e[0], e[1]) for e in out.events if e[3] in ("backward", "allreduce")]
     want = [("c", 0.5, 1.5), ("c", 1.5, 3.0), ("b", 1.5, 5.5), ("a", 5.5, 7.5), ("b", 5.5, 8.0), ("a", 8.0, 9.5)]
-    assert [g[0] for g in got] == [w[0] for w in want]
-    assert [g[1:] for g in got] == [pytest.approx(w[1:], abs=1e-12) for w in want]
+    assert_spans(out, want)
     assert out.backward_end_s == pytest.approx(7.5, abs=1e-12)
     assert out.step_time_s == pytest.approx(10.0, abs=1e-12)
 
@@ -277,10 +280,8 @@ def test_per_byte_compute_cost_grows_with_the_collective_that_starts():
     # c's all-reduce (1000 B) starts at 1.5 while b computes: b does 2.0 + 0.1 s -> [1.5, 3.6]; b's
     # (2000 B) starts at 3.6 while a computes: a [3.6, 4.8]; a's waits for the channel until 6.1 and the
     # rank only waits: [6.1, 7.6]; optimizer [7.6, 7.85].
-    got = [(e[4], e[0], e[1]) for e in out.events if e[3] in ("backward", "allreduce")]
     want = [("c", 0.5, 1.5), ("c", 1.5, 3.0), ("b", 1.5, 3.6), ("a", 3.6, 4.8), ("b", 3.6, 6.1), ("a", 6.1, 7.6)]
-    assert [g[0] for g in got] == [w[0] for w in want]
-    assert [g[1:] for g in got] == [pytest.approx(w[1:], abs=1e-12) for w in want]
+    assert_spans(out, want)
     assert out.step_time_s == pytest.approx(7.85, abs=1e-12)
 
 
