@@ -57,6 +57,7 @@ class CalibrateSpec:
     profile_steps: int = 20
     contention_steps: int = 10
     step_probe_steps: int = 10  # 0: no in-step probe (the contention probe's factors are used)
+    cold_call_reps: int = 100  # 0: no cold-call probe (calls on idle channels cost what calls in a row do)
     optimizer: str = "sgd"
     records: str = "calibration.jsonl"
     timeout_s: float = 900.0
@@ -314,15 +315,25 @@ def with_step_probe(params: Params, fit: dict[str, Any]) -> Params:
     )
 
 
+def cold_call_line(fit: dict[str, Any]) -> str:
+    extra = ", ".join(f"{g * 1e3:g} ms {e * 1e3:+.2f}" for g, e in zip(fit["gaps_s"], fit["extra_s"]))
+    return (
+        f"cold calls: after compute of {extra} ms against one after a call ({fit['after_call_s'] * 1e3:.2f} ms): "
+        f"fitted {fit['cold_call_s'] * 1e3:.2f} ms x (1 - exp(-idle / {fit['cold_tau_s'] * 1e3:.1f} ms))"
+    )
+
+
 def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]) -> Params:
     from realrun.profile_grads import profile_grads
     from realrun.records import RecordWriter, make_record
     from realrun.workloads import load_workload
 
     from .probes import (
+        cold_call_probe,
         contention_probe,
         copy_in_step_probe,
         effective_copy_rate,
+        fit_cold_call,
         in_step_copy_rate,
         memcpy_probe,
         stream_probe,
@@ -343,6 +354,17 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
         for r in stream_recs:
             writer.write(r)
         net = fit_network(recs + stream_recs, pool.backend, pool.world_size, spec.link_mbit, say)
+        # ... and a call that follows compute instead: its threads wake first
+        cold = None
+        if spec.cold_call_reps > 0:
+            say(
+                f"cold calls: one small all-reduce after 2, 20 and 100 ms of compute, against one after a call "
+                f"({spec.cold_call_reps} times each)"
+            )
+            cold_rank = pool.run(cold_call_probe, reps=spec.cold_call_reps)
+            cold = fit_cold_call(cold_rank)
+            writer.write(make_record("cold_call", env, per_rank=cold_rank, fit=cold))
+            say(cold_call_line(cold))
 
         mem = pool.run(memcpy_probe)
         by_size = ", ".join(
@@ -399,6 +421,8 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
             spec.link_mbit,
             spec.records,
         )
+        if cold is not None:
+            params = replace(params, probes={**params.probes, "cold_call": cold})
         if spec.step_probe_steps > 0:
             from .step_probe import probe_bucket_mb, probe_fine_mb, run_step_probe, summary_line
 

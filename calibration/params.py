@@ -183,6 +183,12 @@ class Params:
         probe did not run or its records predate it."""
         return float(self._in_step_at(world_size)[1].get("finalize_s_per_param") or 0.0)
 
+    def cold_call(self) -> tuple[float, float]:
+        """``(cold_call_s, cold_tau_s)`` fitted from the cold-call probe (``probes["cold_call"]``), measured at
+        the calibration's own world size and used at every p; ``(0, 0)`` where it did not run."""
+        f = self.probes.get("cold_call") or {}
+        return float(f.get("cold_call_s") or 0.0), float(f.get("cold_tau_s") or 0.0)
+
     def fitted_terms(self, world_size: int | None) -> dict[str, Any]:
         """The headline fitted terms a prediction at ``world_size`` uses, as written beside results
         (``validate``'s summary, ``validate --timeline``'s files)."""
@@ -195,6 +201,8 @@ class Params:
             "call_cpu_s": k,
             "call_cpu_s_per_byte": kb,
             "finalize_s_per_param": self.finalize_at(world_size),
+            "cold_call_s": self.cold_call()[0],
+            "cold_tau_s": self.cold_call()[1],
             "channels": self.channels,
         }
 
@@ -222,6 +230,8 @@ class Params:
             copy_bytes_per_s=self.copy_bytes_per_s,
             hook_s_per_param=self.hook_s_per_param(),
             finalize_s_per_param=fin,
+            cold_call_s=self.cold_call()[0],
+            cold_tau_s=self.cold_call()[1],
             broadcast_o_s=self.broadcast.o_s if self.broadcast is not None else None,
             broadcast_w_bytes_per_s=self.broadcast.w_bytes_per_s if self.broadcast is not None else None,
             measured_world_sizes=self.measured_world_sizes,

@@ -11,6 +11,11 @@
   forward and backward's own memory in between, so they copy at a few GB/s
   where ``memcpy_probe``'s warm blocks copy at 20-40 (``in_step_copy_rate``;
   this is the rate ``CostModel.copy_bytes_per_s`` takes when it was measured).
+* ``cold_call_probe``: one small all-reduce after a burst of compute of a few
+  lengths, against one that follows another call (what the stream probe
+  times). On this VM a call after 20-100 ms of compute or idle costs 1-2 ms
+  more on average (a bimodal wake-up: about half of them take ~3 ms more);
+  ``fit_cold_call`` fits ``CostModel.cold_call_s`` and ``cold_tau_s`` to it.
 * ``contention_probe``: the same forward+backward timed alone and while a
   background thread keeps all-reduces in flight on a second process group --
   overlapped versus non-overlapped compute, from which the simulator's
@@ -155,6 +160,83 @@ def in_step_copy_rate(per_rank: list[dict[str, Any]]) -> float | None:
         if n > 0 and t > 0:
             rates.append(2 * n / t)
     return statistics.median(rates) if rates else None
+
+
+COLD_GAPS_S = (0.002, 0.02, 0.1)
+
+
+def cold_call_probe(
+    ctx: Any, nbytes: int = 4096, gaps_s: tuple[float, ...] = COLD_GAPS_S, reps: int = 100
+) -> dict[str, Any]:
+    """One all-reduce of ``nbytes`` after another, and after each of ``gaps_s`` of compute (a loop of
+    small matmuls on the rank's threads, all ranks released together by a barrier), interleaved,
+    ``reps`` times: per call this rank's launch to completion (clock-local, so it holds across hosts)."""
+    import torch
+    import torch.distributed as dist
+
+    buf = torch.ones(max(1, nbytes // 4))
+    a = torch.randn(64, 64)
+    for _ in range(3):
+        dist.all_reduce(buf)
+    after_call: list[float] = []
+    after_compute: list[list[float]] = [[] for _ in gaps_s]
+    for _ in range(reps):
+        for k in range(-1, len(gaps_s)):
+            dist.barrier()
+            if k < 0:
+                dist.all_reduce(buf)
+            else:
+                t = time.perf_counter()
+                while time.perf_counter() - t < gaps_s[k]:
+                    a @ a
+            t0 = time.perf_counter()
+            dist.all_reduce(buf)
+            dt = time.perf_counter() - t0
+            (after_call if k < 0 else after_compute[k]).append(dt)
+    return {
+        "rank": ctx.rank,
+        "nbytes": nbytes,
+        "gaps_s": list(gaps_s),
+        "after_call_s": after_call,
+        "after_compute_s": after_compute,
+    }
+
+
+def fit_cold_call(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
+    """``cold_call_s`` and ``cold_tau_s`` from ``cold_call_probe``: per call the shortest duration over
+    ranks (the last rank to launch waits least: its duration is the call's own), the 10 %-trimmed mean
+    over repetitions (the wake-up is bimodal: a mean, as a step's sum of calls averages it), the
+    extra over the calls that follow a call, and ``extra(g) = cold_call_s * (1 - exp(-g / cold_tau_s))``
+    fitted by least squares to the gaps. ``cold_call_s`` is 0 where no gap costs extra."""
+    import numpy as np
+    from scipy.optimize import curve_fit
+    from scipy.stats import trim_mean
+
+    def per_call(key: str, k: int | None = None) -> float:
+        rows = [r[key] if k is None else r[key][k] for r in per_rank]
+        return float(trim_mean(np.min(np.array(rows), axis=0), 0.1))
+
+    gaps = [float(g) for g in per_rank[0]["gaps_s"]]
+    base = per_call("after_call_s")
+    extra = [per_call("after_compute_s", k) - base for k in range(len(gaps))]
+    out: dict[str, Any] = {
+        "gaps_s": gaps,
+        "after_call_s": base,
+        "extra_s": extra,
+        "cold_call_s": 0.0,
+        "cold_tau_s": 0.0,
+    }
+    if max(extra) <= 0:
+        return out
+
+    def model(g, a, tau):
+        return a * -np.expm1(-np.asarray(g) / tau)
+
+    # fitted in ms (values near 1, where the solver's tolerances are meant to work)
+    g_ms, e_ms = [g * 1e3 for g in gaps], [e * 1e3 for e in extra]
+    (a, tau), _ = curve_fit(model, g_ms, e_ms, p0=(max(e_ms), g_ms[len(g_ms) // 2]), bounds=([0, 0.1], [np.inf, 1e4]))
+    out.update(cold_call_s=float(a) / 1e3, cold_tau_s=float(tau) / 1e3 if a > 0 else 0.0)
+    return out
 
 
 def _timed_steps(step, n: int) -> list[float]:

@@ -40,12 +40,13 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
 
     from .calibrate import (
         assemble_params,
+        cold_call_line,
         fit_across_world_sizes,
         fit_network,
         with_step_probe,
         with_step_probes_by_p,
     )
-    from .probes import in_step_copy_rate
+    from .probes import fit_cold_call, in_step_copy_rate
 
     records = list(read_records(path))
     prof_rec = _one(records, "profile", path)
@@ -97,6 +98,13 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
         link,
         path,
     )
+
+    # the cold-call probe where the records have it (since 2026-11-25 evening)
+    cold = _one(records, "cold_call", path, required=False)
+    if cold:
+        fit = fit_cold_call(cold["per_rank"])
+        say(cold_call_line(fit))
+        params = replace(params, probes={**params.probes, "cold_call": fit})
 
     step_probes = [r["timeline"] for r in records if r.get("kind") == "step_probe"]
     at_p0 = [t for t in step_probes if t.get("world_size") == p0]

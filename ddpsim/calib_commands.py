@@ -125,6 +125,12 @@ def print_params(out: Any, params: Any, link: float | None) -> None:
         f"  memory copy {params.copy_bytes_per_s / 1e9:.2f} GB/s; channels {params.channels}"
         + (f"; DDP's finalize {fin * 1e6:.1f} us per parameter (in-step probe)" if fin else "")
     )
+    cold, tau = params.cold_call()
+    if cold:
+        print(
+            f"  a call on idle channels: +{cold * 1e3:.2f} ms x (1 - exp(-idle / {tau * 1e3:.1f} ms)) "
+            "(cold-call probe: after compute, against after a call)"
+        )
     t = params.network_terms()
     how = (
         f"fitted across p = {', '.join(map(str, t.world_sizes))}"

@@ -33,6 +33,11 @@ for communication pays nothing). So a call costs compute all its work where
 compute goes on long enough, and at most the compute left where it does not:
 the last bucket, launched at backward's tail.
 
+A collective that starts with none in flight pays ``cost.cold_extra_s(idle)``
+more in its latency part, ``idle`` the time since the last one ended (the
+step's first counts from the step's start): the threads that run it woke
+from a wait or from compute first (measured by the cold-call probe).
+
 With no contention and one channel the event model reduces to a recursion
 that ``_analytic`` evaluates with numpy (``simulate_step(model="auto")``, the
 default, takes it when no events are recorded); ``tests/test_engine_fast.py``
@@ -247,6 +252,7 @@ def analytic_applies(cost: CostModel) -> bool:
         and cost.call_cpu_s == 0
         and cost.call_cpu_s_per_byte == 0
         and cost.channels == 1
+        and cost.cold_call_s == 0
     )
 
 
@@ -382,6 +388,7 @@ class _Step:
         self.computing = 0
         self.comm_rate_changed = self.env.event()
         self.busy_since = 0.0
+        self.idle_since = 0.0  # when the last collective in flight ended (the step's start: see _channel)
         self.comm_busy_s = 0.0
         self.rank_end = [0.0] * self.n_ranks
         self.bwd_end = [0.0] * self.n_ranks
@@ -460,6 +467,7 @@ class _Step:
             self.busy_since = self.env.now
         elif was and self.busy == 0:
             self.comm_busy_s += self.env.now - self.busy_since
+            self.idle_since = self.env.now
         if self.contention and (was == 0) != (self.busy == 0):
             self._signal("busy_changed")
 
@@ -508,13 +516,16 @@ class _Step:
                 yield self.queue_ev
             c = self.queue.popleft()
             self.start_s[c] = env.now
+            # a call on idle channels first wakes the threads that run it (cold_call_s); the step's first
+            # call counts its idle time from the step's start, not from the previous step's last call
+            cold = self.cost.cold_extra_s(env.now - self.idle_since) if self.busy == 0 else 0.0
             self._set_busy(+1)
             if self.call_cpu and any(self.in_compute):
                 for r, on in enumerate(self.in_compute):
                     if on:
                         self.debt[r] += self.call_work[c]
                 self._signal("busy_changed")  # the computing ranks take it on
-            lat, xfer = self.lat[c], self.xfer[c]
+            lat, xfer = self.lat[c] + cold, self.xfer[c]
             if lat > 0:
                 yield from self._comm_work(lat, shared=False)
             if xfer > 0:

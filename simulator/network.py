@@ -341,6 +341,11 @@ class CostModel:
     ``finalize_s_per_param``: torch DDP's reducer work between the last bucket's
     copy-out and ``backward()`` returning, per parameter it reduces (fitted by
     calibration from the in-step probe's timelines; 0 = none).
+    ``cold_call_s``, ``cold_tau_s``: what a collective that starts on idle
+    channels costs beyond one that follows another call, ``cold_call_s * (1 -
+    exp(-idle / cold_tau_s))`` after ``idle`` seconds with no collective in
+    flight (the ranks' threads woke from a wait, or from compute, to run it:
+    fitted by calibration from ``calibration.probes.cold_call_probe``; 0 = none).
     """
 
     o_s: float | None = None
@@ -356,6 +361,8 @@ class CostModel:
     copy_bytes_per_s: float | None = None
     hook_s_per_param: float = 0.0
     finalize_s_per_param: float = 0.0
+    cold_call_s: float = 0.0
+    cold_tau_s: float = 0.0
     broadcast_o_s: float | None = None
     broadcast_w_bytes_per_s: float | None = None
     latency_share: float | None = None
@@ -396,6 +403,14 @@ class CostModel:
             f"finalize cost must be >= 0 s per parameter, got {self.finalize_s_per_param}",
         )
         _require(
+            math.isfinite(self.cold_call_s) and self.cold_call_s >= 0,
+            f"cold-call cost must be >= 0 s, got {self.cold_call_s}",
+        )
+        _require(
+            math.isfinite(self.cold_tau_s) and self.cold_tau_s >= 0 and (self.cold_tau_s > 0 or not self.cold_call_s),
+            f"cold-call time constant must be > 0 s where the cost is, got {self.cold_tau_s}",
+        )
+        _require(
             self.copy_bytes_per_s is None or self.copy_bytes_per_s > 0,
             f"copy bandwidth must be > 0, got {self.copy_bytes_per_s}",
         )
@@ -419,6 +434,13 @@ class CostModel:
 
     def with_overrides(self, **kw: Any) -> CostModel:
         return replace(self, **kw)
+
+    def cold_extra_s(self, idle_s: float) -> float:
+        """What a collective starting after ``idle_s`` seconds with none in flight costs beyond one that
+        follows another call."""
+        if not self.cold_call_s or idle_s <= 0:
+            return 0.0
+        return self.cold_call_s * -math.expm1(-idle_s / self.cold_tau_s)
 
     @property
     def label(self) -> str:
@@ -603,6 +625,8 @@ class CostModel:
             d["call_cpu_s"] = self.call_cpu_s
         if self.call_cpu_s_per_byte:
             d["call_cpu_s_per_byte"] = self.call_cpu_s_per_byte
+        if self.cold_call_s:
+            d.update(cold_call_s=self.cold_call_s, cold_tau_s=self.cold_tau_s)
         if self.measured_world_sizes:
             d["measured_world_sizes"] = list(self.measured_world_sizes)
         return d
@@ -625,6 +649,8 @@ class CostModel:
             copy_bytes_per_s=_num(d, "copy_bytes_per_s"),
             hook_s_per_param=_num(d, "hook_s_per_param", 0.0),
             finalize_s_per_param=_num(d, "finalize_s_per_param", 0.0),
+            cold_call_s=_num(d, "cold_call_s", 0.0),
+            cold_tau_s=_num(d, "cold_tau_s", 0.0),
             broadcast_o_s=_num(d, "broadcast_o_s"),
             broadcast_w_bytes_per_s=_num(d, "broadcast_w_bytes_per_s"),
             latency_share=_num(d, "latency_share"),

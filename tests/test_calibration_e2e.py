@@ -29,7 +29,7 @@ import realrun.netns as netns  # noqa: E402
 from calibration.calibrate import CalibrateSpec, calibrate_on_pool, fit_probe  # noqa: E402
 from calibration.fit import fit_bandwidth, fit_linear  # noqa: E402
 from calibration.params import PARAMS_SCHEMA, Params  # noqa: E402
-from calibration.probes import effective_copy_rate, in_step_copy_rate
+from calibration.probes import effective_copy_rate, fit_cold_call, in_step_copy_rate
 from calibration.refit import refit_from_records  # noqa: E402
 from calibration.step_probe import fit_in_step, measured_targets
 from calibration.validate import (  # noqa: E402
@@ -74,6 +74,7 @@ def calibrated(pool, tmp_path_factory):
         profile_steps=STEPS,
         contention_steps=STEPS,
         step_probe_steps=STEPS,
+        cold_call_reps=STEPS,
         records=str(d / "calibration.jsonl"),
     )
     params = calibrate_on_pool(pool, spec, said.append)
@@ -153,6 +154,7 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
         "broadcast": 3,
         "memcpy": 1,
         "copy_in_step": 1,
+        "cold_call": 1,
         "profile": 1,
         "contention": 1,
         "step_probe": 1,
@@ -194,6 +196,14 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
         for r in cps["per_rank"]
     ]
     assert params.copy_bytes_per_s == in_step_copy_rate(cps["per_rank"]) == pytest.approx(statistics.median(rates))
+    # the cold-call term: fitted from its record, and what the cost model (and so the in-step fit) uses
+    (cold,) = [r for r in recs if r["kind"] == "cold_call"]
+    assert [r["rank"] for r in cold["per_rank"]] == [0, 1]
+    for r in cold["per_rank"]:
+        assert len(r["after_call_s"]) == STEPS and [len(x) for x in r["after_compute_s"]] == [STEPS] * 3
+    assert params.probes["cold_call"] == fit_cold_call(cold["per_rank"]) == cold["fit"]
+    assert (params.cost_model().cold_call_s, params.cost_model().cold_tau_s) == params.cold_call()
+    assert params.cold_call() == (cold["fit"]["cold_call_s"], cold["fit"]["cold_tau_s"])
     (cont,) = [r for r in recs if r["kind"] == "contention"]
     refit = fit_probe(cont["per_rank"])
     probe = params.probes["contention"]
@@ -403,19 +413,30 @@ def test_records_from_before_the_in_step_copy_probe_refit_with_the_warm_block_ra
     assert refit_from_records(old).copy_bytes_per_s == mem["copy_bytes_per_s"]
 
 
+def test_records_from_before_the_cold_call_probe_refit_without_the_term(calibrated, tmp_path):
+    params, _, records, _ = calibrated
+    old = tmp_path / "before_cold_call.jsonl"
+    old.write_text(
+        "".join(line + "\n" for line in records.read_text().splitlines() if '"kind":"cold_call"' not in line)
+    )
+    refit = refit_from_records(old)
+    assert refit.cold_call() == (0.0, 0.0) and "cold_call" not in refit.probes
+    assert refit.cost_model().cold_call_s == 0.0 and params.probes["cold_call"]
+
+
 def test_empty_measurement_is_a_clear_error(calibrated, tmp_path, capsys):
     _, _, records, _ = calibrated
     no_ar = tmp_path / "no_allreduce.jsonl"
     no_ar.write_text(
         "".join(line + "\n" for line in records.read_text().splitlines() if '"kind":"allreduce"' not in line)
     )
-    kinds = r"kinds found: broadcast, contention, copy_in_step, memcpy, profile, step_probe, step_probe_fine"
-    with pytest.raises(ValueError, match=rf"none of the 9 records is an all-reduce measurement \({kinds}\)"):
+    kinds = r"kinds found: broadcast, cold_call, contention, copy_in_step, memcpy, profile, step_probe, step_probe_fine"
+    with pytest.raises(ValueError, match=rf"none of the 10 records is an all-reduce measurement \({kinds}\)"):
         fit_linear(read_records(no_ar))
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     for path, msg in (
-        (no_ar, "none of the 9 records is an all-reduce measurement"),
+        (no_ar, "none of the 10 records is an all-reduce measurement"),
         (empty, "no records given: the measurement is empty"),
     ):
         assert ddpsim(["plot", "--allreduce", str(path), "--plot-dir", str(tmp_path / "plots")]) == 2

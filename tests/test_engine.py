@@ -1,6 +1,7 @@
 """The event model on cases small enough to work out by hand."""
 
 import dataclasses
+import math
 
 import pytest
 
@@ -352,3 +353,55 @@ def test_owed_work_ends_at_long_simulated_times():
             dataclasses.replace(prof, forward_s=0.1), comm_plan(prof, StrategySpec("individual"), 2), cost, 2
         )
         assert out.step_time_s == pytest.approx(short.step_time_s + 1000.0, abs=1e-9)
+
+
+# ---- a call on idle channels (CostModel.cold_call_s, cold_tau_s) ---------------------------------
+def _cold(strategy, channels=1, shared=True):
+    cost = CostModel.linear(0.5, 1000.0, channels=channels, shared_bandwidth=shared, cold_call_s=1.0, cold_tau_s=1.0)
+    return simulate_step(PROF, comm_plan(PROF, StrategySpec(strategy), 2), cost, 2, record=True)
+
+
+def test_a_call_on_idle_channels_pays_the_cold_cost_of_its_idle_time_and_one_in_a_row_none():
+    e = -math.expm1(-1.5)  # c starts at 1.5 after 1.5 s with nothing in flight since the step began
+    # c [1.5, 3.0 + e]; b ready at 3.5 starts when c ends, in a row: no extra; a, in a row after b
+    assert_spans(
+        _cold("individual"),
+        [
+            ("c", 0.5, 1.5),
+            ("b", 1.5, 3.5),
+            ("c", 1.5, 3.0 + e),
+            ("a", 3.5, 4.5),
+            ("b", 3.0 + e, 5.5 + e),
+            ("a", 5.5 + e, 7.0 + e),
+        ],
+    )
+    # flat: one call of 4000 B after backward (4.5 s idle): 0.5 + 4.0 + (1 - exp(-4.5)), optimizer 0.25
+    assert _cold("flat").step_time_s == pytest.approx(4.5 + 4.5 - math.expm1(-4.5) + 0.25, abs=1e-12)
+
+
+def test_a_call_beside_one_in_flight_is_not_cold():
+    """gloo's second thread: b and a start while another call is in flight, so only c pays (c's
+    channel was idle); b's wait for c's end does not make b cold."""
+    e = -math.expm1(-1.5)
+    out = _cold("individual", channels=2, shared=False)
+    # c [1.5, 3.0 + e] (e ~ 0.777, so c is still in flight at 3.5): b [3.5, 6.0] on the second channel;
+    # a at 4.5 beside b: [4.5, 6.0]; optimizer -> 6.25
+    assert [(e_[4], e_[0], e_[1]) for e_ in out.events if e_[3] == "allreduce"] == [
+        ("c", 1.5, pytest.approx(3.0 + e, abs=1e-12)),
+        ("b", 3.5, 6.0),
+        ("a", 4.5, 6.0),
+    ]
+    assert out.step_time_s == 6.25
+
+
+def test_cold_call_terms_are_checked_and_round_trip():
+    with pytest.raises(ValueError, match="cold-call cost"):
+        CostModel.linear(0.5, 1000.0, cold_call_s=-1e-3, cold_tau_s=0.01)
+    with pytest.raises(ValueError, match="cold-call cost"):
+        CostModel.linear(0.5, 1000.0, cold_call_s=math.nan, cold_tau_s=0.01)
+    with pytest.raises(ValueError, match="time constant"):
+        CostModel.linear(0.5, 1000.0, cold_call_s=1e-3, cold_tau_s=0.0)
+    cost = CostModel.linear(0.5, 1000.0, cold_call_s=2e-3, cold_tau_s=0.015)
+    assert CostModel.from_dict(cost.to_dict()) == cost
+    assert cost.cold_extra_s(0.0) == 0.0 and cost.cold_extra_s(0.015) == pytest.approx(2e-3 * (1 - math.exp(-1)))
+    assert "cold_call_s" not in CostModel.linear(0.5, 1000.0).to_dict()  # off: files stay as they were

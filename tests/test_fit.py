@@ -358,3 +358,37 @@ def test_in_step_copy_rate_is_the_median_over_ranks_of_bytes_in_and_out_over_the
     assert in_step_copy_rate([ranks[0], dict(ranks[1], copy_in_s=[], copy_out_s=[])]) == pytest.approx(2 * mb / 3e-3)
     assert in_step_copy_rate([dict(r, copy_in_s=[], copy_out_s=[]) for r in ranks]) is None
     assert in_step_copy_rate([dict(r, bytes=0) for r in ranks]) is None
+
+
+# ---- the cold-call term (calibration.probes.fit_cold_call) ----------------------------------------
+def _cold_ranks(extra_of_gap, gaps=(0.002, 0.02, 0.1), n=20, base=0.5e-3):
+    # rank 0 launched last (its durations are the calls' own); rank 1 waited 3 ms for it every time;
+    # one call in 20 on each rank hit a 50 ms stall, which the trimmed mean leaves out
+    def calls(t):
+        return [t] * (n - 1) + [t + 0.05]
+
+    r0 = {
+        "rank": 0,
+        "gaps_s": list(gaps),
+        "after_call_s": calls(base),
+        "after_compute_s": [calls(base + extra_of_gap(g)) for g in gaps],
+    }
+    r1 = {**r0, "rank": 1, "after_call_s": calls(base + 3e-3)}
+    r1["after_compute_s"] = [[t + 3e-3 for t in c] for c in r0["after_compute_s"]]
+    return [r0, r1]
+
+
+def test_cold_call_fit_recovers_a_saturating_extra_from_the_last_launched_rank():
+    from calibration.probes import fit_cold_call
+
+    fit = fit_cold_call(_cold_ranks(lambda g: 2e-3 * (1 - math.exp(-g / 0.015))))
+    assert fit["after_call_s"] == pytest.approx(0.5e-3, rel=1e-12)
+    assert fit["extra_s"] == pytest.approx([2e-3 * (1 - math.exp(-g / 0.015)) for g in (0.002, 0.02, 0.1)])
+    assert fit["cold_call_s"] == pytest.approx(2e-3, rel=1e-4) and fit["cold_tau_s"] == pytest.approx(0.015, rel=1e-3)
+
+
+def test_cold_call_fit_is_off_where_no_gap_costs_extra():
+    from calibration.probes import fit_cold_call
+
+    fit = fit_cold_call(_cold_ranks(lambda g: -1e-4))  # after compute a little faster than after a call
+    assert (fit["cold_call_s"], fit["cold_tau_s"]) == (0.0, 0.0)
