@@ -316,10 +316,15 @@ def with_step_probe(params: Params, fit: dict[str, Any]) -> Params:
 
 
 def cold_call_line(fit: dict[str, Any]) -> str:
-    extra = ", ".join(f"{g * 1e3:g} ms {e * 1e3:+.2f}" for g, e in zip(fit["gaps_s"], fit["extra_s"]))
+    extra = ", ".join(f"{g * 1e3:g} ms {e * 1e3:+.2f} ms" for g, e in zip(fit["gaps_s"], fit["extra_s"]))
+    head = f"cold calls: after compute of {extra}, against one after a call ({fit['after_call_s'] * 1e3:.2f} ms): "
+    if fit.get("fit_error"):
+        return head + f"not fitted ({fit['fit_error']}): no cold-call cost"
+    if not fit["cold_call_s"]:
+        return head + "no cold-call cost"
+    bound = f" (at its bound: {', '.join(fit['at_bound'])})" if fit.get("at_bound") else ""
     return (
-        f"cold calls: after compute of {extra} ms against one after a call ({fit['after_call_s'] * 1e3:.2f} ms): "
-        f"fitted {fit['cold_call_s'] * 1e3:.2f} ms x (1 - exp(-idle / {fit['cold_tau_s'] * 1e3:.1f} ms))"
+        head + f"fitted {fit['cold_call_s'] * 1e3:.2f} ms x (1 - exp(-idle / {fit['cold_tau_s'] * 1e3:.1f} ms)){bound}"
     )
 
 
@@ -329,6 +334,7 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
     from realrun.workloads import load_workload
 
     from .probes import (
+        COLD_GAPS_S,
         cold_call_probe,
         contention_probe,
         copy_in_step_probe,
@@ -357,13 +363,14 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
         # ... and a call that follows compute instead: its threads wake first
         cold = None
         if spec.cold_call_reps > 0:
+            gaps = ", ".join(f"{g * 1e3:g}" for g in COLD_GAPS_S)
             say(
-                f"cold calls: one small all-reduce after 2, 20 and 100 ms of compute, against one after a call "
+                f"cold calls: one small all-reduce after {gaps} ms of compute, against one after a call "
                 f"({spec.cold_call_reps} times each)"
             )
             cold_rank = pool.run(cold_call_probe, reps=spec.cold_call_reps)
+            writer.write(make_record("cold_call", env, per_rank=cold_rank))  # kept before it is fitted
             cold = fit_cold_call(cold_rank)
-            writer.write(make_record("cold_call", env, per_rank=cold_rank, fit=cold))
             say(cold_call_line(cold))
 
         mem = pool.run(memcpy_probe)

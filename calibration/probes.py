@@ -13,8 +13,9 @@
   this is the rate ``CostModel.copy_bytes_per_s`` takes when it was measured).
 * ``cold_call_probe``: one small all-reduce after a burst of compute of a few
   lengths, against one that follows another call (what the stream probe
-  times). On this VM a call after 20-100 ms of compute or idle costs 1-2 ms
-  more on average (a bimodal wake-up: about half of them take ~3 ms more);
+  times). On this VM a call after 20-100 ms of compute costs 1-2 ms more on
+  average (a bimodal wake-up: about half of them take ~3 ms more; the same
+  after idle gaps, measured outside calibration: BENCHMARKS.md);
   ``fit_cold_call`` fits ``CostModel.cold_call_s`` and ``cold_tau_s`` to it.
 * ``contention_probe``: the same forward+backward timed alone and while a
   background thread keeps all-reduces in flight on a second process group --
@@ -28,6 +29,7 @@ torch is imported inside the functions: this module is imported by the CLI.
 
 from __future__ import annotations
 
+import math
 import statistics
 import threading
 import time
@@ -174,7 +176,7 @@ def cold_call_probe(
     import torch
     import torch.distributed as dist
 
-    buf = torch.ones(max(1, nbytes // 4))
+    buf = torch.zeros(max(1, nbytes // 4))
     a = torch.randn(64, 64)
     for _ in range(3):
         dist.all_reduce(buf)
@@ -207,14 +209,17 @@ def fit_cold_call(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
     ranks (the last rank to launch waits least: its duration is the call's own), the 10 %-trimmed mean
     over repetitions (the wake-up is bimodal: a mean, as a step's sum of calls averages it), the
     extra over the calls that follow a call, and ``extra(g) = cold_call_s * (1 - exp(-g / cold_tau_s))``
-    fitted by least squares to the gaps. ``cold_call_s`` is 0 where no gap costs extra."""
+    fitted by least squares to the gaps, within what was measured: ``cold_tau_s`` at most the longest
+    gap, ``cold_call_s`` at most 1.5 times the largest extra (``at_bound`` names a bound the fit
+    reached). ``cold_call_s`` is 0 where no gap costs extra or the fit fails (``fit_error`` says why)."""
     import numpy as np
-    from scipy.optimize import curve_fit
+    from scipy.optimize import least_squares
     from scipy.stats import trim_mean
 
     def per_call(key: str, k: int | None = None) -> float:
         rows = [r[key] if k is None else r[key][k] for r in per_rank]
-        return float(trim_mean(np.min(np.array(rows), axis=0), 0.1))
+        n = min(len(x) for x in rows)  # ranks agree by construction; a short list is not a crash here
+        return float(trim_mean(np.min(np.array([x[:n] for x in rows], dtype=float), axis=0), 0.1))
 
     gaps = [float(g) for g in per_rank[0]["gaps_s"]]
     base = per_call("after_call_s")
@@ -226,16 +231,27 @@ def fit_cold_call(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
         "cold_call_s": 0.0,
         "cold_tau_s": 0.0,
     }
-    if max(extra) <= 0:
+    if not all(math.isfinite(e) for e in extra) or max(extra) <= 0:
         return out
-
-    def model(g, a, tau):
-        return a * -np.expm1(-np.asarray(g) / tau)
-
-    # fitted in ms (values near 1, where the solver's tolerances are meant to work)
-    g_ms, e_ms = [g * 1e3 for g in gaps], [e * 1e3 for e in extra]
-    (a, tau), _ = curve_fit(model, g_ms, e_ms, p0=(max(e_ms), g_ms[len(g_ms) // 2]), bounds=([0, 0.1], [np.inf, 1e4]))
-    out.update(cold_call_s=float(a) / 1e3, cold_tau_s=float(tau) / 1e3 if a > 0 else 0.0)
+    # in ms (values near 1, where the solver's tolerances are meant to work)
+    g_ms, e_ms = np.array(gaps) * 1e3, np.array(extra) * 1e3
+    lo, hi = np.array([0.0, min(g_ms) / 10]), np.array([1.5 * max(e_ms), max(g_ms)])
+    try:
+        res = least_squares(
+            lambda x: x[0] * -np.expm1(-g_ms / x[1]) - e_ms,
+            np.clip([max(e_ms), float(np.median(g_ms))], lo, hi),
+            bounds=(lo, hi),
+        )
+        if not res.success or not np.all(np.isfinite(res.x)):
+            raise ValueError(res.message)
+    except ValueError as e:  # least_squares raises ValueError on bad input; a failed solve is one too here
+        out["fit_error"] = str(e)
+        return out
+    a, tau = (float(v) for v in res.x)
+    out.update(cold_call_s=a / 1e3, cold_tau_s=tau / 1e3 if a > 0 else 0.0)
+    at = [n for n, v, b in (("cold_call_s", a, hi[0]), ("cold_tau_s", tau, hi[1])) if v >= b * (1 - 1e-6)]
+    if at:
+        out["at_bound"] = at
     return out
 
 

@@ -2,7 +2,8 @@
 
 ``calibrate`` appends every measurement to its records file before it fits anything, so a newer
 ddpsim can refit an older calibration with its own rules: the all-reduce, broadcast and stream
-records give ``o`` and ``w`` (``calibrate.fit_network``); the memory-copy record its copy rate; the
+records give ``o`` and ``w`` (``calibrate.fit_network``); the cold-call record, where there is one, the
+cost of a call on idle channels; the in-step copy record (else the memory-copy record) the copy rate; the
 profile record the compute profile; the contention record the contention probe's factors; the
 in-step probe's records (their per-bucket timelines; at two bucket caps since the per-call cost,
 one before) are fitted again against the refitted network.

@@ -196,6 +196,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             profile_steps=args.profile_steps,
             contention_steps=args.contention_steps,
             step_probe_steps=args.step_probe_steps,
+            cold_call_reps=args.cold_call_reps,
             sizes_bytes=args.sizes,
         )
         params = calibrate(spec, progress=not args.quiet)
@@ -470,6 +471,14 @@ def add_commands(sub: Any) -> None:
         default=10,
         help="timed torch DDP steps of the in-step probe (per-bucket timelines; fits how compute and "
         "communication slow each other inside a step); 0 keeps the contention probe's factors",
+    )
+    c.add_argument(
+        "--cold-call-reps",
+        type=number(int, 0, 100_000),
+        default=100,
+        help="repetitions of the cold-call probe (a small all-reduce after 2, 20 and 100 ms of compute, "
+        "against one after a call: what a call on idle channels costs more; about 0.13 s each); "
+        "0 leaves the term out",
     )
     c.add_argument(
         "--sizes",

@@ -33,12 +33,16 @@ for communication pays nothing). So a call costs compute all its work where
 compute goes on long enough, and at most the compute left where it does not:
 the last bucket, launched at backward's tail.
 
-A collective that starts with none in flight pays ``cost.cold_extra_s(idle)``
-more in its latency part, ``idle`` the time since the last one ended (the
-step's first counts from the step's start): the threads that run it woke
-from a wait or from compute first (measured by the cold-call probe).
+A collective that starts with none in flight waits ``cost.cold_extra_s(idle)``
+before its latency part, ``idle`` the time since the last one ended (for the
+step's first: since the previous step's last, taken to end where its
+optimizer begins, or at its end where collectives follow the optimizer): the
+threads that run it wake from a wait or from compute first (measured by the
+cold-call probe with nothing computing, so compute does not slow the wait).
+A call that starts while another is in flight is taken as warm (gloo's second
+thread: not measured).
 
-With no contention and one channel the event model reduces to a recursion
+With no contention, no per-call work, no cold-call cost and one channel the event model reduces to a recursion
 that ``_analytic`` evaluates with numpy (``simulate_step(model="auto")``, the
 default, takes it when no events are recorded); ``tests/test_engine_fast.py``
 and ``tests/test_engine_golden.py`` hold both to the event model.
@@ -237,7 +241,7 @@ class _Setup:
         return a if a == b else f"{a}..{b}"
 
 
-# ---- the analytic path: no contention, one serial channel -----------------------------------
+# ---- the analytic path: no contention, no per-call work or cold calls, one serial channel -----
 # With no contention compute never waits for communication before backward ends, so every
 # rank's segment ends are known up front; with one channel the collectives run one at a time
 # in launch order, ``end_k = max(launch_k, end_{k-1}) + d_k``, which unrolls to
@@ -388,7 +392,9 @@ class _Step:
         self.computing = 0
         self.comm_rate_changed = self.env.event()
         self.busy_since = 0.0
-        self.idle_since = 0.0  # when the last collective in flight ended (the step's start: see _channel)
+        # when the last collective in flight ended: for the step's first, the previous step's last one,
+        # before its optimizer (or at its end, where collectives follow the optimizer)
+        self.idle_since = 0.0 if st.plan.n_post else -st.profile.optimizer_s * st.plan.optimizer_fraction
         self.comm_busy_s = 0.0
         self.rank_end = [0.0] * self.n_ranks
         self.bwd_end = [0.0] * self.n_ranks
@@ -516,8 +522,7 @@ class _Step:
                 yield self.queue_ev
             c = self.queue.popleft()
             self.start_s[c] = env.now
-            # a call on idle channels first wakes the threads that run it (cold_call_s); the step's first
-            # call counts its idle time from the step's start, not from the previous step's last call
+            # a call on idle channels first wakes the threads that run it (cold_call_s)
             cold = self.cost.cold_extra_s(env.now - self.idle_since) if self.busy == 0 else 0.0
             self._set_busy(+1)
             if self.call_cpu and any(self.in_compute):
@@ -525,7 +530,9 @@ class _Step:
                     if on:
                         self.debt[r] += self.call_work[c]
                 self._signal("busy_changed")  # the computing ranks take it on
-            lat, xfer = self.lat[c] + cold, self.xfer[c]
+            if cold > 0:  # a wait, not work: not slowed by compute (comm_contention), as the probe measured it
+                yield env.timeout(cold)
+            lat, xfer = self.lat[c], self.xfer[c]
             if lat > 0:
                 yield from self._comm_work(lat, shared=False)
             if xfer > 0:
@@ -662,8 +669,9 @@ def simulate_step(
     """Simulate one step with per-simulated-rank compute factors (default: one rank, factor 1).
 
     ``model``: ``"events"`` runs the SimPy event model (the reference); ``"auto"``
-    (default) answers analytically when no contention applies and the channel
-    is serial and no events are recorded, and runs the event model otherwise.
+    (default) answers analytically when ``analytic_applies(cost)`` (no contention, no
+    per-call work, no cold-call cost, a serial channel) and no events are recorded, and
+    runs the event model otherwise.
     """
     if model not in ("auto", "events", "analytic"):
         raise ValueError(f"model must be 'auto', 'events' or 'analytic', got {model!r}")
@@ -674,7 +682,9 @@ def simulate_step(
     st = _Setup(profile, pa, cost, world_size)
     if model == "analytic" or (model == "auto" and not record and analytic_applies(cost)):
         if not analytic_applies(cost):
-            raise ValueError("the analytic model needs no contention and one channel")
+            raise ValueError(
+                "the analytic model needs no contention, no per-call work, no cold-call cost and one channel"
+            )
         return _analytic(st, factors, accum_steps)
     return _Step(st, factors, record).run(accum_steps)
 

@@ -625,7 +625,7 @@ class CostModel:
             d["call_cpu_s"] = self.call_cpu_s
         if self.call_cpu_s_per_byte:
             d["call_cpu_s_per_byte"] = self.call_cpu_s_per_byte
-        if self.cold_call_s:
+        if self.cold_call_s or self.cold_tau_s:
             d.update(cold_call_s=self.cold_call_s, cold_tau_s=self.cold_tau_s)
         if self.measured_world_sizes:
             d["measured_world_sizes"] = list(self.measured_world_sizes)

@@ -362,7 +362,9 @@ def _cold(strategy, channels=1, shared=True):
 
 
 def test_a_call_on_idle_channels_pays_the_cold_cost_of_its_idle_time_and_one_in_a_row_none():
-    e = -math.expm1(-1.5)  # c starts at 1.5 after 1.5 s with nothing in flight since the step began
+    # c starts at 1.5, idle since the previous step's last call: taken to end where its optimizer
+    # (0.25 s) began, so 1.75 s
+    e = -math.expm1(-1.75)
     # c [1.5, 3.0 + e]; b ready at 3.5 starts when c ends, in a row: no extra; a, in a row after b
     assert_spans(
         _cold("individual"),
@@ -375,16 +377,16 @@ def test_a_call_on_idle_channels_pays_the_cold_cost_of_its_idle_time_and_one_in_
             ("a", 5.5 + e, 7.0 + e),
         ],
     )
-    # flat: one call of 4000 B after backward (4.5 s idle): 0.5 + 4.0 + (1 - exp(-4.5)), optimizer 0.25
-    assert _cold("flat").step_time_s == pytest.approx(4.5 + 4.5 - math.expm1(-4.5) + 0.25, abs=1e-12)
+    # flat: one call of 4000 B after backward (4.75 s idle): 0.5 + 4.0 + (1 - exp(-4.75)), optimizer 0.25
+    assert _cold("flat").step_time_s == pytest.approx(4.5 + 4.5 - math.expm1(-4.75) + 0.25, abs=1e-12)
 
 
 def test_a_call_beside_one_in_flight_is_not_cold():
     """gloo's second thread: b and a start while another call is in flight, so only c pays (c's
     channel was idle); b's wait for c's end does not make b cold."""
-    e = -math.expm1(-1.5)
+    e = -math.expm1(-1.75)
     out = _cold("individual", channels=2, shared=False)
-    # c [1.5, 3.0 + e] (e ~ 0.777, so c is still in flight at 3.5): b [3.5, 6.0] on the second channel;
+    # c [1.5, 3.0 + e] (e ~ 0.83, so c is still in flight at 3.5): b [3.5, 6.0] on the second channel;
     # a at 4.5 beside b: [4.5, 6.0]; optimizer -> 6.25
     assert [(e_[4], e_[0], e_[1]) for e_ in out.events if e_[3] == "allreduce"] == [
         ("c", 1.5, pytest.approx(3.0 + e, abs=1e-12)),
@@ -405,3 +407,45 @@ def test_cold_call_terms_are_checked_and_round_trip():
     assert CostModel.from_dict(cost.to_dict()) == cost
     assert cost.cold_extra_s(0.0) == 0.0 and cost.cold_extra_s(0.015) == pytest.approx(2e-3 * (1 - math.exp(-1)))
     assert "cold_call_s" not in CostModel.linear(0.5, 1000.0).to_dict()  # off: files stay as they were
+
+
+@pytest.mark.parametrize(
+    "strategy, kw, accum",
+    [("individual", {}, 1), ("bucketed", {"bucket_mb": 2000 / MIB}, 1), ("sharded", {}, 1), ("flat", {}, 2)],
+)
+def test_each_call_pays_the_cold_cost_of_the_idle_time_before_it(strategy, kw, accum):
+    """One serial channel, no contention: every collective (all-reduces, and the broadcasts after
+    the optimizer) lasts its own duration plus ``cold_extra_s`` of the time since the one before it
+    ended, the first since the previous step's (its optimizer's start, or its end where broadcasts
+    follow the optimizer); ``accum``: the no_sync micro-steps count as idle."""
+    spec = StrategySpec(strategy, accum_steps=accum, **kw)
+    plan = comm_plan(PROF, spec, 2)
+    warm = CostModel.linear(0.5, 1000.0)
+    cold = dataclasses.replace(warm, cold_call_s=0.7, cold_tau_s=2.0)
+
+    def calls(cost):
+        out = simulate_step(PROF, plan, cost, 2, accum_steps=accum, record=True)
+        return [(e[0], e[1]) for e in out.events if e[3] in ("allreduce", "broadcast")]
+
+    base, got = calls(warm), calls(cold)
+    assert len(got) == len(base) >= 1
+    prev_end = 0.0 if plan.post_optimizer else -PROF.optimizer_s * plan.optimizer_fraction
+    for (s0, e0), (s, e) in zip(base, got):
+        assert e - s == pytest.approx(e0 - s0 + cold.cold_extra_s(s - prev_end), abs=1e-12)
+        prev_end = e
+
+
+def test_the_cold_wait_is_not_slowed_by_compute():
+    """The probe measured the wait with nothing computing: unlike the call's own parts, compute
+    running beside it (comm_contention) does not stretch it."""
+    prof = GradProfile(
+        "long backward",
+        (ParamSpec("a", 250, bwd_s=10.0), ParamSpec("b", 250, bwd_s=10.0), ParamSpec("c", 250, bwd_s=1.0)),
+        forward_s=0.5,
+        optimizer_s=0.0,
+    )
+    cost = CostModel.linear(0.5, 1000.0, comm_contention=1.0, cold_call_s=1.0, cold_tau_s=1.0)
+    out = simulate_step(prof, comm_plan(prof, StrategySpec("individual"), 2), cost, 2, record=True)
+    (c,) = [e for e in out.events if e[3] == "allreduce" and e[4] == "c"]
+    # c ready at 1.5 after 1.5 s idle; b's backward runs until 11.5: the wait e, then 1.5 s of call at half speed
+    assert (c[0], c[1]) == (1.5, pytest.approx(1.5 - math.expm1(-1.5) + 3.0, abs=1e-12))

@@ -111,7 +111,12 @@ def test_analytic_path_equals_event_model(seed):
 def test_analytic_is_refused_where_it_does_not_apply():
     prof = _profile(random.Random(0), 5)
     plan = comm_plan(prof, StrategySpec("individual"), 2)
-    for cost in (CostModel.linear(1e-4, 1e9, contention=0.1), CostModel.linear(1e-4, 1e9, channels=2)):
+    for cost in (
+        CostModel.linear(1e-4, 1e9, contention=0.1),
+        CostModel.linear(1e-4, 1e9, channels=2),
+        CostModel.linear(1e-4, 1e9, call_cpu_s=1e-4),
+        CostModel.linear(1e-4, 1e9, cold_call_s=1e-3, cold_tau_s=0.01),
+    ):
         with pytest.raises(ValueError, match="analytic"):
             simulate_step(prof, plan, cost, 2, model="analytic")
         assert simulate_step(prof, plan, cost, 2).n_sim_events > 0  # auto: the event model

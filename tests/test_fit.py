@@ -392,3 +392,16 @@ def test_cold_call_fit_is_off_where_no_gap_costs_extra():
 
     fit = fit_cold_call(_cold_ranks(lambda g: -1e-4))  # after compute a little faster than after a call
     assert (fit["cold_call_s"], fit["cold_tau_s"]) == (0.0, 0.0)
+
+
+def test_cold_call_fit_stays_within_what_was_measured():
+    """Extras that grow with the gap and do not level off (review: [0, 0.3, 2.0] ms) fit a time
+    constant of any length with ``cold_call_s`` growing with it; bounded, the fit keeps the time
+    constant within the longest gap, the cost within 1.5x the largest extra, and says so."""
+    from calibration.probes import fit_cold_call
+
+    extra = dict(zip((0.002, 0.02, 0.1), (0.0, 0.3e-3, 2.0e-3)))
+    fit = fit_cold_call(_cold_ranks(lambda g: extra[g]))
+    assert 0 < fit["cold_call_s"] <= 1.5 * 2.0e-3 * (1 + 1e-9) and 0 < fit["cold_tau_s"] <= 0.1
+    assert fit["at_bound"]
+    assert "at_bound" not in fit_cold_call(_cold_ranks(lambda g: 2e-3 * (1 - math.exp(-g / 0.015))))
