@@ -210,8 +210,8 @@ def fit_cold_call(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
     over repetitions (the wake-up is bimodal: a mean, as a step's sum of calls averages it), the
     extra over the calls that follow a call, and ``extra(g) = cold_call_s * (1 - exp(-g / cold_tau_s))``
     fitted by least squares to the gaps, within what was measured: ``cold_tau_s`` at most the longest
-    gap, ``cold_call_s`` at most 1.5 times the largest extra (``at_bound`` names a bound the fit
-    reached). ``cold_call_s`` is 0 where no gap costs extra or the fit fails (``fit_error`` says why)."""
+    gap and at least a tenth of the shortest, ``cold_call_s`` at most 1.5 times the largest extra
+    (``at_bound`` names a bound the fit reached). ``cold_call_s`` is 0 where no gap costs extra or the fit fails (``fit_error`` says why)."""
     import numpy as np
     from scipy.optimize import least_squares
     from scipy.stats import trim_mean
@@ -231,7 +231,10 @@ def fit_cold_call(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
         "cold_call_s": 0.0,
         "cold_tau_s": 0.0,
     }
-    if not all(math.isfinite(e) for e in extra) or max(extra) <= 0:
+    if not all(math.isfinite(e) for e in extra):
+        out["fit_error"] = "a gap's mean duration is not finite"
+        return out
+    if max(extra) <= 0:
         return out
     # in ms (values near 1, where the solver's tolerances are meant to work)
     g_ms, e_ms = np.array(gaps) * 1e3, np.array(extra) * 1e3
@@ -250,6 +253,7 @@ def fit_cold_call(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
     a, tau = (float(v) for v in res.x)
     out.update(cold_call_s=a / 1e3, cold_tau_s=tau / 1e3 if a > 0 else 0.0)
     at = [n for n, v, b in (("cold_call_s", a, hi[0]), ("cold_tau_s", tau, hi[1])) if v >= b * (1 - 1e-6)]
+    at += ["cold_tau_s (lower)"] if a > 0 and tau <= lo[1] * (1 + 1e-6) else []
     if at:
         out["at_bound"] = at
     return out

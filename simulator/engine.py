@@ -387,6 +387,7 @@ class _Step:
         self.comm_track = self.cost.comm_contention > 0
         self.shared = self.cost.shared_bandwidth and self.cost.channels > 1
         self.busy = 0
+        self.waking = 0  # calls in flight still waking their threads (cold_call_s): they do not slow compute
         self.busy_changed = self.env.event()
         self.n_xfer = 0
         self.computing = 0
@@ -429,7 +430,7 @@ class _Step:
         self.in_compute[r] = True
         remaining = work_s
         while remaining > _EPS:
-            base = 1.0 / slow if self.busy else 1.0
+            base = 1.0 / slow if self.busy > self.waking else 1.0
             owed = self.debt[r] > _EPS
             rate = base * _SHARE if owed else base
             t_done = remaining / rate
@@ -458,7 +459,7 @@ class _Step:
             yield self.env.timeout(work_s)
         elif not self.call_cpu:  # re-timed when communication starts or stops
             slow = 1.0 + self.cost.contention
-            yield from self._progress(work_s, lambda: 1.0 / slow if self.busy else 1.0, "busy_changed")
+            yield from self._progress(work_s, lambda: 1.0 / slow if self.busy > self.waking else 1.0, "busy_changed")
         else:
             yield from self._compute_beside_calls(work_s, r)
         if self.comm_track:
@@ -466,15 +467,18 @@ class _Step:
             if self.computing == 0:
                 self._signal("comm_rate_changed")
 
-    def _set_busy(self, delta: int) -> None:
-        was = self.busy
+    def _set_busy(self, delta: int, waking: int = 0) -> None:
+        """Calls in flight change by ``delta``, of them still waking (``cold_call_s``) by ``waking``;
+        compute is slowed (``contention``) only by calls in flight and awake."""
+        was, was_awake = self.busy, self.busy - self.waking
         self.busy += delta
+        self.waking += waking
         if was == 0 and self.busy:
             self.busy_since = self.env.now
         elif was and self.busy == 0:
             self.comm_busy_s += self.env.now - self.busy_since
             self.idle_since = self.env.now
-        if self.contention and (was == 0) != (self.busy == 0):
+        if self.contention and (was_awake == 0) != (self.busy == self.waking):
             self._signal("busy_changed")
 
     def _comm_work(self, work_s: float, shared: bool) -> Generator[simpy.Event, Any, None]:
@@ -522,16 +526,22 @@ class _Step:
                 yield self.queue_ev
             c = self.queue.popleft()
             self.start_s[c] = env.now
-            # a call on idle channels first wakes the threads that run it (cold_call_s)
+            # a call on idle channels first wakes the threads that run it (cold_call_s): a wait, not work,
+            # as the probe measured it with nothing computing: compute does not slow it (comm_contention),
+            # it does not slow compute (contention), and the call's work lands once it is awake. It counts
+            # as a call in flight (a call starting beside it is warm; comm_busy_s holds it)
             cold = self.cost.cold_extra_s(env.now - self.idle_since) if self.busy == 0 else 0.0
-            self._set_busy(+1)
+            if cold > 0:
+                self._set_busy(+1, waking=+1)
+                yield env.timeout(cold)
+                self._set_busy(0, waking=-1)
+            else:
+                self._set_busy(+1)
             if self.call_cpu and any(self.in_compute):
                 for r, on in enumerate(self.in_compute):
                     if on:
                         self.debt[r] += self.call_work[c]
                 self._signal("busy_changed")  # the computing ranks take it on
-            if cold > 0:  # a wait, not work: not slowed by compute (comm_contention), as the probe measured it
-                yield env.timeout(cold)
             lat, xfer = self.lat[c], self.xfer[c]
             if lat > 0:
                 yield from self._comm_work(lat, shared=False)

@@ -435,15 +435,28 @@ def test_each_call_pays_the_cold_cost_of_the_idle_time_before_it(strategy, kw, a
         prev_end = e
 
 
+_LONG = GradProfile(
+    "long backward",
+    (ParamSpec("a", 250, bwd_s=10.0), ParamSpec("b", 250, bwd_s=10.0), ParamSpec("c", 250, bwd_s=1.0)),
+    forward_s=0.5,
+    optimizer_s=0.0,
+)
+
+
+def test_the_cold_wait_does_not_slow_compute():
+    """A wait, not work: compute beside it runs at full speed (``contention`` applies once the call is
+    awake). c is ready at 1.5 and waits e; then its 1.5 s of call slow b's backward to half speed; b's
+    10 s of work: e at full speed, 0.75 at half during the call, the rest at full: b ends at 12.25."""
+    cost = CostModel.linear(0.5, 1000.0, contention=1.0, cold_call_s=1.0, cold_tau_s=1.0)
+    out = simulate_step(_LONG, comm_plan(_LONG, StrategySpec("individual"), 2), cost, 2, record=True)
+    (b,) = [e for e in out.events if e[3] == "backward" and e[4] == "b"]
+    assert (b[0], b[1]) == (1.5, pytest.approx(12.25, abs=1e-12))
+
+
 def test_the_cold_wait_is_not_slowed_by_compute():
     """The probe measured the wait with nothing computing: unlike the call's own parts, compute
     running beside it (comm_contention) does not stretch it."""
-    prof = GradProfile(
-        "long backward",
-        (ParamSpec("a", 250, bwd_s=10.0), ParamSpec("b", 250, bwd_s=10.0), ParamSpec("c", 250, bwd_s=1.0)),
-        forward_s=0.5,
-        optimizer_s=0.0,
-    )
+    prof = _LONG
     cost = CostModel.linear(0.5, 1000.0, comm_contention=1.0, cold_call_s=1.0, cold_tau_s=1.0)
     out = simulate_step(prof, comm_plan(prof, StrategySpec("individual"), 2), cost, 2, record=True)
     (c,) = [e for e in out.events if e[3] == "allreduce" and e[4] == "c"]
