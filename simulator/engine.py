@@ -527,21 +527,19 @@ class _Step:
             c = self.queue.popleft()
             self.start_s[c] = env.now
             # a call on idle channels first wakes the threads that run it (cold_call_s): a wait, not work,
-            # as the probe measured it with nothing computing: compute does not slow it (comm_contention),
-            # it does not slow compute (contention), and the call's work lands once it is awake. It counts
-            # as a call in flight (a call starting beside it is warm; comm_busy_s holds it)
+            # as the probe measured it with nothing computing: compute does not slow it (comm_contention)
+            # and it does not slow compute (contention). It counts as a call in flight (a call starting
+            # beside it is warm; comm_busy_s holds it). The call's work lands when it starts, as fitted.
             cold = self.cost.cold_extra_s(env.now - self.idle_since) if self.busy == 0 else 0.0
-            if cold > 0:
-                self._set_busy(+1, waking=+1)
-                yield env.timeout(cold)
-                self._set_busy(0, waking=-1)
-            else:
-                self._set_busy(+1)
+            self._set_busy(+1, waking=+1 if cold > 0 else 0)
             if self.call_cpu and any(self.in_compute):
                 for r, on in enumerate(self.in_compute):
                     if on:
                         self.debt[r] += self.call_work[c]
                 self._signal("busy_changed")  # the computing ranks take it on
+            if cold > 0:
+                yield env.timeout(cold)
+                self._set_busy(0, waking=-1)
             lat, xfer = self.lat[c], self.xfer[c]
             if lat > 0:
                 yield from self._comm_work(lat, shared=False)
