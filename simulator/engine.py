@@ -38,7 +38,8 @@ before its latency part, ``idle`` the time since the last one ended (for the
 step's first: since the previous step's last, taken to end where its
 optimizer begins, or at its end where collectives follow the optimizer): the
 threads that run it wake from a wait or from compute first (measured by the
-cold-call probe with nothing computing, so compute does not slow the wait).
+cold-call probe with nothing computing, so compute does not slow the wait, nor
+the wait compute).
 A call that starts while another is in flight is taken as warm (gloo's second
 thread: not measured).
 
