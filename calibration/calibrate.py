@@ -278,8 +278,10 @@ def assemble_params(
     batch_size: int,
     link_mbit: float | None,
     records: str | Path,
+    cold_call: dict[str, Any] | None = None,
 ) -> Params:
-    """The params file's content from the fits and probes of one calibration (before the in-step probe)."""
+    """The params file's content from the fits and probes of one calibration (before the in-step probe);
+    ``cold_call``: the cold-call probe's fit (``probes.fit_cold_call``), where it ran."""
     return Params(
         backend=backend,
         world_size=world_size,
@@ -301,6 +303,7 @@ def assemble_params(
             "stream_fit": net.stream.to_dict(),
             "bandwidth_fit": net.bandwidth.to_dict() if net.bandwidth is not None else None,
             "async_speedup": net.speedup,
+            **({"cold_call": cold_call} if cold_call is not None else {}),
         },
     )
 
@@ -427,9 +430,8 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
             bs,
             spec.link_mbit,
             spec.records,
+            cold,
         )
-        if cold is not None:
-            params = replace(params, probes={**params.probes, "cold_call": cold})
         if spec.step_probe_steps > 0:
             from .step_probe import probe_bucket_mb, probe_fine_mb, run_step_probe, summary_line
 

@@ -193,6 +193,7 @@ class Params:
         """The headline fitted terms a prediction at ``world_size`` uses, as written beside results
         (``validate``'s summary, ``validate --timeline``'s files)."""
         k, kb = self.work_at(world_size)
+        cold, tau = self.cold_call()
         return {
             "o_us": self.o_us,
             "w_gbps": self.w_gbps,
@@ -201,8 +202,8 @@ class Params:
             "call_cpu_s": k,
             "call_cpu_s_per_byte": kb,
             "finalize_s_per_param": self.finalize_at(world_size),
-            "cold_call_s": self.cold_call()[0],
-            "cold_tau_s": self.cold_call()[1],
+            "cold_call_s": cold,
+            "cold_tau_s": tau,
             "channels": self.channels,
         }
 
@@ -220,6 +221,7 @@ class Params:
         c, cc, _ = self.contention_at(world_size)
         k, kb = self.work_at(world_size)
         fin = self.finalize_at(world_size)
+        cold, tau = self.cold_call()
         kw: dict[str, Any] = dict(
             channels=self.channels,
             shared_bandwidth=shared_bandwidth,
@@ -230,8 +232,8 @@ class Params:
             copy_bytes_per_s=self.copy_bytes_per_s,
             hook_s_per_param=self.hook_s_per_param(),
             finalize_s_per_param=fin,
-            cold_call_s=self.cold_call()[0],
-            cold_tau_s=self.cold_call()[1],
+            cold_call_s=cold,
+            cold_tau_s=tau,
             broadcast_o_s=self.broadcast.o_s if self.broadcast is not None else None,
             broadcast_w_bytes_per_s=self.broadcast.w_bytes_per_s if self.broadcast is not None else None,
             measured_world_sizes=self.measured_world_sizes,

@@ -86,6 +86,11 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
     # warm-block rate older calibrations used
     cstep = _one(records, "copy_in_step", path, required=False)
     copy_bps = (cstep and in_step_copy_rate(cstep["per_rank"])) or float(mem["copy_bytes_per_s"])
+    # the cold-call probe where the records have it (since 2026-11-25 evening)
+    cold_rec = _one(records, "cold_call", path, required=False)
+    cold = fit_cold_call(cold_rec["per_rank"]) if cold_rec else None
+    if cold is not None:
+        say(cold_call_line(cold))
     params = assemble_params(
         backend,
         p0,
@@ -98,14 +103,8 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
         bs,
         link,
         path,
+        cold,
     )
-
-    # the cold-call probe where the records have it (since 2026-11-25 evening)
-    cold = _one(records, "cold_call", path, required=False)
-    if cold:
-        fit = fit_cold_call(cold["per_rank"])
-        say(cold_call_line(fit))
-        params = replace(params, probes={**params.probes, "cold_call": fit})
 
     step_probes = [r["timeline"] for r in records if r.get("kind") == "step_probe"]
     at_p0 = [t for t in step_probes if t.get("world_size") == p0]

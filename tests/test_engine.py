@@ -456,9 +456,8 @@ def test_the_cold_wait_does_not_slow_compute():
 def test_the_cold_wait_is_not_slowed_by_compute():
     """The probe measured the wait with nothing computing: unlike the call's own parts, compute
     running beside it (comm_contention) does not stretch it."""
-    prof = _LONG
     cost = CostModel.linear(0.5, 1000.0, comm_contention=1.0, cold_call_s=1.0, cold_tau_s=1.0)
-    out = simulate_step(prof, comm_plan(prof, StrategySpec("individual"), 2), cost, 2, record=True)
+    out = simulate_step(_LONG, comm_plan(_LONG, StrategySpec("individual"), 2), cost, 2, record=True)
     (c,) = [e for e in out.events if e[3] == "allreduce" and e[4] == "c"]
     # c ready at 1.5 after 1.5 s idle; b's backward runs until 11.5: the wait e, then 1.5 s of call at half speed
     assert (c[0], c[1]) == (1.5, pytest.approx(1.5 - math.expm1(-1.5) + 3.0, abs=1e-12))
