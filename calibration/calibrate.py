@@ -356,6 +356,8 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
     bs = spec.batch_size or wl.default_batch_size
     sizes = spec.sizes_bytes or default_sizes(spec.link_mbit)
     env = pool_env(pool, spec)
+    if getattr(pool, "omp_note", None):
+        say(pool.omp_note)
     with RecordWriter(spec.records) as writer:
         recs = measure_allreduce(pool, sizes, spec.link_mbit, writer, say)
         # consecutive calls, as DDP issues them: the per-call overhead the simulator uses, and

@@ -415,8 +415,11 @@ def validate_on_pool(
         baseline,
         load_before,
     )
+    res["omp_note"] = getattr(pool, "omp_note", None)
     if res["machine_noise"]["noisy"]:
         say(noise_line(res["machine_noise"]))
+    if res["omp_note"]:
+        say(res["omp_note"])
     return res
 
 
@@ -595,6 +598,8 @@ def format_validation(res: dict[str, Any]) -> str:
     noise = res.get("machine_noise")
     if noise and noise.get("noisy"):
         lines.append(noise_line(noise))
+    if res.get("omp_note"):
+        lines.append(res["omp_note"])
     for strat, bb in res["best_bucket"].items():
         verdict = "same" if bb["same"] else ("within measured noise" if bb["within_noise"] else "differs")
         lines.append(

@@ -534,6 +534,8 @@ def bench_main(args: Any) -> int:
             with net as n:
                 kw = n.pool_kwargs() if n is not None else {}
                 with RankPool(p, backend, timeout_s=args.timeout_s, **kw) as pool:
+                    if pool.omp_note:
+                        _progress(pool.omp_note)
                     run_rounds(pool, writer, True)
     return _report_bench(records, args, world_sizes)
 

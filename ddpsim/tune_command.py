@@ -238,6 +238,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         prof: GradProfile | None = given_prof
         cost: CostModel | None = None
         fitted = None  # the calibration the cost model came from, if any: its fit's intervals feed the prediction's
+        if pool is not None and pool.omp_note:
+            notes.append(pool.omp_note)
         if need_cal:
             say(
                 f"calibrating the network on {run_world} local ranks"

@@ -39,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,7 @@ __all__ = [
     "default_threads_per_rank",
     "usable_cpus",
     "find_free_port",
+    "omp_spin_note",
 ]
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -78,6 +79,29 @@ def usable_cpus() -> int:
 def default_threads_per_rank(world_size: int) -> int:
     """Torch threads per rank so that ranks do not oversubscribe the CPUs: ``max(1, cpus // world_size)``."""
     return max(1, usable_cpus() // max(1, world_size))
+
+
+def omp_spin_note(backend: str, threads_per_rank: int, env: Mapping[str, str] | None = None) -> str | None:
+    """A warning when gloo ranks run several OpenMP threads each with ``OMP_WAIT_POLICY`` not ``PASSIVE``;
+    ``None`` otherwise (one thread per rank, NCCL, or the policy already passive).
+
+    OpenMP's idle threads spin for a while after every parallel region, and on a box whose cores the ranks'
+    threads fill, gloo's own threads wait for cores meanwhile. Measured on a 16-core machine, 2 gloo ranks
+    x 8 threads, gpt on loopback (benchmarks/results/omp_wait_policy/): a 4 KiB all-reduce right after
+    compute took 3-4 ms instead of 0.3-0.4; in the step communication ran x7.9 slower while computing
+    instead of x2.0, and the step of ``individual`` took 72 ms instead of 51. ``OMP_WAIT_POLICY=PASSIVE``
+    removed it there; one thread per rank (this project's 2-core machine) never shows it."""
+    env = os.environ if env is None else env
+    policy = env.get("OMP_WAIT_POLICY", "").strip().upper()
+    if backend != "gloo" or threads_per_rank <= 1 or policy == "PASSIVE":
+        return None
+    return (
+        f"note: each gloo rank runs {threads_per_rank} OpenMP threads with OMP_WAIT_POLICY "
+        f"{policy or 'unset'}: idle OpenMP threads spin after every parallel region and hold the cores gloo's "
+        "threads need (on a 16-core box, 2 ranks x 8 threads, gpt: a call after compute +3-4 ms, individual's "
+        "step 72 instead of 51 ms); these measurements, and a job run the same way, pay that; "
+        "OMP_WAIT_POLICY=PASSIVE in the environment removes it"
+    )
 
 
 def find_free_port(addr: str = "127.0.0.1") -> int:
@@ -262,6 +286,13 @@ class RankPool:
     @property
     def pids(self) -> list[int]:
         return [w.proc.pid for w in self._workers]
+
+    @property
+    def omp_note(self) -> str | None:
+        """``omp_spin_note`` for these ranks (``None`` when they are not at risk: one rank does not communicate)."""
+        if self.world_size < 2:
+            return None
+        return omp_spin_note(self.backend, self.threads_per_rank, {**os.environ, **self.rank_env[0]})
 
     @property
     def usable(self) -> bool:
