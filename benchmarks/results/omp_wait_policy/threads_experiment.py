@@ -2,7 +2,7 @@
 # (2 gloo ranks, 8 torch threads each): one all-reduce per size after (a) another call, (b) writing its
 # buffer, (c) 20 ms of multi-threaded compute (256x256 matmuls), (d) the same compute then 10 ms idle;
 # interleaved, per call the last rank's launch to the last completion (clocks of one machine).
-#   THREADS=8 REPS=60 python benchmarks/results/cold_call_threads/threads_experiment.py OUT.json
+#   THREADS=8 REPS=60 python benchmarks/results/omp_wait_policy/threads_experiment.py OUT.json
 #   OMP_WAIT_POLICY=PASSIVE ... (the same with OpenMP's idle threads sleeping at once instead of spinning)
 import json
 import os
