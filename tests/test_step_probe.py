@@ -212,9 +212,14 @@ def test_validate_says_when_the_compute_only_baseline_was_noisy():
         "n_configs": 0,
         "best_bucket": {},
     }
+    busy = {**busy, "cores": 2}  # load 4.2 on 2 cores
     assert "machine was busy" in format_validation({**res, "machine_noise": busy})
     assert "load average 4.2" in format_validation({**res, "machine_noise": busy})
     assert "busy" not in format_validation({**res, "machine_noise": quiet})
+    # the same spread with little load on many cores is the steps' own noise, not a busy machine
+    many = {**busy, "cores": 16, "loadavg": [3.9, 3.8, 1.8]}
+    text = format_validation({**res, "machine_noise": many})
+    assert "busy" not in text and "steps were noisy" in text and "load average of only 3.9 on 16 cores" in text
 
 
 def test_effective_copy_rate_weights_the_rate_by_the_gradients_sizes():
