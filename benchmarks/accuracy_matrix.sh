@@ -5,7 +5,7 @@
 #
 #   benchmarks/accuracy_matrix.sh [OUT_DIR]
 #   NETWORKS="200 1000 loopback" MODELS="gpt cnn micro-dlrm lib" STEPS=8 benchmarks/accuracy_matrix.sh runs/matrix
-#   WORLD_SIZE=4 NETWORKS=loopback MODELS=gpt benchmarks/accuracy_matrix.sh runs/p4   (ranks; default 2)
+#   RANKS=4 NETWORKS=loopback MODELS=gpt benchmarks/accuracy_matrix.sh runs/p4   (gloo ranks; default 2)
 #
 # NETWORKS: link rates in Mbit/s (emulated tbf links, root needed; skipped otherwise) or "loopback".
 # MODELS: workloads; "lib" is torch's own nn.TransformerEncoder (benchmarks/models/torch_transformer.py).
@@ -18,7 +18,7 @@ OUT=${1:-runs/accuracy-matrix}
 NETWORKS=${NETWORKS:-"200 1000 loopback"}
 MODELS=${MODELS:-"gpt cnn micro-dlrm lib"}
 STEPS=${STEPS:-8}
-WORLD_SIZE=${WORLD_SIZE:-2}
+RANKS=${RANKS:-2}  # not WORLD_SIZE: torchrun and SLURM export that one
 ROUNDS=${ROUNDS:-2}
 BUCKETS=${BUCKETS:-0.25,1,4,16,64}
 STRATEGIES=${STRATEGIES:-torch-ddp,flat,individual,bucketed,sharded}
@@ -32,8 +32,8 @@ for net in $NETWORKS; do
     mkdir -p "$cell"
     link=()
     [ "$net" != loopback ] && link=(--link-mbit "$net")
-    echo "== $(date +%T) $m on $net, p = $WORLD_SIZE (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
-    $DDPSIM validate --model "$spec" --world-size "$WORLD_SIZE" "${link[@]}" --strategy "$STRATEGIES" --bucket-mb "$BUCKETS" \
+    echo "== $(date +%T) $m on $net, p = $RANKS (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+    $DDPSIM validate --model "$spec" --world-size "$RANKS" "${link[@]}" --strategy "$STRATEGIES" --bucket-mb "$BUCKETS" \
       --steps "$STEPS" --rounds "$ROUNDS" --out "$cell/validation.json" --records "$cell/validation.jsonl" \
       --plot-dir "$cell/plots" > "$cell/validate.log" 2>&1 || echo "   cell $m $net failed: see $cell/validate.log" >&2
   done

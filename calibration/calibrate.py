@@ -81,10 +81,8 @@ def default_sizes(link_mbit: float | None) -> tuple[int, ...]:
     half a second, and over a link at least to 16 MiB: a DDP step moves buckets of that size (torch's
     default cap is 25 MiB), and over a 200 Mbit/s tbf link a fit that stopped at 4 MiB put the bandwidth
     4-8 % above what 16 MiB calls get (benchmarks/results/worldsize.md). The steps of 2 above 1 MiB give
-    ``w``'s fit (``fit_bandwidth``, on the transfer-dominated sizes with an intercept of their own) spare
-    sizes: with steps of 4 it had three sizes over a link, one degree of freedom, a Student t of 12.7 and
-    an interval of +-10 % where the bootstrap over iterations says +-1.5 % (BENCHMARKS.md, "Why the
-    intervals over links are too wide")."""
+    ``w``'s fit (``fit_bandwidth``, on the transfer-dominated sizes with an intercept of their own) spare sizes:
+    over links its 95 % interval went from +-6-23 % to +-1-5 % (BENCHMARKS.md, "Run m15")."""
     cap = 64 * MIB if link_mbit is None else max(16 * MIB, int(link_mbit * 1e6 / 8 * 0.5))
     sizes, s = [], 4096
     while s <= cap:

@@ -326,7 +326,7 @@ def machine_noise(compute_times_s: Sequence[float], loadavg: Sequence[float] | N
     """How busy the machine was while validating: the compute-only baseline's own step-to-step
     spread (p10-p90 over its median) and the load average; ``noisy`` when the spread exceeds
     ``NOISY_SPREAD_PCT``."""
-    import os
+    from realrun.launch import usable_cpus
 
     s = summarize(list(compute_times_s))
     spread = (s.p90_s - s.p10_s) / s.median_s * 100.0 if s.median_s > 0 else 0.0
@@ -334,7 +334,7 @@ def machine_noise(compute_times_s: Sequence[float], loadavg: Sequence[float] | N
         "baseline_spread_pct": spread,
         "baseline_steps": len(compute_times_s),
         "loadavg": list(loadavg) if loadavg else None,
-        "cores": os.cpu_count(),
+        "cores": usable_cpus(),  # the CPUs the ranks were sized by (the affinity mask)
         "noisy": spread > NOISY_SPREAD_PCT,
         "threshold_pct": NOISY_SPREAD_PCT,
     }
@@ -415,11 +415,9 @@ def validate_on_pool(
         baseline,
         load_before,
     )
-    res["omp_note"] = getattr(pool, "omp_note", None)
+    res["omp_note"] = getattr(pool, "omp_note", None)  # said while calibrating; in the result's text and JSON
     if res["machine_noise"]["noisy"]:
         say(noise_line(res["machine_noise"]))
-    if res["omp_note"]:
-        say(res["omp_note"])
     return res
 
 
@@ -553,23 +551,28 @@ def replay_validation(path: str | Path, params: Params, rescale: bool = True) ->
 
 def noise_line(noise: dict[str, Any]) -> str:
     """The warning for a noisy compute-only baseline: "busy" when the load average before the ranks ran
-    was at least half the cores, else the steps' own noise (on an idle 16-core box, 2 ranks x 8 threads,
-    the baseline varied 22-52 % p10-p90: benchmarks/results/omp_wait_policy/)."""
-    load, cores = noise.get("loadavg"), noise.get("cores") or 1
+    was at least half the cores (that load can include this run's own calibration), "noisy" when it was
+    lower (an idle 16-core box, 2 ranks x 8 threads: the baseline varied 22-52 % p10-p90,
+    benchmarks/results/omp_wait_policy/) or unknown."""
+    load, cores = noise.get("loadavg"), noise.get("cores")
     spread = (
         f"the compute-only baseline varied {noise['baseline_spread_pct']:.0f}% "
         f"(p10-p90 over its median; a quiet run stays under {noise['threshold_pct']:.0f}%)"
     )
-    if load and load[0] < 0.5 * cores:
+    if load and cores and load[0] >= 0.5 * cores:
         return (
-            f"warning: the steps were noisy: {spread}, with a load average of only {load[0]:.1f} on {cores} cores "
-            "before the ranks ran: the noise is the ranks' own, not other work; errors of that size are noise, "
-            "not model: more --steps and --rounds narrow the medians"
+            f"warning: the machine was busy: {spread}, load average {load[0]:.1f} on {cores} cores before the "
+            "ranks ran; errors of that size are noise, not model: re-run on a quiet machine"
         )
+    if load and cores:
+        seen = f"with a load average of only {load[0]:.1f} on {cores} cores before the ranks ran (no other work seen)"
+    elif load:
+        seen = f"load average {load[0]:.1f} before the ranks ran on an unknown number of cores"
+    else:
+        seen = "the load before the run unknown"
     return (
-        f"warning: the machine was busy: {spread}"
-        + (f", load average {load[0]:.1f} on {cores} cores before the ranks ran" if load else "")
-        + "; errors of that size are noise, not model: re-run on a quiet machine"
+        f"warning: the steps were noisy: {spread}, {seen}; errors of that size cannot be told from the model's: "
+        "more --steps and --rounds narrow the medians"
     )
 
 

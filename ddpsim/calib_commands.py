@@ -485,8 +485,8 @@ def add_commands(sub: Any) -> None:
         type=_sizes,
         default=None,
         help="all-reduce message sizes to fit o and w on, as in bench-allreduce --sizes (e.g. 4K,64K,1M "
-        "or 4K:64M:4); default 4 KiB up by factors of 4 to 64 MiB on loopback, to about half a "
-        "second per call over an emulated link",
+        "or 4K:64M:4); default 4 KiB up by factors of 4 to 1 MiB, then by factors of 2 to 64 MiB on "
+        "loopback, or to about half a second per call (at least 16 MiB) over an emulated link",
     )
     add_out_dir(c, "calibrate", "fitted parameters and measurement records")
     c.add_argument(

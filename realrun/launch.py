@@ -81,26 +81,37 @@ def default_threads_per_rank(world_size: int) -> int:
     return max(1, usable_cpus() // max(1, world_size))
 
 
-def omp_spin_note(backend: str, threads_per_rank: int, env: Mapping[str, str] | None = None) -> str | None:
-    """A warning when gloo ranks run several OpenMP threads each with ``OMP_WAIT_POLICY`` not ``PASSIVE``;
-    ``None`` otherwise (one thread per rank, NCCL, or the policy already passive).
+def omp_spin_note(
+    backend: str,
+    threads_per_rank: int,
+    env: Mapping[str, str] | None = None,
+    world_size: int = 2,
+    cores: int | None = None,
+) -> str | None:
+    """A warning when gloo ranks fill the cores with several OpenMP threads each and OpenMP's idle threads
+    spin (``OMP_WAIT_POLICY`` not ``PASSIVE``, and neither ``GOMP_SPINCOUNT`` nor ``KMP_BLOCKTIME`` set to
+    0); ``None`` otherwise (one rank, one thread per rank, NCCL, cores to spare, or no spinning).
 
-    OpenMP's idle threads spin for a while after every parallel region, and on a box whose cores the ranks'
-    threads fill, gloo's own threads wait for cores meanwhile. Measured on a 16-core machine, 2 gloo ranks
-    x 8 threads, gpt on loopback (benchmarks/results/omp_wait_policy/): a 4 KiB all-reduce right after
-    compute took 3-4 ms instead of 0.3-0.4; in the step communication ran x7.9 slower while computing
-    instead of x2.0, and the step of ``individual`` took 72 ms instead of 51. ``OMP_WAIT_POLICY=PASSIVE``
-    removed it there; one thread per rank (this project's 2-core machine) never shows it."""
+    OpenMP's idle threads spin for a while after every parallel region, and where the ranks' threads fill
+    the cores, gloo's own threads wait for one meanwhile. Measured on a 16-core machine, 2 gloo ranks x 8
+    threads, gpt on loopback (benchmarks/results/omp_wait_policy/): a 4 KiB all-reduce right after compute
+    took 3-4 ms instead of 0.3-0.4; in the step communication ran x7.9 slower while computing instead of
+    x2.0, the step of ``individual`` took 72 ms instead of 51, and the model's median error was 7.7 % instead
+    of 2.7 %. ``OMP_WAIT_POLICY=PASSIVE`` removed it there (compute 5 % slower); the model leaves it out."""
     env = os.environ if env is None else env
     policy = env.get("OMP_WAIT_POLICY", "").strip().upper()
-    if backend != "gloo" or threads_per_rank <= 1 or policy == "PASSIVE":
+    no_spin = policy == "PASSIVE" or any(env.get(v, "").strip() == "0" for v in ("GOMP_SPINCOUNT", "KMP_BLOCKTIME"))
+    filled = cores is None or world_size * threads_per_rank >= cores
+    if backend != "gloo" or world_size < 2 or threads_per_rank <= 1 or no_spin or not filled:
         return None
     return (
-        f"note: each gloo rank runs {threads_per_rank} OpenMP threads with OMP_WAIT_POLICY "
-        f"{policy or 'unset'}: idle OpenMP threads spin after every parallel region and hold the cores gloo's "
-        "threads need (on a 16-core box, 2 ranks x 8 threads, gpt: a call after compute +3-4 ms, individual's "
-        "step 72 instead of 51 ms); these measurements, and a job run the same way, pay that; "
-        "OMP_WAIT_POLICY=PASSIVE in the environment removes it"
+        f"note: {world_size} gloo ranks x {threads_per_rank} OpenMP threads fill "
+        + (f"the {cores} cores" if cores else "the cores")
+        + f" and OMP_WAIT_POLICY is {policy or 'unset'}: idle OpenMP threads spin after each parallel region "
+        "and hold the cores gloo's threads need, which the model leaves out (on a 16-core box, 2 ranks x 8 "
+        "threads, gpt: a call after compute +3-4 ms, steps up to 41 % longer, predictions 8 % low in the "
+        "median). Set OMP_WAIT_POLICY=PASSIVE here and in the job (e.g. OMP_WAIT_POLICY=PASSIVE ddpsim "
+        "validate ...); there it cost compute 5 %"
     )
 
 
@@ -290,9 +301,9 @@ class RankPool:
     @property
     def omp_note(self) -> str | None:
         """``omp_spin_note`` for these ranks (``None`` when they are not at risk: one rank does not communicate)."""
-        if self.world_size < 2:
-            return None
-        return omp_spin_note(self.backend, self.threads_per_rank, {**os.environ, **self.rank_env[0]})
+        return omp_spin_note(
+            self.backend, self.threads_per_rank, {**os.environ, **self.rank_env[0]}, self.world_size, usable_cpus()
+        )
 
     @property
     def usable(self) -> bool:

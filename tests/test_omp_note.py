@@ -23,15 +23,28 @@ def test_note_for_multithreaded_gloo_ranks_unless_passive(policy):
         ("gloo", 8, {"OMP_WAIT_POLICY": "PASSIVE"}),
         ("gloo", 8, {"OMP_WAIT_POLICY": " passive "}),
         ("nccl", 8, {}),  # NCCL's progress runs on the GPU's side, not on gloo's CPU threads
+        ("gloo", 8, {"GOMP_SPINCOUNT": "0"}),  # libgomp told not to spin
+        ("gloo", 8, {"KMP_BLOCKTIME": "0"}),  # Intel's OpenMP told not to spin
     ],
 )
 def test_no_note(backend, threads, env):
     assert omp_spin_note(backend, threads, env) is None
 
 
+def test_note_only_when_the_threads_fill_the_cores():
+    assert omp_spin_note("gloo", 8, {}, world_size=2, cores=16) is not None
+    assert "the 16 cores" in omp_spin_note("gloo", 8, {}, world_size=2, cores=16)
+    assert omp_spin_note("gloo", 4, {}, world_size=2, cores=16) is None  # 8 threads on 16 cores: spare cores
+    assert omp_spin_note("gloo", 8, {}, world_size=1, cores=8) is None  # one rank: no communication to slow
+
+
 def test_pool_note_reads_the_ranks_environment(monkeypatch):
     """The pool's note sees what its ranks will see: the process environment and the per-rank extras."""
-    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    import realrun.launch as launch
+
+    monkeypatch.setattr(launch, "usable_cpus", lambda: 8)  # 2 ranks x 4 threads fill 8 cores
+    for var in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME"):
+        monkeypatch.delenv(var, raising=False)
     assert RankPool(2, "gloo", threads_per_rank=4).omp_note is not None  # not started: no process spawned
     assert RankPool(2, "gloo", threads_per_rank=1).omp_note is None
     assert RankPool(1, "gloo", threads_per_rank=4).omp_note is None  # one rank: no communication to slow

@@ -220,6 +220,9 @@ def test_validate_says_when_the_compute_only_baseline_was_noisy():
     many = {**busy, "cores": 16, "loadavg": [3.9, 3.8, 1.8]}
     text = format_validation({**res, "machine_noise": many})
     assert "busy" not in text and "steps were noisy" in text and "load average of only 3.9 on 16 cores" in text
+    for unknown in ({**busy, "loadavg": None}, {**busy, "cores": None}):  # no evidence of other work: not "busy"
+        text = format_validation({**res, "machine_noise": unknown})
+        assert "busy" not in text and "steps were noisy" in text and "unknown" in text
 
 
 def test_effective_copy_rate_weights_the_rate_by_the_gradients_sizes():

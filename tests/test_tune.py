@@ -109,7 +109,7 @@ def test_recommended_bucket_is_the_sweeps_argmin(case):
     if sw.bucket_mb[0] < DEFAULT_BUCKET_MB < sw.bucket_mb[-1]:
         assert DEFAULT_BUCKET_MB in sw.bucket_mb  # the default is on the grid, so the answer is never worse
     # the recommendation is a cap a person would write, inside the near-best band: the fastest power of two
-    # there if any, else the best rounded to 2 digits, else the exact best (which the result keeps too)
+    # there if any, else the best rounded to 1 or 2 digits, else the exact best (which the result keeps too)
     assert res.exact_best_bucket_mb == sw.best_bucket_mb
     band = sw.best.step_time_s * 1.01
     assert res.predicted_step_time_s <= band * (1 + 1e-12)
@@ -126,7 +126,11 @@ def test_recommended_bucket_is_the_sweeps_argmin(case):
     if pow2_in_band:
         assert res.recommended_bucket_mb in pow2_in_band
     else:
-        assert res.recommended_bucket_mb in (round_sig(sw.best_bucket_mb, 2), sw.best_bucket_mb)
+        rounded = [round_sig(sw.best_bucket_mb, d) for d in (1, 2)]
+        in_band = [
+            mb for mb in rounded if predict(prof, cost, StrategySpec("torch-ddp", bucket_mb=mb), 2).step_time_s <= band
+        ]
+        assert res.recommended_bucket_mb == (in_band[0] if in_band else sw.best_bucket_mb)
     assert res.near_best_range_mb[0] <= sw.best_bucket_mb <= res.near_best_range_mb[1]
 
 
@@ -141,6 +145,22 @@ def test_rounding_that_moves_a_boundary_is_not_taken():
     assert res.predicted_step_time_s == pytest.approx(41 * MS + T(total), rel=1e-12)
     rounded = predict(toy(bias=True), COST, StrategySpec("torch-ddp", bucket_mb=80.0), 2)
     assert rounded.step_time_s == pytest.approx(41 * MS + T(80 * MIB) + T(256), rel=1e-12)
+
+
+def test_one_digit_when_no_power_of_two_is_near_the_best():
+    """A stored calibration (cnn over 1000 Mbit/s, 2 ranks, tune --verify of 2026-11-26): the near-best band is
+    0.62-0.83 MiB, no power of two lies in it (0.5 and 1 MiB are 2-5 % slower), and the best (0.825 MiB) to
+    one digit, 0.8, gives the same buckets: the recommendation is 0.8, not 0.82."""
+    data = Path(__file__).parent / "data"
+    params = Params.load(data / "tune_cnn_1000mbit.params.json")
+    prof = GradProfile.load(data / "tune_cnn_1000mbit.profile.json")
+    res = recommend(prof, params.cost_model(), 2)
+    assert res.exact_best_bucket_mb == pytest.approx(0.825, abs=5e-4)
+    for pow2 in (0.5, 1.0):  # the powers of two around it are outside the band
+        step = predict(prof, params.cost_model(), StrategySpec("torch-ddp", bucket_mb=pow2), 2).step_time_s
+        assert step > res.sweep.best.step_time_s * 1.01
+    assert res.recommended_bucket_mb == 0.8
+    assert res.predicted_step_time_s <= res.sweep.best.step_time_s * 1.01
 
 
 def test_default_is_torch_ddp_with_bucket_cap_mb_unset():
