@@ -322,20 +322,34 @@ def measure_beside_compute(
 NOISY_SPREAD_PCT = 15.0
 
 
-def machine_noise(compute_times_s: Sequence[float], loadavg: Sequence[float] | None) -> dict[str, Any]:
+BUSY_SHARE = 0.25  # other work on a quarter of the cores or more while measuring: the machine was busy
+
+
+def machine_noise(
+    compute_times_s: Sequence[float], loadavg: Sequence[float] | None, other_cores: float | None = None
+) -> dict[str, Any]:
     """How busy the machine was while validating: the compute-only baseline's own step-to-step
-    spread (p10-p90 over its median) and the load average; ``noisy`` when the spread exceeds
-    ``NOISY_SPREAD_PCT``."""
+    spread (p10-p90 over its median), the load average before, and the cores other work kept busy
+    while measuring (``realrun.cpushare``: CPU time besides this run's own); ``noisy`` when the spread
+    exceeds ``NOISY_SPREAD_PCT``, ``busy`` when other work held ``BUSY_SHARE`` of the cores or more
+    (unknown: when the load average was half the cores or more)."""
     from realrun.launch import usable_cpus
 
     s = summarize(list(compute_times_s))
     spread = (s.p90_s - s.p10_s) / s.median_s * 100.0 if s.median_s > 0 else 0.0
+    cores = usable_cpus()
+    if other_cores is not None:
+        busy = other_cores >= BUSY_SHARE * cores
+    else:
+        busy = bool(loadavg) and loadavg[0] >= 0.5 * cores
     return {
         "baseline_spread_pct": spread,
         "baseline_steps": len(compute_times_s),
         "loadavg": list(loadavg) if loadavg else None,
-        "cores": usable_cpus(),  # the CPUs the ranks were sized by (the affinity mask)
+        "cores": cores,  # the CPUs the ranks were sized by (the affinity mask)
+        "other_cores": other_cores,
         "noisy": spread > NOISY_SPREAD_PCT,
+        "busy": busy,
         "threshold_pct": NOISY_SPREAD_PCT,
     }
 
@@ -349,9 +363,11 @@ def validate_on_pool(
     communication and contention still come from the params), and the factor is reported.
     """
     from realrun.bench_ddp import _loadavg
+    from realrun.cpushare import other_cores, snapshot
     from realrun.records import RecordWriter, environment, make_record
 
     load_before = _loadavg()
+    pids = list(getattr(pool, "pids", []))
     prof = check_profile_matches(params, spec.model, spec.batch_size)
     bs = spec.batch_size or (params.probes or {}).get("batch_size") or prof.samples_per_step
     p = pool.world_size
@@ -361,6 +377,7 @@ def validate_on_pool(
     rows: list[ValidationRow] = []
     scales: list[float] = []
     with RecordWriter(spec.out) as writer:
+        cpu_before = snapshot(pids)
         steps_per_round, times, compute = measure_beside_compute(
             pool,
             spec.model,
@@ -377,6 +394,7 @@ def validate_on_pool(
             link_mbit=link_mbit,
             say=say,
         )
+        others = other_cores(cpu_before, snapshot(pids))
         for k, cfg in enumerate(configs):
             row = row_of(cfg, times[k], compute[k], prof, params, p, spec.rescale_compute, link_mbit)
             if k % spec.group_size == 0:
@@ -414,9 +432,10 @@ def validate_on_pool(
         rows,
         baseline,
         load_before,
+        others,
     )
     res["omp_note"] = getattr(pool, "omp_note", None)  # said while calibrating; in the result's text and JSON
-    if res["machine_noise"]["noisy"]:
+    if res["machine_noise"]["noisy"] or res["machine_noise"]["busy"]:
         say(noise_line(res["machine_noise"]))
     return res
 
@@ -465,6 +484,7 @@ def validation_result(
     rows: list[ValidationRow],
     baseline: Sequence[float],
     loadavg: Sequence[float] | None,
+    other_cores: float | None = None,
 ) -> dict[str, Any]:
     """``validate``'s result: its rows, their summary, the machine's noise and the params used."""
     return {
@@ -486,7 +506,7 @@ def validation_result(
         "measured_compute_s": summarize(list(baseline)).median_s,
         "predicted_compute_s": prof.compute_s,
         **summarize_rows(rows),
-        "machine_noise": machine_noise(baseline, loadavg),
+        "machine_noise": machine_noise(baseline, loadavg, other_cores),
         "rows": rows,
     }
 
@@ -550,21 +570,26 @@ def replay_validation(path: str | Path, params: Params, rescale: bool = True) ->
 
 
 def noise_line(noise: dict[str, Any]) -> str:
-    """The warning for a noisy compute-only baseline: "busy" when the load average before the ranks ran
-    was at least half the cores (that load can include this run's own calibration), "noisy" when it was
-    lower (an idle 16-core box, 2 ranks x 8 threads: the baseline varied 22-52 % p10-p90,
-    benchmarks/results/omp_wait_policy/) or unknown."""
-    load, cores = noise.get("loadavg"), noise.get("cores")
+    """The warning for a busy machine or a noisy compute-only baseline. "Busy" rests on the CPU time other
+    work used while measuring (``other_cores``), or, where that is unknown, on a load average of half the
+    cores or more (which can include this run's own calibration); otherwise the noise is the run's own (an
+    idle 16-core box, 2 ranks x 8 threads: the baseline varied 22-52 % p10-p90,
+    benchmarks/results/omp_wait_policy/)."""
+    load, cores, other = noise.get("loadavg"), noise.get("cores"), noise.get("other_cores")
     spread = (
         f"the compute-only baseline varied {noise['baseline_spread_pct']:.0f}% "
         f"(p10-p90 over its median; a quiet run stays under {noise['threshold_pct']:.0f}%)"
     )
-    if load and cores and load[0] >= 0.5 * cores:
-        return (
-            f"warning: the machine was busy: {spread}, load average {load[0]:.1f} on {cores} cores before the "
-            "ranks ran; errors of that size are noise, not model: re-run on a quiet machine"
+    if noise.get("busy", bool(load and cores and load[0] >= 0.5 * cores)):
+        seen = (
+            f"other work kept {other:.1f} of the {cores} cores busy while measuring"
+            if other is not None
+            else f"load average {load[0]:.1f} on {cores} cores before the ranks ran"
         )
-    if load and cores:
+        return f"warning: the machine was busy: {seen}; {spread}; errors of that size are noise, not model: re-run on a quiet machine"
+    if other is not None:
+        seen = f"while other work kept only {other:.1f} of the {cores} cores busy: the noise is in the run itself"
+    elif load and cores:
         seen = f"with a load average of only {load[0]:.1f} on {cores} cores before the ranks ran (no other work seen)"
     elif load:
         seen = f"load average {load[0]:.1f} before the ranks ran on an unknown number of cores"
@@ -611,7 +636,7 @@ def format_validation(res: dict[str, Any]) -> str:
             f"interval ({res['n_with_interval']} configurations; goal 75-90%)"
         )
     noise = res.get("machine_noise")
-    if noise and noise.get("noisy"):
+    if noise and (noise.get("noisy") or noise.get("busy")):
         lines.append(noise_line(noise))
     if res.get("omp_note"):
         lines.append(res["omp_note"])
