@@ -3,15 +3,16 @@
 # completion. The evidence for the cold-call term (BENCHMARKS.md, "A call on idle channels").
 #   python benchmarks/results/cold_call/gap_experiment.py OUT.json          (REPS=120 by default)
 #   python benchmarks/results/cold_call/gap_experiment.py --stats OUT.json  (means, trimmed means, quantiles)
-import json
 import os
 import sys
 import time
+from pathlib import Path
 
-import numpy as np
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # benchmarks/: the shared harness
+from two_ranks import main  # noqa: E402
 
 SIZES = (4096, 4 << 20)
 MODES = [("call", 0.0), ("idle", 0.0005), ("idle", 0.002), ("idle", 0.02)]
@@ -48,27 +49,5 @@ def run(rank, q):
     dist.destroy_process_group()
 
 
-def stats(path):
-    for key, (r0, r1) in json.load(open(path)).items():
-        a0, a1 = np.array(r0), np.array(r1)
-        dur = np.maximum(a0[:, 1], a1[:, 1]) - np.maximum(a0[:, 0], a1[:, 0])
-        q = np.quantile(dur, [0.1, 0.5, 0.9]) * 1e3
-        trim = np.sort(dur)[: int(0.9 * len(dur))].mean() * 1e3
-        print(
-            f"{key:>22}: n {len(dur)} mean {dur.mean() * 1e3:6.3f} ms, lowest 90% mean {trim:6.3f}, "
-            f"p10/50/90 {q[0]:6.3f} {q[1]:6.3f} {q[2]:6.3f}"
-        )
-
-
 if __name__ == "__main__":
-    if sys.argv[1] == "--stats":
-        stats(sys.argv[2])
-        sys.exit(0)
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    ps = [ctx.Process(target=run, args=(r, q)) for r in range(2)]
-    [p.start() for p in ps]
-    res = dict(q.get() for _ in ps)
-    [p.join() for p in ps]
-    json.dump({k: [res[0][k], res[1][k]] for k in res[0]}, open(sys.argv[1], "w"))
-    stats(sys.argv[1])
+    main(run)

@@ -4,15 +4,16 @@
 # interleaved, per call the last rank's launch to the last completion (clocks of one machine).
 #   THREADS=8 REPS=60 python benchmarks/results/omp_wait_policy/threads_experiment.py OUT.json
 #   OMP_WAIT_POLICY=PASSIVE ... (the same with OpenMP's idle threads sleeping at once instead of spinning)
-import json
 import os
 import sys
 import time
+from pathlib import Path
 
-import numpy as np
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # benchmarks/: the shared harness
+from two_ranks import main  # noqa: E402
 
 SIZES = (4096, 1 << 20, 16 << 20)
 MODES = ("call", "write", "compute", "compute+idle")
@@ -52,26 +53,7 @@ def run(rank, q):
     dist.destroy_process_group()
 
 
-def stats(path):
-    for key, (r0, r1) in json.load(open(path)).items():
-        a0, a1 = np.array(r0), np.array(r1)
-        dur = np.maximum(a0[:, 1], a1[:, 1]) - np.maximum(a0[:, 0], a1[:, 0])
-        q = np.quantile(dur, [0.1, 0.5, 0.9]) * 1e3
-        print(
-            f"{key:>22}: n {len(dur)} median {q[1]:7.3f} ms, p10 {q[0]:7.3f}, p90 {q[2]:7.3f}, mean {dur.mean() * 1e3:7.3f}"
-        )
-
-
 if __name__ == "__main__":
-    if sys.argv[1] == "--stats":
-        stats(sys.argv[2])
-        sys.exit(0)
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    ps = [ctx.Process(target=run, args=(r, q)) for r in range(2)]
-    [p.start() for p in ps]
-    res = dict(q.get() for _ in ps)
-    [p.join() for p in ps]
-    json.dump({k: [res[0][k], res[1][k]] for k in res[0]}, open(sys.argv[1], "w"))
-    print(f"threads {THREADS}, OMP_WAIT_POLICY {os.environ.get('OMP_WAIT_POLICY', '(unset)')}, reps {REPS}")
-    stats(sys.argv[1])
+    if sys.argv[1] != "--stats":  # the settings of this run, not of a stored one
+        print(f"threads {THREADS}, OMP_WAIT_POLICY {os.environ.get('OMP_WAIT_POLICY', '(unset)')}, reps {REPS}")
+    main(run)
