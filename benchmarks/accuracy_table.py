@@ -40,6 +40,9 @@ def _cell(d: Path) -> dict | None:
         "fit": fit,
         # the compute-only baseline's own step-to-step spread, as validate measures it for its busy warning
         "spread": (v.get("machine_noise") or {}).get("baseline_spread_pct"),
+        # the cores other work kept busy while measuring (CPU time; validate since 2026-11-26)
+        "other": (v.get("machine_noise") or {}).get("other_cores"),
+        "p": v.get("world_size"),
         "beyond": (v["n_beyond_noise"], v["n_with_noise"]) if v.get("n_with_noise") else None,
     }
 
@@ -53,7 +56,7 @@ def main(out: Path) -> None:
     print(f"# Accuracy matrix ({out})\n")
     print(
         "| workload | network | configs | median abs. error | signed median | worst (config) | 80% interval coverage "
-        "| torch-ddp best bucket pred. / meas. (gap) | in-step fit: compute x, comm x | baseline spread "
+        "| torch-ddp best bucket pred. / meas. (gap) | in-step fit: compute x, comm x | baseline spread (other work) "
         "| errors beyond noise |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -74,11 +77,14 @@ def main(out: Path) -> None:
         )
         f = c["fit"]
         fit = f"x{1 + f['contention_c']:.2f}, x{1 + f['comm_contention_c']:.2f}" if f else "-"
-        net_name = "loopback" if net == "loopback" else f"tbf {net} Mbit/s"
+        net_name = ("loopback" if net == "loopback" else f"tbf {net} Mbit/s") + (
+            f", p = {c['p']}" if c["p"] not in (None, 2) else ""
+        )
         print(
             f"| {model} | {net_name} | {c['n']} | {c['median']:.2f}% | {c['bias']:+.2f}% | "
             f"{abs(w['error_pct']):.2f}% ({_name(w)}) | {cov} | {best} | {fit} | "
             + ("-" if c["spread"] is None else f"{c['spread']:.0f}%")
+            + ("" if c["other"] is None else f" (other work {c['other']:.1f} cores)")
             + " | "
             + ("-" if c["beyond"] is None else f"{c['beyond'][0]} of {c['beyond'][1]}")
             + " |"
