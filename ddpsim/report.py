@@ -92,6 +92,10 @@ def format_verify(v: Verification) -> str:
         ),
         f"  {gain_line(v)}",
     ]
+    if v.machine_noise and (v.machine_noise.get("noisy") or v.machine_noise.get("busy")):
+        from calibration.validate import noise_line
+
+        lines.append(f"  {noise_line(v.machine_noise)}")
     return "\n".join(lines)
 
 

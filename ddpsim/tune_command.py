@@ -63,7 +63,9 @@ def _verify(
 ) -> Verification:
     """Run the recommended and default settings (and the grid) for real, interleaved step by step
     with a compute-only baseline so this box's drift hits all alike; records written per round."""
-    from calibration.validate import measure_beside_compute
+    from calibration.validate import machine_noise, measure_beside_compute, noise_line
+    from realrun.bench_ddp import _loadavg
+    from realrun.cpushare import other_cores, snapshot
     from realrun.records import RecordWriter, environment
     from realrun.stats import percentile, summarize
     from simulator.predict import predict
@@ -90,7 +92,9 @@ def _verify(
     rounds = 2
     say(f"verify: {len(settings)} settings and a compute-only baseline interleaved, on {pool.world_size} real ranks")
     env = environment(pool.backend, pool.world_size, link_mbit=args.link_mbit)
+    load_before, pids = _loadavg(), list(getattr(pool, "pids", []))
     with RecordWriter(records) as w:
+        cpu_before = snapshot(pids)
         per_round, times, compute = measure_beside_compute(
             pool,
             args.model,
@@ -107,6 +111,9 @@ def _verify(
             link_mbit=args.link_mbit,
             say=say,
         )
+        noise = machine_noise(compute[0], load_before, other_cores(cpu_before, snapshot(pids)))
+    if noise["noisy"] or noise["busy"]:
+        say(noise_line(noise))
     comp = summarize(compute[0]).median_s
     scale = comp / prof.compute_s if prof.compute_s > 0 else 1.0
     rows = []
@@ -160,6 +167,7 @@ def _verify(
         measured_gain_p10_p90_pct=(gain_lo, gain_hi),
         measured_gain_within_noise=gain_lo <= 0 <= gain_hi,
         median_abs_error_pct=statistics.median(abs(r.error_pct) for r in rows),
+        machine_noise=noise,
     )
 
 

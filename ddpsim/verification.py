@@ -63,6 +63,9 @@ class Verification:
     measured_gain_p10_p90_pct: tuple[float, float]
     measured_gain_within_noise: bool
     median_abs_error_pct: float
+    # the compute-only baseline's spread and the cores other work kept busy while measuring
+    # (``calibration.validate.machine_noise``); None in results written before it was kept
+    machine_noise: dict[str, Any] | None = None
 
     @property
     def recommended_is_default(self) -> bool:

@@ -42,9 +42,13 @@ def snapshot(pids: Sequence[int]) -> CpuSnapshot | None:
         return None
 
 
+MIN_SPAN_S = 1.0  # CPU times count in clock ticks (10 ms): a shorter span says little
+
+
 def other_cores(before: CpuSnapshot | None, after: CpuSnapshot | None) -> float | None:
-    """The average number of cores other work kept busy between two snapshots (>= 0); ``None`` if unknown."""
-    if before is None or after is None or after.wall_s <= before.wall_s:
+    """The average number of cores other work kept busy between two snapshots (>= 0); ``None`` if unknown
+    or the span is under ``MIN_SPAN_S``."""
+    if before is None or after is None or after.wall_s - before.wall_s < MIN_SPAN_S:
         return None
     other = (after.busy_s - before.busy_s) - (after.own_s - before.own_s)
     return max(0.0, other / (after.wall_s - before.wall_s))

@@ -18,6 +18,7 @@ def test_other_cores_is_busy_time_not_ours_over_wall_time():
     assert other_cores(before, CpuSnapshot(12.0, 101.0, 7.0)) == 0.0  # clock granularity: never below 0
     assert other_cores(None, after) is None and other_cores(before, None) is None
     assert other_cores(after, before) is None  # no time passed forwards
+    assert other_cores(before, CpuSnapshot(10.5, 101.0, 5.0)) is None  # half a second: too short to say
 
 
 def test_a_busy_process_counts_as_other_work_unless_it_is_a_rank():

@@ -435,6 +435,14 @@ def test_verify_judges_the_default_where_tune_says_keep_it_and_measures_one_conf
     v1 = _verify(pool, args, res, prof, cost, lambda m: None, os.devnull)
     assert [r.setting for r in v1.rows] == ["recommended = default"]
     assert "recommended vs best" not in format_verify(v1)
+    # the machine's noise is kept with the result and said when the machine was busy or the baseline noisy
+    assert v.machine_noise is not None and v.machine_noise["baseline_spread_pct"] == 0.0
+    quiet = {**v.machine_noise, "noisy": False, "busy": False, "other_cores": 0.0, "cores": 2}
+    assert "warning" not in format_verify(dataclasses.replace(v, machine_noise=quiet))
+    busy = {**quiet, "busy": True, "other_cores": 1.2}
+    assert "machine was busy: other work kept 1.2 of the 2 cores" in format_verify(
+        dataclasses.replace(v, machine_noise=busy)
+    )
 
 
 def test_verify_rows_show_the_headline_prediction_and_label_the_retimed_one(monkeypatch):
@@ -509,6 +517,7 @@ def test_verify_rows_show_the_headline_prediction_and_label_the_retimed_one(monk
         "measured_gain_p10_p90_pct",
         "measured_gain_within_noise",
         "median_abs_error_pct",
+        "machine_noise",  # added 2026-11-26, last: the keys before it keep their order
     ]
     assert list(d["rows"][0]) == [
         "setting",
