@@ -117,6 +117,16 @@ class TorchrunGroup:
         self.backend = ctx.backend
         self.threads_per_rank = torch.get_num_threads()
 
+    @property
+    def omp_note(self) -> str | None:
+        """``realrun.launch.omp_spin_note`` for the ranks on this node (torchrun's ``LOCAL_WORLD_SIZE`` of them)."""
+        import os
+
+        from realrun.launch import omp_spin_note, usable_cpus
+
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", self.world_size))
+        return omp_spin_note(self.backend, self.threads_per_rank, None, self.world_size, usable_cpus(), local)
+
     def run(self, fn: Any, *args: Any, timeout_s: float | None = None, **kwargs: Any) -> list[Any]:
         import torch.distributed as dist
 
@@ -485,6 +495,8 @@ def bench_main(args: Any) -> int:
     def run_rounds(pool: Any, writer: Any, lead: bool) -> None:
         say = _progress if lead else (lambda _m: None)
         p = pool.world_size
+        if getattr(pool, "omp_note", None):
+            say(pool.omp_note)
         _set_precision(pool, args)
         for rnd in range(args.rounds):
             comp = measure_compute(pool, args.model, bs, args.steps, args.warmup, args.optimizer)
@@ -534,8 +546,6 @@ def bench_main(args: Any) -> int:
             with net as n:
                 kw = n.pool_kwargs() if n is not None else {}
                 with RankPool(p, backend, timeout_s=args.timeout_s, **kw) as pool:
-                    if pool.omp_note:
-                        _progress(pool.omp_note)
                     run_rounds(pool, writer, True)
     return _report_bench(records, args, world_sizes)
 

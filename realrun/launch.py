@@ -87,10 +87,12 @@ def omp_spin_note(
     env: Mapping[str, str] | None = None,
     world_size: int = 2,
     cores: int | None = None,
+    local_ranks: int | None = None,
 ) -> str | None:
     """A warning when gloo ranks fill the cores with several OpenMP threads each and OpenMP's idle threads
     spin (``OMP_WAIT_POLICY`` not ``PASSIVE``, and neither ``GOMP_SPINCOUNT`` nor ``KMP_BLOCKTIME`` set to
-    0); ``None`` otherwise (one rank, one thread per rank, NCCL, cores to spare, or no spinning).
+    0); ``None`` otherwise (one rank, one thread per rank, NCCL, cores to spare, or no spinning). ``local_ranks``:
+    the ranks on this machine (default ``world_size``: all of them, as ``RankPool`` starts them).
 
     OpenMP's idle threads spin for a while after every parallel region, and where the ranks' threads fill
     the cores, gloo's own threads wait for one meanwhile. Measured on a 16-core machine, 2 gloo ranks x 8
@@ -101,11 +103,12 @@ def omp_spin_note(
     env = os.environ if env is None else env
     policy = env.get("OMP_WAIT_POLICY", "").strip().upper()
     no_spin = policy == "PASSIVE" or any(env.get(v, "").strip() == "0" for v in ("GOMP_SPINCOUNT", "KMP_BLOCKTIME"))
-    filled = cores is None or world_size * threads_per_rank >= cores
+    local = local_ranks or world_size
+    filled = cores is None or local * threads_per_rank >= cores
     if backend != "gloo" or world_size < 2 or threads_per_rank <= 1 or no_spin or not filled:
         return None
     return (
-        f"note: {world_size} gloo ranks x {threads_per_rank} OpenMP threads fill "
+        f"note: {local} gloo rank{'s' if local > 1 else ''} x {threads_per_rank} OpenMP threads fill "
         + (f"the {cores} cores" if cores else "the cores")
         + f" and OMP_WAIT_POLICY is {policy or 'unset'}: idle OpenMP threads spin after each parallel region "
         "and hold the cores gloo's threads need, which the model leaves out (on a 16-core box, 2 ranks x 8 "

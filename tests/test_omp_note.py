@@ -36,6 +36,24 @@ def test_note_only_when_the_threads_fill_the_cores():
     assert "the 16 cores" in omp_spin_note("gloo", 8, {}, world_size=2, cores=16)
     assert omp_spin_note("gloo", 4, {}, world_size=2, cores=16) is None  # 8 threads on 16 cores: spare cores
     assert omp_spin_note("gloo", 8, {}, world_size=1, cores=8) is None  # one rank: no communication to slow
+    # under torchrun, one rank per node of 8 cores, 8 threads: the node's cores are filled, the ranks talk
+    note = omp_spin_note("gloo", 8, {}, world_size=2, cores=8, local_ranks=1)
+    assert note is not None and note.startswith("note: 1 gloo rank x 8 OpenMP threads fill the 8 cores")
+
+
+def test_torchrun_group_note_counts_the_ranks_on_this_node(monkeypatch):
+    import realrun.launch as launch
+    from ddpsim.ddp_commands import TorchrunGroup
+
+    monkeypatch.setattr(launch, "usable_cpus", lambda: 8)
+    for var in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME"):
+        monkeypatch.delenv(var, raising=False)
+    group = TorchrunGroup.__new__(TorchrunGroup)  # its state, without torch or a process group
+    group.world_size, group.backend, group.threads_per_rank = 4, "gloo", 8
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "1")  # 4 nodes, one rank each
+    assert group.omp_note is not None and "1 gloo rank x 8" in group.omp_note
+    group.threads_per_rank = 4
+    assert group.omp_note is None  # 4 of the node's 8 cores: spare cores
 
 
 def test_pool_note_reads_the_ranks_environment(monkeypatch):
