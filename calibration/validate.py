@@ -338,17 +338,19 @@ def machine_noise(
     s = summarize(list(compute_times_s))
     spread = (s.p90_s - s.p10_s) / s.median_s * 100.0 if s.median_s > 0 else 0.0
     cores = usable_cpus()
+    noisy = spread > NOISY_SPREAD_PCT
     if other_cores is not None:
         busy = other_cores >= BUSY_SHARE * cores
-    else:
-        busy = bool(loadavg) and loadavg[0] >= 0.5 * cores
+    else:  # unknown: the load average, which can hold this run's own calibration, only beside a noisy baseline
+        busy = noisy and bool(loadavg) and loadavg[0] >= 0.5 * cores
     return {
         "baseline_spread_pct": spread,
         "baseline_steps": len(compute_times_s),
         "loadavg": list(loadavg) if loadavg else None,
         "cores": cores,  # the CPUs the ranks were sized by (the affinity mask)
-        "other_cores": other_cores,
-        "noisy": spread > NOISY_SPREAD_PCT,
+        "other_cores": None if other_cores is None else max(0.0, other_cores),
+        "other_cores_measured": other_cores,  # unclipped: slightly below 0 is the clock ticks' granularity
+        "noisy": noisy,
         "busy": busy,
         "threshold_pct": NOISY_SPREAD_PCT,
     }
@@ -586,7 +588,17 @@ def noise_line(noise: dict[str, Any]) -> str:
             if other is not None
             else f"load average {load[0]:.1f} on {cores} cores before the ranks ran"
         )
-        return f"warning: the machine was busy: {seen}; {spread}; errors of that size are noise, not model: re-run on a quiet machine"
+        effect = (
+            "errors of that size are noise, not model"
+            if noise.get("noisy", True)
+            else f"the compute-only baseline held steady ({noise['baseline_spread_pct']:.0f}% p10-p90), but the "
+            "configurations shared the cores with that work"
+        )
+        return (
+            f"warning: the machine was busy: {seen}; "
+            + (f"{spread}; " if noise.get("noisy", True) else "")
+            + f"{effect}: re-run on a quiet machine"
+        )
     if other is not None:
         seen = f"while other work kept only {other:.1f} of the {cores} cores busy: the noise is in the run itself"
     elif load and cores:

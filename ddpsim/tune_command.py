@@ -63,7 +63,7 @@ def _verify(
 ) -> Verification:
     """Run the recommended and default settings (and the grid) for real, interleaved step by step
     with a compute-only baseline so this box's drift hits all alike; records written per round."""
-    from calibration.validate import machine_noise, measure_beside_compute, noise_line
+    from calibration.validate import machine_noise, measure_beside_compute
     from realrun.bench_ddp import _loadavg
     from realrun.cpushare import other_cores, snapshot
     from realrun.records import RecordWriter, environment
@@ -111,9 +111,7 @@ def _verify(
             link_mbit=args.link_mbit,
             say=say,
         )
-        noise = machine_noise(compute[0], load_before, other_cores(cpu_before, snapshot(pids)))
-    if noise["noisy"] or noise["busy"]:
-        say(noise_line(noise))
+        noise = machine_noise(compute[0], load_before, other_cores(cpu_before, snapshot(pids)))  # said under the table
     comp = summarize(compute[0]).median_s
     scale = comp / prof.compute_s if prof.compute_s > 0 else 1.0
     rows = []

@@ -5,7 +5,7 @@ Made in one place (``ddpsim.tune_command._verify``); their JSON is their fields 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from simulator.jsonio import to_fields
@@ -65,7 +65,7 @@ class Verification:
     median_abs_error_pct: float
     # the compute-only baseline's spread and the cores other work kept busy while measuring
     # (``calibration.validate.machine_noise``); None in results written before it was kept
-    machine_noise: dict[str, Any] | None = None
+    machine_noise: dict[str, Any] | None = field(default=None, compare=False, hash=False)
 
     @property
     def recommended_is_default(self) -> bool:

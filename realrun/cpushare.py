@@ -1,10 +1,12 @@
 """How much of the machine other work used while we measured: CPU time, not the load average.
 
 The load average cannot tell this tool's own ranks from other work (after ``calibrate`` it holds the
-calibration's own ranks for a minute), so ``validate`` counts CPU seconds instead: every CPU's busy
-time (``psutil.cpu_times``, steal included: another tenant's work on a VM) minus the CPU time of this
-process and of the ranks (``psutil.Process.cpu_times``, all their threads, gloo's included) over the
-same wall-clock span. What is left is other work, as an average number of cores.
+calibration's own ranks for a minute), so ``validate`` and ``tune --verify`` count CPU seconds instead: the
+busy time of every CPU this process may run on (``psutil.cpu_times(percpu=True)``; steal included, another
+tenant's work on a VM; interrupts not, see ``_NOT_BUSY``) minus the CPU time of this process and of the
+ranks (``psutil.Process.cpu_times``: all their threads, gloo's included, and their reaped children) over
+the same wall-clock span. What is left is other work, as an average number of cores; a niced job that only
+fills idle time counts too.
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-_IDLE_FIELDS = ("idle", "iowait", "guest", "guest_nice")  # guest time is already counted in user on Linux
+# Not counted as busy: idle time; guest time (Linux counts it in user already); irq and softirq, which the
+# kernel charges to no process where it accounts interrupt time apart, so the ranks' own network work there
+# (loopback TCP, a tbf link's timer) would pass for other work. Steal (another tenant's work on a VM) counts.
+_NOT_BUSY = ("idle", "iowait", "guest", "guest_nice", "irq", "softirq")
 
 
 @dataclass(frozen=True)
@@ -25,18 +30,23 @@ class CpuSnapshot:
 
 
 def snapshot(pids: Sequence[int]) -> CpuSnapshot | None:
-    """CPU time now; ``None`` where it cannot be read (no psutil, a rank gone, no permission)."""
+    """CPU time now, on the CPUs this process may run on (its affinity mask: a container's host shows all of
+    its CPUs); ``None`` where it cannot be read (no psutil, a rank gone, no permission)."""
     try:
         import psutil
     except ImportError:
         return None
     try:
-        t = psutil.cpu_times()
-        busy = sum(v for k, v in t._asdict().items() if k not in _IDLE_FIELDS)
+        per_cpu = psutil.cpu_times(percpu=True)
+        try:
+            mine = sorted(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            mine = list(range(len(per_cpu)))
+        busy = sum(v for i in mine if i < len(per_cpu) for k, v in per_cpu[i]._asdict().items() if k not in _NOT_BUSY)
         own = 0.0
         for pid in (os.getpid(), *pids):
             c = psutil.Process(pid).cpu_times()
-            own += c.user + c.system
+            own += c.user + c.system + c.children_user + c.children_system  # reaped children too
         return CpuSnapshot(time.monotonic(), busy, own)
     except (psutil.Error, OSError):
         return None
@@ -46,9 +56,9 @@ MIN_SPAN_S = 1.0  # CPU times count in clock ticks (10 ms): a shorter span says 
 
 
 def other_cores(before: CpuSnapshot | None, after: CpuSnapshot | None) -> float | None:
-    """The average number of cores other work kept busy between two snapshots (>= 0); ``None`` if unknown
-    or the span is under ``MIN_SPAN_S``."""
+    """The average number of cores other work kept busy between two snapshots; ``None`` if unknown or the
+    span is under ``MIN_SPAN_S``. Not clipped: a value a little below 0 is the clock ticks' granularity
+    (the callers clip it for display and keep it as measured)."""
     if before is None or after is None or after.wall_s - before.wall_s < MIN_SPAN_S:
         return None
-    other = (after.busy_s - before.busy_s) - (after.own_s - before.own_s)
-    return max(0.0, other / (after.wall_s - before.wall_s))
+    return ((after.busy_s - before.busy_s) - (after.own_s - before.own_s)) / (after.wall_s - before.wall_s)

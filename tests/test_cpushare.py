@@ -15,7 +15,7 @@ def test_other_cores_is_busy_time_not_ours_over_wall_time():
     before = CpuSnapshot(wall_s=10.0, busy_s=100.0, own_s=5.0)
     after = CpuSnapshot(wall_s=12.0, busy_s=104.0, own_s=7.0)  # 4 busy CPU-seconds in 2 s, 2 of them ours
     assert other_cores(before, after) == pytest.approx(1.0)
-    assert other_cores(before, CpuSnapshot(12.0, 101.0, 7.0)) == 0.0  # clock granularity: never below 0
+    assert other_cores(before, CpuSnapshot(12.0, 101.0, 7.0)) == pytest.approx(-0.5)  # ticks: kept as measured
     assert other_cores(None, after) is None and other_cores(before, None) is None
     assert other_cores(after, before) is None  # no time passed forwards
     assert other_cores(before, CpuSnapshot(10.5, 101.0, 5.0)) is None  # half a second: too short to say
@@ -42,3 +42,29 @@ def test_snapshot_of_a_process_that_is_gone_is_unknown():
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     assert snapshot([child.pid]) is None
+
+
+def test_snapshot_sums_busy_fields_of_this_process_cpus_and_the_ranks_times(monkeypatch):
+    """Which fields count as busy, which CPUs (the affinity mask), whose CPU time is ours: pinned on a fake psutil."""
+    import os
+    import types
+    from collections import namedtuple
+
+    Cpu = namedtuple("Cpu", "user nice system idle iowait irq softirq steal guest guest_nice")
+    Proc = namedtuple("Proc", "user system children_user children_system")
+    times = {os.getpid(): Proc(1.0, 0.5, 0.25, 0.0), 4242: Proc(10.0, 2.0, 0.0, 0.0)}
+    fake = types.SimpleNamespace(
+        Error=Exception,
+        # CPU 0 and 1 are ours, CPU 2 is outside the affinity mask (a container's other CPUs)
+        cpu_times=lambda percpu: (
+            [Cpu(1, 2, 3, 100, 50, 7, 8, 4, 1, 1), Cpu(1, 0, 1, 100, 0, 0, 0, 0, 0, 0)]
+            + [Cpu(1000, 0, 0, 0, 0, 0, 0, 0, 0, 0)]
+        ),
+        Process=lambda pid: types.SimpleNamespace(cpu_times=lambda: times[pid]),
+    )
+    monkeypatch.setitem(sys.modules, "psutil", fake)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1})
+    s = snapshot([4242])
+    assert s is not None
+    assert s.busy_s == (1 + 2 + 3 + 4) + (1 + 0 + 1 + 0)  # user, nice, system, steal; not idle, iowait, irq, guest
+    assert s.own_s == 1.0 + 0.5 + 0.25 + 10.0 + 2.0  # ours and the rank's, reaped children included

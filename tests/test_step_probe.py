@@ -232,7 +232,10 @@ def test_validate_says_when_the_compute_only_baseline_was_noisy():
     assert "machine was busy" not in text and "only 0.1 of the" in text
     loaded = machine_noise([0.100, 0.101, 0.099, 0.102, 0.100, 0.098, 0.101, 0.100, 0.099, 0.100], None, 64.0)
     assert loaded["busy"] and not loaded["noisy"]  # a steady baseline, yet other work held every core
-    assert "machine was busy: other work kept 64.0 of the" in format_validation({**res, "machine_noise": loaded})
+    text = format_validation({**res, "machine_noise": loaded})
+    assert "machine was busy: other work kept 64.0 of the" in text and "baseline held steady" in text
+    # unknown other work and a steady baseline: the load average alone (our own calibration's) is not "busy"
+    assert not machine_noise([0.1] * 10, [64.0, 64.0, 64.0], None)["busy"]
 
 
 def test_effective_copy_rate_weights_the_rate_by_the_gradients_sizes():
