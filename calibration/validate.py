@@ -339,10 +339,9 @@ def machine_noise(
     spread = (s.p90_s - s.p10_s) / s.median_s * 100.0 if s.median_s > 0 else 0.0
     cores = usable_cpus()
     noisy = spread > NOISY_SPREAD_PCT
-    if other_cores is not None:
-        busy = other_cores >= BUSY_SHARE * cores
-    else:  # unknown: the load average, which can hold this run's own calibration, only beside a noisy baseline
-        busy = noisy and bool(loadavg) and loadavg[0] >= 0.5 * cores
+    # unknown (a span under a second, no psutil): not "busy"; the load average cannot say it, since after a
+    # calibration or a profile it holds this run's own ranks (tune --verify of a tiny model: load 1.3 on 2 cores)
+    busy = other_cores is not None and other_cores >= BUSY_SHARE * cores
     return {
         "baseline_spread_pct": spread,
         "baseline_steps": len(compute_times_s),
@@ -573,10 +572,9 @@ def replay_validation(path: str | Path, params: Params, rescale: bool = True) ->
 
 def noise_line(noise: dict[str, Any]) -> str:
     """The warning for a busy machine or a noisy compute-only baseline. "Busy" rests on the CPU time other
-    work used while measuring (``other_cores``), or, where that is unknown, on a load average of half the
-    cores or more (which can include this run's own calibration); otherwise the noise is the run's own (an
-    idle 16-core box, 2 ranks x 8 threads: the baseline varied 22-52 % p10-p90,
-    benchmarks/results/omp_wait_policy/)."""
+    work used while measuring (``other_cores``; results written before it was kept: a load average of half
+    the cores or more); otherwise the noise is the run's own (an idle 16-core box, 2 ranks x 8 threads: the
+    baseline varied 22-52 % p10-p90, benchmarks/results/omp_wait_policy/) or other work was not measured."""
     load, cores, other = noise.get("loadavg"), noise.get("cores"), noise.get("other_cores")
     spread = (
         f"the compute-only baseline varied {noise['baseline_spread_pct']:.0f}% "
@@ -601,6 +599,8 @@ def noise_line(noise: dict[str, Any]) -> str:
         )
     if other is not None:
         seen = f"while other work kept only {other:.1f} of the {cores} cores busy: the noise is in the run itself"
+    elif "other_cores" in noise:  # kept, but not measured: too short a span, or no psutil
+        seen = "other work not measured (the measurement was under a second, or psutil is missing)"
     elif load and cores:
         seen = f"with a load average of only {load[0]:.1f} on {cores} cores before the ranks ran (no other work seen)"
     elif load:

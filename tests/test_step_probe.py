@@ -212,8 +212,9 @@ def test_validate_says_when_the_compute_only_baseline_was_noisy():
         "n_configs": 0,
         "best_bucket": {},
     }
-    busy = {**busy, "cores": 2}  # load 4.2 on 2 cores; judged from the load (the flag as an older result lacks it)
-    busy.pop("busy")
+    # a result written before other work was measured (no busy flag, no other_cores): judged from the load
+    busy = {k: v for k, v in busy.items() if k not in ("busy", "other_cores", "other_cores_measured")}
+    busy["cores"] = 2  # load 4.2 on 2 cores
     assert "machine was busy" in format_validation({**res, "machine_noise": busy})
     assert "load average 4.2" in format_validation({**res, "machine_noise": busy})
     assert "busy" not in format_validation({**res, "machine_noise": quiet})
@@ -234,8 +235,12 @@ def test_validate_says_when_the_compute_only_baseline_was_noisy():
     assert loaded["busy"] and not loaded["noisy"]  # a steady baseline, yet other work held every core
     text = format_validation({**res, "machine_noise": loaded})
     assert "machine was busy: other work kept 64.0 of the" in text and "baseline held steady" in text
-    # unknown other work and a steady baseline: the load average alone (our own calibration's) is not "busy"
+    # other work not measured: the load average (our own calibration's, often) is not "busy", noisy or not
     assert not machine_noise([0.1] * 10, [64.0, 64.0, 64.0], None)["busy"]
+    unmeasured = machine_noise([0.100, 0.14, 0.09, 0.16, 0.11, 0.10, 0.18, 0.095, 0.13, 0.12], [64.0, 9.0, 9.0], None)
+    assert unmeasured["noisy"] and not unmeasured["busy"]
+    text = format_validation({**res, "machine_noise": unmeasured})
+    assert "machine was busy" not in text and "other work not measured" in text
 
 
 def test_effective_copy_rate_weights_the_rate_by_the_gradients_sizes():
