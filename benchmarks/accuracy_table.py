@@ -26,6 +26,7 @@ def _cell(d: Path) -> dict | None:
     v = json.loads(p.read_text())
     rows = v["rows"]
     params = next(iter(sorted(d.glob("validation.params*.json")) or sorted(d.glob("params.json"))), None)
+    noise = v.get("machine_noise") or {}
     fit = {}
     if params is not None:
         fit = (json.loads(params.read_text()).get("probes") or {}).get("in_step") or {}
@@ -39,9 +40,9 @@ def _cell(d: Path) -> dict | None:
         "best": (v.get("best_bucket") or {}).get("torch-ddp") or {},
         "fit": fit,
         # the compute-only baseline's own step-to-step spread, as validate measures it for its busy warning
-        "spread": (v.get("machine_noise") or {}).get("baseline_spread_pct"),
+        "spread": noise.get("baseline_spread_pct"),
         # the cores other work kept busy while measuring (CPU time; validate since 2026-11-26)
-        "other": (v.get("machine_noise") or {}).get("other_cores"),
+        "other": noise.get("other_cores"),
         "p": v.get("world_size"),
         "beyond": (v["n_beyond_noise"], v["n_with_noise"]) if v.get("n_with_noise") else None,
     }

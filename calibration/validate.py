@@ -364,11 +364,10 @@ def validate_on_pool(
     communication and contention still come from the params), and the factor is reported.
     """
     from realrun.bench_ddp import _loadavg
-    from realrun.cpushare import other_cores, snapshot
+    from realrun.cpushare import OtherWork
     from realrun.records import RecordWriter, environment, make_record
 
     load_before = _loadavg()
-    pids = list(getattr(pool, "pids", []))
     prof = check_profile_matches(params, spec.model, spec.batch_size)
     bs = spec.batch_size or (params.probes or {}).get("batch_size") or prof.samples_per_step
     p = pool.world_size
@@ -378,24 +377,23 @@ def validate_on_pool(
     rows: list[ValidationRow] = []
     scales: list[float] = []
     with RecordWriter(spec.out) as writer:
-        cpu_before = snapshot(pids)
-        steps_per_round, times, compute = measure_beside_compute(
-            pool,
-            spec.model,
-            configs,
-            labels,
-            bs,
-            rounds=spec.rounds,
-            steps=spec.steps,
-            warmup=spec.warmup,
-            optimizer=spec.optimizer,
-            group_size=spec.group_size,
-            writer=writer,
-            env=env,
-            link_mbit=link_mbit,
-            say=say,
-        )
-        others = other_cores(cpu_before, snapshot(pids))
+        with OtherWork(getattr(pool, "pids", [])) as other:
+            steps_per_round, times, compute = measure_beside_compute(
+                pool,
+                spec.model,
+                configs,
+                labels,
+                bs,
+                rounds=spec.rounds,
+                steps=spec.steps,
+                warmup=spec.warmup,
+                optimizer=spec.optimizer,
+                group_size=spec.group_size,
+                writer=writer,
+                env=env,
+                link_mbit=link_mbit,
+                say=say,
+            )
         for k, cfg in enumerate(configs):
             row = row_of(cfg, times[k], compute[k], prof, params, p, spec.rescale_compute, link_mbit)
             if k % spec.group_size == 0:
@@ -433,11 +431,11 @@ def validate_on_pool(
         rows,
         baseline,
         load_before,
-        others,
+        other.cores,
     )
     res["omp_note"] = getattr(pool, "omp_note", None)  # said while calibrating; in the result's text and JSON
-    if res["machine_noise"]["noisy"] or res["machine_noise"]["busy"]:
-        say(noise_line(res["machine_noise"]))
+    if warning := noise_warning(res["machine_noise"]):
+        say(warning)
     return res
 
 
@@ -570,6 +568,11 @@ def replay_validation(path: str | Path, params: Params, rescale: bool = True) ->
     )
 
 
+def noise_warning(noise: dict[str, Any] | None) -> str | None:
+    """``noise_line`` where the machine was busy or the baseline noisy (``machine_noise``'s flags); else None."""
+    return noise_line(noise) if noise and (noise.get("noisy") or noise.get("busy")) else None
+
+
 def noise_line(noise: dict[str, Any]) -> str:
     """The warning for a busy machine or a noisy compute-only baseline. "Busy" rests on the CPU time other
     work used while measuring (``other_cores``; results written before it was kept: a load average of half
@@ -647,9 +650,8 @@ def format_validation(res: dict[str, Any]) -> str:
             f"interval coverage: {res['interval_coverage']:.0%} of the measured medians lie inside the predicted 80% "
             f"interval ({res['n_with_interval']} configurations; goal 75-90%)"
         )
-    noise = res.get("machine_noise")
-    if noise and (noise.get("noisy") or noise.get("busy")):
-        lines.append(noise_line(noise))
+    if warning := noise_warning(res.get("machine_noise")):
+        lines.append(warning)
     if res.get("omp_note"):
         lines.append(res["omp_note"])
     for strat, bb in res["best_bucket"].items():

@@ -92,18 +92,11 @@ def format_verify(v: Verification) -> str:
         ),
         f"  {gain_line(v)}",
     ]
-    if warning := noise_warning(v):
+    from calibration.validate import noise_warning  # here: the sweep commands' start-up stays without it
+
+    if warning := noise_warning(v.machine_noise):
         lines.append(f"  {warning}")
     return "\n".join(lines)
-
-
-def noise_warning(v: Verification) -> str | None:
-    """``calibration.validate.noise_line`` for a verify that ran on a busy machine or beside a noisy baseline."""
-    if not (v.machine_noise and (v.machine_noise.get("noisy") or v.machine_noise.get("busy"))):
-        return None
-    from calibration.validate import noise_line
-
-    return noise_line(v.machine_noise)
 
 
 def report_md(res: TuneResult) -> str:
@@ -130,7 +123,9 @@ def report_md(res: TuneResult) -> str:
             f"({v.best_measured_setting}); {gain_line(v)}.",
             "",
         ]
-        if warning := noise_warning(v):
+        from calibration.validate import noise_warning
+
+        if warning := noise_warning(v.machine_noise):
             lines += [warning, ""]
     lines += [
         "## Step time vs bucket size (predicted)",

@@ -65,7 +65,7 @@ def _verify(
     with a compute-only baseline so this box's drift hits all alike; records written per round."""
     from calibration.validate import machine_noise, measure_beside_compute
     from realrun.bench_ddp import _loadavg
-    from realrun.cpushare import other_cores, snapshot
+    from realrun.cpushare import OtherWork
     from realrun.records import RecordWriter, environment
     from realrun.stats import percentile, summarize
     from simulator.predict import predict
@@ -92,9 +92,8 @@ def _verify(
     rounds = 2
     say(f"verify: {len(settings)} settings and a compute-only baseline interleaved, on {pool.world_size} real ranks")
     env = environment(pool.backend, pool.world_size, link_mbit=args.link_mbit)
-    load_before, pids = _loadavg(), list(getattr(pool, "pids", []))
-    with RecordWriter(records) as w:
-        cpu_before = snapshot(pids)
+    load_before = _loadavg()
+    with RecordWriter(records) as w, OtherWork(getattr(pool, "pids", [])) as other:
         per_round, times, compute = measure_beside_compute(
             pool,
             args.model,
@@ -111,7 +110,7 @@ def _verify(
             link_mbit=args.link_mbit,
             say=say,
         )
-        noise = machine_noise(compute[0], load_before, other_cores(cpu_before, snapshot(pids)))  # said under the table
+    noise = machine_noise(compute[0], load_before, other.cores)  # said under the verify table
     comp = summarize(compute[0]).median_s
     scale = comp / prof.compute_s if prof.compute_s > 0 else 1.0
     rows = []

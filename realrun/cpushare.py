@@ -62,3 +62,18 @@ def other_cores(before: CpuSnapshot | None, after: CpuSnapshot | None) -> float 
     if before is None or after is None or after.wall_s - before.wall_s < MIN_SPAN_S:
         return None
     return ((after.busy_s - before.busy_s) - (after.own_s - before.own_s)) / (after.wall_s - before.wall_s)
+
+
+class OtherWork:
+    """``with OtherWork(pids) as other: measure()``, then ``other.cores``: ``other_cores`` over the block."""
+
+    def __init__(self, pids: Sequence[int]):
+        self.pids = list(pids)
+        self.cores: float | None = None
+
+    def __enter__(self) -> OtherWork:
+        self._before = snapshot(self.pids)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cores = other_cores(self._before, snapshot(self.pids))

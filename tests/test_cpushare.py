@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from realrun.cpushare import CpuSnapshot, other_cores, snapshot
+from realrun.cpushare import CpuSnapshot, OtherWork, other_cores, snapshot
 
 
 def test_other_cores_is_busy_time_not_ours_over_wall_time():
@@ -68,3 +68,13 @@ def test_snapshot_sums_busy_fields_of_this_process_cpus_and_the_ranks_times(monk
     assert s is not None
     assert s.busy_s == (1 + 2 + 3 + 4) + (1 + 0 + 1 + 0)  # user, nice, system, steal; not idle, iowait, irq, guest
     assert s.own_s == 1.0 + 0.5 + 0.25 + 10.0 + 2.0  # ours and the rank's, reaped children included
+
+
+def test_other_work_measures_the_block_it_wraps():
+    with OtherWork([]) as other:
+        assert other.cores is None  # known only once the block has ended
+        time.sleep(1.1)
+    assert other.cores is not None and other.cores > -0.5  # a number of cores (ticks may leave it a bit below 0)
+    with OtherWork([]) as short:
+        pass
+    assert short.cores is None  # under MIN_SPAN_S: unknown
