@@ -44,8 +44,23 @@ def _cell(d: Path) -> dict | None:
         # the cores other work kept busy while measuring (CPU time; validate since 2026-11-26)
         "other": noise.get("other_cores"),
         "p": v.get("world_size"),
+        "model": v.get("model"),
+        "link": v.get("link_mbit"),
         "beyond": (v["n_beyond_noise"], v["n_with_noise"]) if v.get("n_with_noise") else None,
     }
+
+
+def _labels(folder: str, c: dict | None) -> tuple[str, str]:
+    """(workload, network) of a cell: from accuracy_matrix.sh's ``<model>-<Mbit/s or loopback>`` folder
+    name, else from its validation.json (any other folder, e.g. one per setting of a side experiment)."""
+    model, _, net = folder.rpartition("-")
+    if model and (net == "loopback" or net.replace(".", "", 1).isdigit()):
+        return model, net
+    if c is None:
+        return folder, "?"
+    link = c["link"]
+    m = str(c["model"] or folder).rsplit("/", 1)[-1]
+    return f"{m} ({folder})", "loopback" if link is None else f"{float(link):g}"
 
 
 def _name(r: dict) -> str:
@@ -63,8 +78,8 @@ def main(out: Path) -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     misses = []
     for d in cells:
-        model, _, net = d.name.rpartition("-")
         c = _cell(d)
+        model, net = _labels(d.name, c)
         if c is None:
             print(f"| {model} | {net} | missing | | | | | | | | |")
             continue
