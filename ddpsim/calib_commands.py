@@ -525,7 +525,12 @@ def add_commands(sub: Any) -> None:
     v.add_argument(
         "--batch-size", type=number(int, 1, 1 << 20), default=None, help="samples per rank (default: the workload's)"
     )
-    v.add_argument("--steps", type=steps, default=20, help="timed steps per configuration and round")
+    v.add_argument(
+        "--steps",
+        type=steps,
+        default=20,
+        help="timed steps per configuration, split over the rounds (at least 2 a round)",
+    )
     v.add_argument("--warmup", type=number(int, 0, 100_000), default=3, help="untimed steps first")
     v.add_argument(
         "--rounds",

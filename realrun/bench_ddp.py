@@ -170,8 +170,11 @@ def _interleaved_task(
     steps: int,
     warmup: int,
     optimizer: str,
+    block: int = 1,
 ) -> list[list[float]]:
-    """Every configuration built side by side (own model copy each), stepped in turn: A B C, C B A, A B C, ..."""
+    """Every configuration built side by side (own model copy each), stepped in turn: A B C, C B A, A B C, ...
+    With ``block`` > 1 each turn is one untimed step (the switch from another configuration's model)
+    then ``block`` timed ones, as a training job's steps follow steps of the same model."""
     import time
 
     import torch.distributed as dist
@@ -192,18 +195,20 @@ def _interleaved_task(
             setups.append((net, make_optimizer(strategy, net, optimizer)))
     batch = cast_batch(w.make_batch(batch_size, 1000 + ctx.rank), device=device)
     times: list[list[float]] = [[] for _ in configs]
-    for i in range(warmup + steps):
+    turns = warmup + -(-steps // block)
+    for i in range(turns):
         order = range(len(setups)) if i % 2 == 0 else reversed(range(len(setups)))
         for k in order:
             net, opt = setups[k]
-            opt.zero_grad(set_to_none=True)
-            dist.barrier()
-            _sync(device)
-            t0 = time.perf_counter()
-            train_step(net, opt, batch, w.loss)
-            _sync(device)
-            if i >= warmup:
-                times[k].append(time.perf_counter() - t0)
+            for j in range(block + 1 if block > 1 else 1):
+                opt.zero_grad(set_to_none=True)
+                dist.barrier()
+                _sync(device)
+                t0 = time.perf_counter()
+                train_step(net, opt, batch, w.loss)
+                _sync(device)
+                if i >= warmup and (block == 1 or j > 0) and len(times[k]) < steps:
+                    times[k].append(time.perf_counter() - t0)
     del setups
     gc.collect()
     return times
@@ -217,8 +222,10 @@ def measure_interleaved(
     steps: int = DEFAULT_STEPS,
     warmup: int = DEFAULT_WARMUP,
     optimizer: str = "sgd",
+    block: int = 1,
 ) -> list[InterleavedResult]:
-    """An A/B comparison robust to drift: configurations alternate step by step on the same ranks.
+    """An A/B comparison robust to drift: configurations alternate step by step on the same ranks
+    (or ``block`` timed steps at a time, each turn after one untimed step).
 
     ``configs``: ``(strategy, bucket_mb)`` pairs, or ``(strategy, bucket_mb,
     bucket_cap_mb_list)`` triples, strategy ``"compute"`` for
@@ -235,7 +242,9 @@ def measure_interleaved(
         raise ValueError("give at least one configuration")
     bs = batch_size or load_workload(workload_spec).default_batch_size
     configs = [tuple(c) for c in configs]
-    per_rank = pool.run(_interleaved_task, workload_spec, configs, bs, steps, warmup, optimizer)
+    if not isinstance(block, int) or isinstance(block, bool) or block < 1:
+        raise ValueError(f"block must be a whole number >= 1, got {block!r}")
+    per_rank = pool.run(_interleaved_task, workload_spec, configs, bs, steps, warmup, optimizer, block)
     out: list[InterleavedResult] = []
     first = max_over_ranks([r[0] for r in per_rank])
     for k, (strategy, bucket_mb, *rest) in enumerate(configs):

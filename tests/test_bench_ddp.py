@@ -272,3 +272,16 @@ def test_measure_interleaved_pairs_steps(pool):
     assert res[1].ratios_to_first == tuple(b / a for a, b in zip(first, second))
     assert res[1].ratio_to_first == pytest.approx(summarize(list(res[1].ratios_to_first)).median_s)
     assert res[0].ratio_to_first == 1.0
+
+
+def test_measure_interleaved_in_turns_of_consecutive_steps(pool):
+    from realrun.bench_ddp import measure_interleaved
+
+    # 5 timed steps in turns of 3 (each after one untimed step): two turns, the last one cut at 5
+    res = measure_interleaved(
+        pool, TINY_GPT, [("torch-ddp", 1.0), ("compute", None)], batch_size=2, steps=5, warmup=1, block=3
+    )
+    assert [len(r.step_times_s) for r in res] == [5, 5]
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="block"):
+            measure_interleaved(pool, TINY_GPT, [("compute", None)], steps=2, block=bad)
