@@ -9,6 +9,8 @@
 #
 # NETWORKS: link rates in Mbit/s (emulated tbf links, root needed; skipped otherwise) or "loopback".
 # MODELS: workloads; "lib" is torch's own nn.TransformerEncoder (benchmarks/models/torch_transformer.py).
+# STEPS: timed steps per configuration (over ROUNDS rounds); MIN_SECONDS (default 1): more steps where the
+# predicted step is short (validate --min-seconds; 0 gives exactly STEPS, as runs m1-m16 did).
 # Per cell OUT/<model>-<network>/ holds validation.json (summary + rows), validation.params.json
 # (the calibration), its records and plots; OUT/matrix.md is the table (benchmarks/accuracy_table.py).
 # A failed cell is logged and the others still run; the table says which are missing.
@@ -20,6 +22,7 @@ MODELS=${MODELS:-"gpt cnn micro-dlrm lib"}
 STEPS=${STEPS:-8}
 RANKS=${RANKS:-2}  # not WORLD_SIZE: torchrun and SLURM export that one
 ROUNDS=${ROUNDS:-2}
+MIN_SECONDS=${MIN_SECONDS:-1}
 BUCKETS=${BUCKETS:-0.25,1,4,16,64}
 STRATEGIES=${STRATEGIES:-torch-ddp,flat,individual,bucketed,sharded}
 DDPSIM=${DDPSIM:-ddpsim}
@@ -34,7 +37,7 @@ for net in $NETWORKS; do
     [ "$net" != loopback ] && link=(--link-mbit "$net")
     echo "== $(date +%T) $m on $net, p = $RANKS (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
     $DDPSIM validate --model "$spec" --world-size "$RANKS" "${link[@]}" --strategy "$STRATEGIES" --bucket-mb "$BUCKETS" \
-      --steps "$STEPS" --rounds "$ROUNDS" --out "$cell/validation.json" --records "$cell/validation.jsonl" \
+      --steps "$STEPS" --min-seconds "$MIN_SECONDS" --rounds "$ROUNDS" --out "$cell/validation.json" --records "$cell/validation.jsonl" \
       --plot-dir "$cell/plots" > "$cell/validate.log" 2>&1 || echo "   cell $m $net failed: see $cell/validate.log" >&2
   done
 done

@@ -22,7 +22,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from realrun.stats import TimeSummary, median_ci, summarize
+from realrun.stats import TimeSummary, median_ci, steps_for_time, summarize
 from simulator.jsonio import from_fields, to_fields
 from simulator.predict import predict
 from simulator.profile import GradProfile
@@ -45,6 +45,7 @@ class ValidateSpec:
     warmup: int = 3
     optimizer: str = "sgd"
     out: str = "validation.jsonl"
+    min_seconds: float = 0.0  # timed seconds per configuration at least (realrun.stats.steps_for_time; CLI default 1)
     timeout_s: float = 900.0
     rounds: int = 2
     group_size: int = 12
@@ -57,6 +58,8 @@ class ValidateSpec:
             raise ValueError(f"bucket sizes must be > 0 MiB, got {list(self.bucket_mb)}")
         if self.steps < 3:
             raise ValueError(f"--steps must be >= 3 to report a spread, got {self.steps}")
+        if not (math.isfinite(self.min_seconds) and self.min_seconds >= 0):
+            raise ValueError(f"--min-seconds must be a finite number >= 0, got {self.min_seconds!r}")
         if self.rounds < 1 or self.group_size < 1:
             raise ValueError(f"rounds and group size must be >= 1, got {self.rounds}, {self.group_size}")
 
@@ -262,6 +265,11 @@ def check_profile_matches(params: Params, model: str, batch_size: int | None) ->
     return prof
 
 
+def typical_step_s(profile: GradProfile, cost: Any, configs: Sequence[StrategySpec], world_size: int) -> float:
+    """The median predicted step over ``configs``: what ``steps_for_time`` sizes the measurement by."""
+    return float(statistics.median(predict(profile, cost, c, world_size).step_time_s for c in configs))
+
+
 def measure_beside_compute(
     pool: Any,
     model: str,
@@ -278,6 +286,8 @@ def measure_beside_compute(
     env: dict[str, Any],
     link_mbit: float | None,
     say: Callable[[str], None],
+    min_seconds: float = 0.0,
+    est_step_s: float | None = None,
 ) -> tuple[int, list[list[float]], list[list[float]]]:
     """Step ``configs`` for real beside a compute-only baseline; the measuring half of ``validate``
     and ``tune --verify``.
@@ -286,13 +296,21 @@ def measure_beside_compute(
     configurations are not run one after another: up to ``group_size`` of them
     and the bare module are built side by side and stepped in turn (A B C, C B
     A, ...), over ``rounds`` rounds whose ``ddp_step`` records are written as
-    each round ends. Drift then hits all alike. Returns the steps per round,
+    each round ends. Drift then hits all alike. ``steps`` in all per
+    configuration, more where steps of about ``est_step_s`` would not fill
+    ``min_seconds`` (``steps_for_time``). Returns the steps per round,
     and per configuration its step times and its group's compute-only times.
     """
     from realrun.bench_ddp import measure_interleaved
     from realrun.records import make_record
 
-    steps_per_round = max(2, steps // rounds)
+    total = steps_for_time(steps, min_seconds, est_step_s)
+    if total > steps and est_step_s is not None:
+        say(
+            f"{total} steps per configuration instead of {steps}: steps of about {est_step_s * 1e3:.1f} ms (predicted) "
+            f"would not fill {min_seconds:g} s (--min-seconds)"
+        )
+    steps_per_round = max(2, total // rounds)
     groups = [range(k, min(k + group_size, len(configs))) for k in range(0, len(configs), group_size)]
     times: list[list[float]] = [[] for _ in configs]
     compute: list[list[float]] = [[] for _ in groups]
@@ -393,6 +411,10 @@ def validate_on_pool(
                 env=env,
                 link_mbit=link_mbit,
                 say=say,
+                min_seconds=spec.min_seconds,
+                est_step_s=typical_step_s(prof, params.cost_model(world_size=p), configs, p)
+                if spec.min_seconds
+                else None,
             )
         for k, cfg in enumerate(configs):
             row = row_of(cfg, times[k], compute[k], prof, params, p, spec.rescale_compute, link_mbit)

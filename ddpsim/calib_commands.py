@@ -16,6 +16,7 @@ from simulator.strategies import STRATEGIES
 from .cliutil import (
     add_backend_arg,
     add_csv,
+    add_min_seconds_arg,
     add_out_dir,
     csv_stdout,
     emit_csv,
@@ -233,6 +234,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         bucket_mb=tuple(args.bucket_mb),
         batch_size=args.batch_size,
         steps=args.steps,
+        min_seconds=args.min_seconds,
         warmup=args.warmup,
         out=args.records,
         rounds=args.rounds,
@@ -531,6 +533,7 @@ def add_commands(sub: Any) -> None:
         default=20,
         help="timed steps per configuration, split over the rounds (at least 2 a round)",
     )
+    add_min_seconds_arg(v)
     v.add_argument("--warmup", type=number(int, 0, 100_000), default=3, help="untimed steps first")
     v.add_argument(
         "--rounds",

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from realrun.stats import MAX_STEPS_FOR_TIME, MIN_SECONDS
 from simulator.jsonio import dumps_finite, finite, write_whole
 
 CLI_SCHEMA = "ddpsim.cli/1"
@@ -204,6 +205,17 @@ def gbps_both(bytes_per_s: float) -> str:
 
 # ---- backends -------------------------------------------------------------------
 BACKEND_CHOICES = ("gloo", "nccl")
+
+
+def add_min_seconds_arg(p: argparse.ArgumentParser) -> None:
+    """``--min-seconds`` of the commands that measure configurations beside a compute-only baseline."""
+    p.add_argument(
+        "--min-seconds",
+        type=number(float, 0, 3600),
+        default=MIN_SECONDS,
+        help=f"timed seconds per configuration at least: where the predicted step is short, more steps than "
+        f"--steps (up to {MAX_STEPS_FOR_TIME}); 0: exactly --steps (default {MIN_SECONDS:g})",
+    )
 
 
 def add_backend_arg(p: argparse.ArgumentParser) -> None:

@@ -28,7 +28,16 @@ from simulator.network import CostModel
 from simulator.profile import GradProfile
 from simulator.strategies import CommPlan, StrategySpec, comm_plan
 
-from .cliutil import add_backend_arg, add_out_dir, emit_json, link_mbit, local_world, number, spawn_backend
+from .cliutil import (
+    add_backend_arg,
+    add_min_seconds_arg,
+    add_out_dir,
+    emit_json,
+    link_mbit,
+    local_world,
+    number,
+    spawn_backend,
+)
 from .report import format_verify, report_md, run_info, write_outputs
 from .sim_commands import add_o_w_args, float_list, load_params, sim_world
 from .tuner import TuneResult, format_tune, recommend, with_files
@@ -63,7 +72,7 @@ def _verify(
 ) -> Verification:
     """Run the recommended and default settings (and the grid) for real, interleaved step by step
     with a compute-only baseline so this box's drift hits all alike; records written per round."""
-    from calibration.validate import machine_noise, measure_beside_compute
+    from calibration.validate import machine_noise, measure_beside_compute, typical_step_s
     from realrun.bench_ddp import _loadavg
     from realrun.cpushare import OtherWork
     from realrun.records import RecordWriter, environment
@@ -109,6 +118,8 @@ def _verify(
             env=env,
             link_mbit=args.link_mbit,
             say=say,
+            min_seconds=args.min_seconds,
+            est_step_s=typical_step_s(prof, cost, [s for _, s in settings], pool.world_size),
         )
     noise = machine_noise(compute[0], load_before, other.cores)  # said under the verify table
     comp = summarize(compute[0]).median_s
@@ -145,7 +156,7 @@ def _verify(
         f"error_pct compares the measured median with the prediction re-timed to the measured baseline "
         f"(compute x{scale:.3f})",
         world_size=pool.world_size,
-        steps=args.steps,
+        steps=per_round * rounds,
         measured_compute_s=comp,
         profile_compute_s=prof.compute_s,
         compute_scale=scale,
@@ -377,6 +388,7 @@ def add_tune_command(sub: Any, positive_float: Any = None) -> None:
     t.add_argument(
         "--steps", type=number(int, 1, 100_000), default=20, help="timed steps per real setting (default 20)"
     )
+    add_min_seconds_arg(t)
     t.add_argument("--warmup", type=number(int, 0, 100_000), default=3, help="untimed steps first")
     add_out_dir(t, "tune", "plots, trace, report and results")
     t.add_argument("--json", action="store_true", help="print the result as JSON")

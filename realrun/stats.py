@@ -108,3 +108,17 @@ def max_over_ranks(per_rank_times_s: Sequence[Sequence[float]]) -> list[float]:
     if len(lengths) != 1:
         raise ValueError(f"ranks timed different numbers of iterations: {sorted(lengths)}")
     return [max(ts) for ts in zip(*per_rank_times_s)]
+
+
+MIN_SECONDS = 1.0  # validate's and tune --verify's default: timed seconds per configuration at least
+MAX_STEPS_FOR_TIME = 500  # where short steps raise the count, not beyond this (a larger --steps stands)
+
+
+def steps_for_time(steps: int, min_seconds: float, est_step_s: float | None) -> int:
+    """Timed steps per configuration: ``steps``, or more where steps of about ``est_step_s`` would not
+    fill ``min_seconds`` (up to ``MAX_STEPS_FOR_TIME``). A 3-ms step measured 8 times is 24 ms of
+    measurement whose median moves by tens of percent from run to run (micro-DLRM on this VM: +-28-67 %
+    at 8 steps, +-5-10 % at 150; BENCHMARKS.md); a 200-ms step needs no more than it is given."""
+    if min_seconds <= 0 or est_step_s is None or not (math.isfinite(est_step_s) and est_step_s > 0):
+        return steps
+    return max(steps, min(MAX_STEPS_FOR_TIME, math.ceil(min_seconds / est_step_s)))

@@ -481,6 +481,8 @@ def test_params_of_another_schema_exit_2_with_one_line(calibrated, tmp_path, cap
     [
         (["calibrate", "--world-size", "0"], "argument --world-size: must be >= 1, got 0"),
         (["validate", "--world-size", "0"], "argument --world-size: must be >= 1, got 0"),
+        (["validate", "--min-seconds", "-1"], "argument --min-seconds: must be >= 0, got -1"),
+        (["tune", "--min-seconds", "nan"], "argument --min-seconds: must be a finite number"),
         (["calibrate", "--world-size", "1"], "calibration needs at least 2 ranks to communicate, got --world-size 1"),
         (["calibrate", "--sizes", "4K"], "argument --sizes: give at least two message sizes"),
         (["calibrate", "--sizes", "4K,6"], "argument --sizes: message sizes must be whole float32 elements"),
@@ -636,6 +638,8 @@ def test_cli_validate_json_contract(calibrated, tmp_path):
             "0.0625,1",
             "--steps",
             "3",
+            "--min-seconds",
+            "0",
             "--warmup",
             "1",
             "--out",

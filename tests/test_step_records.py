@@ -169,3 +169,57 @@ def test_records_are_strict_json_with_dataclasses_by_their_fields(tmp_path):
     line = path.read_text().strip()
     assert "NaN" not in line and "Infinity" not in line
     assert json.loads(line) == {"kind": "x", "part": {"a": 1.5, "b": [1, 2]}, "bad": None, "worse": [None, 2.0]}
+
+
+def test_short_steps_are_measured_longer(tmp_path, monkeypatch):
+    """Where steps of the predicted length would not fill --min-seconds, measure_beside_compute times more
+    of them (said once); a long enough step or --min-seconds 0 keeps --steps."""
+    import realrun.bench_ddp as bench_ddp
+    from calibration.validate import measure_beside_compute
+
+    asked = []
+
+    def fake(pool, model, cfgs, bs, steps, warmup, optimizer):
+        asked.append(steps)
+        return [_interleaved(c[0], c[1], (0.01,) * steps, (0.01,) * steps) for c in cfgs]
+
+    monkeypatch.setattr(bench_ddp, "measure_interleaved", fake)
+    said = []
+    for min_s, est in ((1.0, 0.01), (1.0, 0.5), (0.0, 0.01), (1.0, None)):
+        asked.clear()
+        with RecordWriter(tmp_path / "v.jsonl") as w:
+            per_round, times, _ = measure_beside_compute(
+                None,
+                "m",
+                [StrategySpec("flat")],
+                ["flat"],
+                4,
+                rounds=2,
+                steps=8,
+                warmup=1,
+                optimizer="sgd",
+                group_size=4,
+                writer=w,
+                env={},
+                link_mbit=None,
+                say=said.append,
+                min_seconds=min_s,
+                est_step_s=est,
+            )
+        want = 50 if (min_s, est) == (1.0, 0.01) else 4  # 100 steps of 10 ms over 2 rounds, else 8 over 2
+        assert asked == [want, want] and per_round == want and len(times[0]) == 2 * want
+    assert [m for m in said if "instead of" in m] == [
+        "100 steps per configuration instead of 8: steps of about 10.0 ms (predicted) would not fill 1 s (--min-seconds)"
+    ]
+
+
+def test_steps_for_time():
+    from realrun.stats import MAX_STEPS_FOR_TIME, steps_for_time
+
+    assert steps_for_time(8, 1.0, 0.003) == 334  # ceil(1 / 0.003)
+    assert steps_for_time(8, 1.0, 0.2) == 8  # 1.6 s already
+    assert steps_for_time(8, 1.0, 1e-6) == MAX_STEPS_FOR_TIME
+    assert steps_for_time(900, 1.0, 1e-6) == 900  # a larger --steps stands
+    for est in (None, 0.0, -1.0, float("nan"), float("inf")):
+        assert steps_for_time(8, 1.0, est) == 8
+    assert steps_for_time(8, 0.0, 0.003) == 8

@@ -418,7 +418,7 @@ def test_verify_judges_the_default_where_tune_says_keep_it_and_measures_one_conf
 
     monkeypatch.setattr(validate_mod, "measure_beside_compute", fake_measure)
     pool = argparse.Namespace(world_size=2, backend="gloo")
-    args = argparse.Namespace(model="toy", verify_grid=[4.0, 64.0], link_mbit=None, steps=5, warmup=1)
+    args = argparse.Namespace(model="toy", verify_grid=[4.0, 64.0], link_mbit=None, steps=5, warmup=1, min_seconds=0.0)
     v = _verify(pool, args, res, prof, cost, lambda m: None, os.devnull)
     assert seen[0] == ["recommended = default = grid 4", "grid 64"]
     assert [r.setting for r in v.rows] == seen[0]
@@ -471,7 +471,7 @@ def test_verify_rows_show_the_headline_prediction_and_label_the_retimed_one(monk
 
     monkeypatch.setattr(validate_mod, "measure_beside_compute", fake_measure)
     pool = argparse.Namespace(world_size=2, backend="gloo")
-    args = argparse.Namespace(model="toy", verify_grid=None, link_mbit=None, steps=5, warmup=1)
+    args = argparse.Namespace(model="toy", verify_grid=None, link_mbit=None, steps=5, warmup=1, min_seconds=0.0)
     v = _verify(pool, args, res, prof, cost, lambda m: None, os.devnull)
     rows = {r.setting: r for r in v.rows}
     assert rows["recommended"].predicted_step_s == res.predicted_step_time_s  # one prediction per setting
@@ -556,6 +556,8 @@ def test_tune_verify_on_a_model_from_a_test_file(tmp_path):
             "--verify",
             "--steps",
             "3",
+            "--min-seconds",
+            "0",
             "--warmup",
             "1",
             "--out-dir",
