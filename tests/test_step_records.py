@@ -104,11 +104,20 @@ def test_compute_baseline_keeps_its_keys():
     assert c.to_dict()["step_times_s"] == [0.1, 0.2, 0.3]
 
 
+def _beside(writer, spec, label, **kw):
+    """measure_beside_compute of one configuration on no pool (measure_interleaved faked), 2 rounds."""
+    from calibration.validate import measure_beside_compute
+
+    kw = {"env": {}, "link_mbit": None, "say": lambda _m: None, **kw}
+    return measure_beside_compute(
+        None, "m", [spec], [label], 4, rounds=2, warmup=1, optimizer="sgd", group_size=4, writer=writer, **kw
+    )
+
+
 def test_validate_writes_interleaved_steps_with_their_keys(tmp_path, monkeypatch):
     """measure_beside_compute: one "ddp_step" record per configuration and round, the head make_record
     lays out, what validate adds (round, group, setting, link), then the interleaved result's keys."""
     import realrun.bench_ddp as bench_ddp
-    from calibration.validate import measure_beside_compute
 
     comp = (0.10, 0.12)
 
@@ -119,21 +128,8 @@ def test_validate_writes_interleaved_steps_with_their_keys(tmp_path, monkeypatch
     monkeypatch.setattr(bench_ddp, "measure_interleaved", fake)
     out = tmp_path / "v.jsonl"
     with RecordWriter(out) as w:
-        per_round, times, compute = measure_beside_compute(
-            None,
-            "m",
-            [StrategySpec("torch-ddp", bucket_mb=4.0)],
-            ["torch-ddp 4 MiB"],
-            4,
-            rounds=2,
-            steps=4,
-            warmup=1,
-            optimizer="sgd",
-            group_size=4,
-            writer=w,
-            env={"host": "h"},
-            link_mbit=100.0,
-            say=lambda _m: None,
+        per_round, times, compute = _beside(
+            w, StrategySpec("torch-ddp", bucket_mb=4.0), "torch-ddp 4 MiB", steps=4, env={"host": "h"}, link_mbit=100.0
         )
     assert per_round == 2 and times == [[0.15, 0.18, 0.15, 0.18]] and compute == [[0.10, 0.12, 0.10, 0.12]]
     recs = read_records(out)
@@ -175,7 +171,6 @@ def test_short_steps_are_measured_longer(tmp_path, monkeypatch):
     """Where steps of the predicted length would not fill --min-seconds, measure_beside_compute times more
     of them (said once); a long enough step or --min-seconds 0 keeps --steps."""
     import realrun.bench_ddp as bench_ddp
-    from calibration.validate import measure_beside_compute
 
     asked = []
 
@@ -188,23 +183,8 @@ def test_short_steps_are_measured_longer(tmp_path, monkeypatch):
     for min_s, est in ((1.0, 0.01), (1.0, 0.5), (0.0, 0.01), (1.0, None)):
         asked.clear()
         with RecordWriter(tmp_path / "v.jsonl") as w:
-            per_round, times, _ = measure_beside_compute(
-                None,
-                "m",
-                [StrategySpec("flat")],
-                ["flat"],
-                4,
-                rounds=2,
-                steps=8,
-                warmup=1,
-                optimizer="sgd",
-                group_size=4,
-                writer=w,
-                env={},
-                link_mbit=None,
-                say=said.append,
-                min_seconds=min_s,
-                est_step_s=est,
+            per_round, times, _ = _beside(
+                w, StrategySpec("flat"), "flat", steps=8, say=said.append, min_seconds=min_s, est_step_s=est
             )
         want = 50 if (min_s, est) == (1.0, 0.01) else 4  # 100 steps of 10 ms over 2 rounds, else 8 over 2
         assert asked == [want, want] and per_round == want and len(times[0]) == 2 * want
