@@ -51,16 +51,18 @@ def _cell(d: Path) -> dict | None:
 
 
 def _labels(folder: str, c: dict | None) -> tuple[str, str]:
-    """(workload, network) of a cell: from accuracy_matrix.sh's ``<model>-<Mbit/s or loopback>`` folder
-    name, else from its validation.json (any other folder, e.g. one per setting of a side experiment)."""
-    model, _, net = folder.rpartition("-")
-    if model and (net == "loopback" or net.replace(".", "", 1).isdigit()):
-        return model, net
+    """(workload, network) of a cell. The network from its validation.json (Mbit/s, or loopback); the
+    workload from accuracy_matrix.sh's ``<model>-<network>`` folder name where the name ends in that
+    network, else the JSON's model and the folder (a side experiment's ``p8_unset``, a ``run-2``). A cell
+    without results is named from its folder alone."""
     if c is None:
-        return folder, "?"
+        model, _, net = folder.rpartition("-")
+        return (model, net) if model else (folder, "?")
     link = c["link"]
-    m = str(c["model"] or folder).rsplit("/", 1)[-1]
-    return f"{m} ({folder})", "loopback" if link is None else f"{float(link):g}"
+    net = "loopback" if link is None else f"{float(link):g}"
+    if folder.endswith("-" + net) and len(folder) > len(net) + 1:
+        return folder[: -len(net) - 1], net
+    return f"{str(c['model'] or folder).rsplit('/', 1)[-1]} ({folder})", net
 
 
 def _name(r: dict) -> str:

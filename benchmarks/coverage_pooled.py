@@ -22,12 +22,19 @@ def main(dirs: list[str]) -> None:
         r_in = r_n = c_in = c_n = 0
         for f in sorted(Path(d).glob("*/validation.json")):
             rows = [r for r in json.loads(f.read_text())["rows"] if r.get("predicted_p10_s") is not None]
+            if not rows:
+                continue  # a cell predicted without intervals (an old run) counts nowhere
             k = sum(r["predicted_p10_s"] <= r["measured_median_s"] <= r["predicted_p90_s"] for r in rows)
             r_in, r_n, c_n = r_in + k, r_n + len(rows), c_n + 1
             c_in += 0.75 <= k / len(rows) <= 0.90
             sizes.append(len(rows))
+        if not r_n:
+            print(f"{d}: no cell with intervals")
+            continue
         print(f"{d}: {r_in} of {r_n} rows covered ({r_in / r_n:.0%}); cells in 75-90 %: {c_in} of {c_n}")
         tot_in, tot_n, cells_in, cells = tot_in + r_in, tot_n + r_n, cells_in + c_in, cells + c_n
+    if not tot_n:
+        sys.exit("no cells with intervals in the folders given")
     print(f"all: {tot_in} of {tot_n} rows covered ({tot_in / tot_n:.1%}); cells in 75-90 %: {cells_in} of {cells}")
     for n in sorted(set(sizes)):
         p = sum(binom.pmf(k, n, 0.8) for k in range(n + 1) if 0.75 <= k / n <= 0.90)

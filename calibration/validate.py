@@ -305,12 +305,12 @@ def measure_beside_compute(
     from realrun.records import make_record
 
     total = steps_for_time(steps, min_seconds, est_step_s)
+    steps_per_round = max(2, total // rounds)
     if total > steps and est_step_s is not None:
         say(
-            f"{total} steps per configuration instead of {steps}: steps of about {est_step_s * 1e3:.1f} ms (predicted) "
-            f"would not fill {min_seconds:g} s (--min-seconds)"
+            f"{steps_per_round * rounds} steps per configuration instead of {steps}: steps of about "
+            f"{est_step_s * 1e3:.1f} ms (predicted) would not fill {min_seconds:g} s (--min-seconds)"
         )
-    steps_per_round = max(2, total // rounds)
     groups = [range(k, min(k + group_size, len(configs))) for k in range(0, len(configs), group_size)]
     times: list[list[float]] = [[] for _ in configs]
     compute: list[list[float]] = [[] for _ in groups]

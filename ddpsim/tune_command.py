@@ -119,7 +119,9 @@ def _verify(
             link_mbit=args.link_mbit,
             say=say,
             min_seconds=args.min_seconds,
-            est_step_s=typical_step_s(prof, cost, [s for _, s in settings], pool.world_size),
+            est_step_s=typical_step_s(prof, cost, [s for _, s in settings], pool.world_size)
+            if args.min_seconds
+            else None,
         )
     noise = machine_noise(compute[0], load_before, other.cores)  # said under the verify table
     comp = summarize(compute[0]).median_s

@@ -174,7 +174,8 @@ def _interleaved_task(
 ) -> list[list[float]]:
     """Every configuration built side by side (own model copy each), stepped in turn: A B C, C B A, A B C, ...
     With ``block`` > 1 each turn is one untimed step (the switch from another configuration's model)
-    then ``block`` timed ones, as a training job's steps follow steps of the same model."""
+    then up to ``block`` timed ones, as a training job's steps follow steps of the same model; ``warmup``
+    counts turns (``block + 1`` steps each)."""
     import time
 
     import torch.distributed as dist
@@ -200,14 +201,15 @@ def _interleaved_task(
         order = range(len(setups)) if i % 2 == 0 else reversed(range(len(setups)))
         for k in order:
             net, opt = setups[k]
-            for j in range(block + 1 if block > 1 else 1):
+            n = 1 if block == 1 else 1 + (block if i < warmup else min(block, steps - len(times[k])))
+            for j in range(n):
                 opt.zero_grad(set_to_none=True)
                 dist.barrier()
                 _sync(device)
                 t0 = time.perf_counter()
                 train_step(net, opt, batch, w.loss)
                 _sync(device)
-                if i >= warmup and (block == 1 or j > 0) and len(times[k]) < steps:
+                if i >= warmup and (block == 1 or j > 0):
                     times[k].append(time.perf_counter() - t0)
     del setups
     gc.collect()
@@ -240,10 +242,10 @@ def measure_interleaved(
 
     if len(configs) < 1:
         raise ValueError("give at least one configuration")
-    bs = batch_size or load_workload(workload_spec).default_batch_size
-    configs = [tuple(c) for c in configs]
     if not isinstance(block, int) or isinstance(block, bool) or block < 1:
         raise ValueError(f"block must be a whole number >= 1, got {block!r}")
+    bs = batch_size or load_workload(workload_spec).default_batch_size
+    configs = [tuple(c) for c in configs]
     per_rank = pool.run(_interleaved_task, workload_spec, configs, bs, steps, warmup, optimizer, block)
     out: list[InterleavedResult] = []
     first = max_over_ranks([r[0] for r in per_rank])

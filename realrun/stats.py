@@ -116,9 +116,10 @@ MAX_STEPS_FOR_TIME = 500  # where short steps raise the count, not beyond this (
 
 def steps_for_time(steps: int, min_seconds: float, est_step_s: float | None) -> int:
     """Timed steps per configuration: ``steps``, or more where steps of about ``est_step_s`` would not
-    fill ``min_seconds`` (up to ``MAX_STEPS_FOR_TIME``). A 3-ms step measured 8 times is 24 ms of
-    measurement whose median moves by tens of percent from run to run (micro-DLRM on this VM: +-28-67 %
-    at 8 steps, +-5-10 % at 150; BENCHMARKS.md); a 200-ms step needs no more than it is given."""
+    fill ``min_seconds`` (up to ``MAX_STEPS_FOR_TIME``). Eight steps of 8 ms are 64 ms of measurement:
+    micro-DLRM's medians on this VM carried a noise of +-28-67 % at 8 steps and +-5-10 % at 150 (the
+    measured and compute-only medians' 95 % intervals, one run each; BENCHMARKS.md); a 200-ms step
+    needs no more than it is given."""
     if min_seconds <= 0 or est_step_s is None or not (math.isfinite(est_step_s) and est_step_s > 0):
         return steps
     return max(steps, min(MAX_STEPS_FOR_TIME, math.ceil(min_seconds / est_step_s)))

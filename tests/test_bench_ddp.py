@@ -274,6 +274,38 @@ def test_measure_interleaved_pairs_steps(pool):
     assert res[0].ratio_to_first == 1.0
 
 
+def test_interleaved_turns_step_each_configuration_as_counted(monkeypatch):
+    """In one process (a one-rank gloo group): block=1 steps each configuration warmup + steps times;
+    block=3 runs turns of one untimed and up to 3 timed steps, warm-up turns whole, the last turn cut."""
+    import socket
+    from types import SimpleNamespace
+
+    import torch.distributed as dist
+
+    import realrun.bench_ddp as bench_ddp
+
+    if dist.is_initialized():
+        pytest.skip("a process group is already up in this process")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(port))
+    dist.init_process_group("gloo", rank=0, world_size=1)
+    try:
+        calls = []
+        monkeypatch.setattr(bench_ddp, "train_step", lambda net, *a: calls.append(id(net)))
+        ctx = SimpleNamespace(device="cpu", rank=0, world_size=1)
+        cfgs = [("compute", None), ("compute", None)]
+        for block, per_config in ((1, 1 + 5), (3, 4 + 4 + 3)):
+            calls.clear()
+            times = bench_ddp._interleaved_task(ctx, TINY_GPT, cfgs, 2, 5, 1, "sgd", block)
+            assert [len(t) for t in times] == [5, 5]
+            assert sorted(calls.count(c) for c in set(calls)) == [per_config, per_config]
+    finally:
+        dist.destroy_process_group()
+
+
 def test_measure_interleaved_in_turns_of_consecutive_steps(pool):
     from realrun.bench_ddp import measure_interleaved
 

@@ -409,9 +409,11 @@ def test_verify_judges_the_default_where_tune_says_keep_it_and_measures_one_conf
     # the toy's 4 MiB cap makes the default's buckets; 64 MiB makes others
     assert plan(4) == plan(None) != plan(64)
     seen: list[list[str]] = []
+    asked: list[tuple] = []
 
     def fake_measure(pool, model, configs, labels, bs, **kw):
         seen.append(list(labels))
+        asked.append((kw["min_seconds"], kw["est_step_s"]))
         steps = {"recommended = default = grid 4": [0.2, 0.21, 0.19, 0.2, 0.2], "grid 64": [0.19] * 5}
         steps["recommended = default"] = steps["recommended = default = grid 4"]
         return 5, [steps[label] for label in labels], [[0.0615] * 5]
@@ -421,6 +423,12 @@ def test_verify_judges_the_default_where_tune_says_keep_it_and_measures_one_conf
     args = argparse.Namespace(model="toy", verify_grid=[4.0, 64.0], link_mbit=None, steps=5, warmup=1, min_seconds=0.0)
     v = _verify(pool, args, res, prof, cost, lambda m: None, os.devnull)
     assert seen[0] == ["recommended = default = grid 4", "grid 64"]
+    assert v.steps == 10  # 5 a round over verify's 2 rounds: the steps timed, not --steps
+    assert asked == [(0.0, None)]  # --min-seconds 0: no prediction needed to size the measurement
+    args.min_seconds = 1.0
+    _verify(pool, args, res, prof, cost, lambda m: None, os.devnull)
+    assert asked[-1][0] == 1.0 and asked[-1][1] > 0  # sized by the settings' predicted step
+    args.min_seconds = 0.0
     assert [r.setting for r in v.rows] == seen[0]
     assert v.recommended_measured_s == v.default_measured_s == 0.2
     assert v.measured_gain_vs_default_pct == 0.0 and v.measured_gain_within_noise is True

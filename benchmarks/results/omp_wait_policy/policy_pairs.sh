@@ -7,6 +7,7 @@ set -uo pipefail
 OUT=${OUT:?output folder}
 PS=${PS:-"4 8"}
 ROUNDS=${ROUNDS:-3}
+MIN_SECONDS=${MIN_SECONDS:-0}  # 0: exactly --steps, as the recorded runs timed (they predate --min-seconds)
 DDPSIM=${DDPSIM:-ddpsim}
 for p in $PS; do
   for policy in unset PASSIVE; do
@@ -16,7 +17,7 @@ for p in $PS; do
     [ "$policy" = PASSIVE ] && env=(OMP_WAIT_POLICY=PASSIVE)
     echo "== $(date +%T) p = $p, OMP_WAIT_POLICY $policy (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
     env "${env[@]}" $DDPSIM validate --model gpt --world-size "$p" --strategy torch-ddp,flat,individual \
-      --bucket-mb 1,4,25 --steps 8 --rounds "$ROUNDS" --out "$d/validation.json" --records "$d/validation.jsonl" \
+      --bucket-mb 1,4,25 --steps 8 --min-seconds "$MIN_SECONDS" --rounds "$ROUNDS" --out "$d/validation.json" --records "$d/validation.jsonl" \
       > "$d/validate.log" 2>&1 || echo "   p = $p $policy failed: see $d/validate.log" >&2
   done
 done
