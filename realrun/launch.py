@@ -99,7 +99,9 @@ def omp_spin_note(
     threads, gpt on loopback (benchmarks/results/omp_wait_policy/): a 4 KiB all-reduce right after compute
     took 3-4 ms instead of 0.3-0.4; in the step communication ran x7.9 slower while computing instead of
     x2.0, the step of ``individual`` took 72 ms instead of 51, and the model's median error was 7.7 % instead
-    of 2.7 %. ``OMP_WAIT_POLICY=PASSIVE`` removed it there (compute 5 % slower); the model leaves it out."""
+    of 2.7 %. ``OMP_WAIT_POLICY=PASSIVE`` removed it there (compute 5 % slower). The model has no term of its
+    own for it: the cold-call probe (a call after compute) measures part of it (2.0-5.7 ms at p = 2-8 there),
+    less than a step's call after backward paid at p = 2."""
     env = os.environ if env is None else env
     policy = env.get("OMP_WAIT_POLICY", "").strip().upper()
     no_spin = policy == "PASSIVE" or any(env.get(v, "").strip() == "0" for v in ("GOMP_SPINCOUNT", "KMP_BLOCKTIME"))
@@ -111,7 +113,8 @@ def omp_spin_note(
         f"note: {local} gloo rank{'s' if local > 1 else ''} x {threads_per_rank} OpenMP threads fill "
         + (f"the {cores} cores" if cores else "the cores")
         + f" and OMP_WAIT_POLICY is {policy or 'unset'}: idle OpenMP threads spin after each parallel region "
-        "and hold the cores gloo's threads need, which the model leaves out (on a 16-core box, 2 ranks x 8 "
+        "and hold the cores gloo's threads need, which the model carries only as far as its cold-call probe catches "
+        "it (on a 16-core box, 2 ranks x 8 "
         "threads, gpt: a call after compute +3-4 ms, steps up to 41 % longer, predictions 8 % low in the "
         "median). Set OMP_WAIT_POLICY=PASSIVE here and in the job (e.g. OMP_WAIT_POLICY=PASSIVE ddpsim "
         "validate ...); there it cost compute 5 %"
