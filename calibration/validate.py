@@ -270,6 +270,27 @@ def typical_step_s(profile: GradProfile, cost: Any, configs: Sequence[StrategySp
     return float(statistics.median(predict(profile, cost, c, world_size).step_time_s for c in configs))
 
 
+def baseline_order(n: int) -> list[int | None]:
+    """The stepping order of a group of ``n`` configurations beside the compute-only baseline:
+    member indices, and ``None`` for a copy of the bare module.
+
+    The baseline's median is subtracted from every member's, so its error is shared by all ``n``
+    rows: in run m17 (gpt, 1000 Mbit/s) eight compute-only steps, three of them 190-212 ms among
+    162-169 ms, put the median 13 ms high and every row of the group 3-5 % long; the same
+    calibration with three times the steps measured 0.7 % (BENCHMARKS.md). Comparing ``n``
+    treatments with one control, the control's share that minimises the differences' summed
+    variance is sqrt(n) times a treatment's, so the group holds round(sqrt(n)) copies, spread evenly
+    (each follows a configuration's step, as the members do), the first at the head."""
+    copies = max(1, round(math.sqrt(n)))
+    heads = {j * n // copies for j in range(copies)}
+    order: list[int | None] = []
+    for k in range(n):
+        if k in heads:
+            order.append(None)
+        order.append(k)
+    return order or [None]
+
+
 def measure_beside_compute(
     pool: Any,
     model: str,
@@ -294,12 +315,13 @@ def measure_beside_compute(
 
     This box's timing drifts by more than the differences being measured, so
     configurations are not run one after another: up to ``group_size`` of them
-    and the bare module are built side by side and stepped in turn (A B C, C B
-    A, ...), over ``rounds`` rounds whose ``ddp_step`` records are written as
-    each round ends. Drift then hits all alike. ``steps`` in all per
-    configuration, more where steps of about ``est_step_s`` would not fill
-    ``min_seconds`` (``steps_for_time``). Returns the steps per round,
-    and per configuration its step times and its group's compute-only times.
+    and copies of the bare module (``baseline_order``) are built side by side and
+    stepped in turn (A B C, C B A, ...), over ``rounds`` rounds whose ``ddp_step``
+    records are written as each round ends. Drift then hits all alike. ``steps``
+    in all per configuration (per baseline copy), more where steps of about
+    ``est_step_s`` would not fill ``min_seconds`` (``steps_for_time``). Returns
+    the steps per round, and per configuration its step times and its group's
+    compute-only times (all copies').
     """
     from realrun.bench_ddp import measure_interleaved
     from realrun.records import make_record
@@ -311,25 +333,39 @@ def measure_beside_compute(
             f"{steps_per_round * rounds} steps per configuration instead of {steps}: steps of about "
             f"{est_step_s * 1e3:.1f} ms (predicted) would not fill {min_seconds:g} s (--min-seconds)"
         )
-    groups = [range(k, min(k + group_size, len(configs))) for k in range(0, len(configs), group_size)]
+    groups = [list(range(k, min(k + group_size, len(configs)))) for k in range(0, len(configs), group_size)]
     times: list[list[float]] = [[] for _ in configs]
     compute: list[list[float]] = [[] for _ in groups]
     for rnd in range(rounds):
         for g, members in enumerate(groups):
+            order = [None if i is None else members[i] for i in baseline_order(len(members))]
+            copies = order.count(None)
             say(
-                f"round {rnd + 1}/{rounds}, group {g + 1}/{len(groups)}: compute-only + {len(members)} configurations "
+                f"round {rnd + 1}/{rounds}, group {g + 1}/{len(groups)}: compute-only"
+                f"{f' ({copies} copies)' if copies > 1 else ''} + {len(members)} configurations "
                 f"interleaved, {steps_per_round} steps each"
             )
-            cfgs = [("compute", None)] + [
-                (configs[k].name, configs[k].bucket_mb, configs[k].bucket_cap_mb_list) for k in members
+            cfgs = [
+                ("compute", None)
+                if k is None
+                else (configs[k].name, configs[k].bucket_mb, configs[k].bucket_cap_mb_list)
+                for k in order
             ]
             res = measure_interleaved(pool, model, cfgs, batch_size, steps_per_round, warmup, optimizer)
-            compute[g] += res[0].step_times_s
-            for k, r in zip(members, res[1:]):
-                times[k] += r.step_times_s
-            for label, r in zip(["compute"] + [labels[k] for k in members], res):
+            copy = 0
+            for k, r in zip(order, res):
+                if k is None:
+                    compute[g] += r.step_times_s
+                    extra = {"baseline_copy": copy} if copies > 1 else {}
+                    copy += 1
+                else:
+                    times[k] += r.step_times_s
+                    extra = {}
+                label = "compute" if k is None else labels[k]
                 writer.write(
-                    make_record("ddp_step", env, round=rnd, group=g, setting=label, link_mbit=link_mbit, **r.to_dict())
+                    make_record(
+                        "ddp_step", env, round=rnd, group=g, setting=label, link_mbit=link_mbit, **extra, **r.to_dict()
+                    )
                 )
     return steps_per_round, times, [compute[k // group_size] for k in range(len(configs))]
 

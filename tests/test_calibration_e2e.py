@@ -329,8 +329,9 @@ def test_validation_jsonl_keeps_every_round_and_one_row_per_configuration(valida
     assert read_records(path) == recs
     steps = [r for r in recs if r["kind"] == "ddp_step"]
     rows = [r for r in recs if r["kind"] == "validation_row"]
-    # 2 rounds x (the compute-only baseline + 4 configurations), then one row per configuration
-    assert len(steps) == 2 * (1 + 4) and [s["round"] for s in steps] == [0] * 5 + [1] * 5
+    # 2 rounds x (the compute-only baseline's two copies + 4 configurations), then one row per configuration
+    assert len(steps) == 2 * (2 + 4) and [s["round"] for s in steps] == [0] * 6 + [1] * 6
+    assert [s["baseline_copy"] for s in steps if s["strategy"] == "compute"] == [0, 1, 0, 1]
     assert [r["validation"] for r in rows] == [row.to_dict() for row in res["rows"]]
     assert [ValidationRow.from_dict(r["validation"]) for r in rows] == list(res["rows"])  # read back: equal rows
     for rec, row in zip(rows, res["rows"]):

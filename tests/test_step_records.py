@@ -203,3 +203,60 @@ def test_steps_for_time():
     for est in (None, 0.0, -1.0, float("nan"), float("inf")):
         assert steps_for_time(8, 1.0, est) == 8
     assert steps_for_time(8, 0.0, 0.003) == 8
+
+
+def test_baseline_copies_spread_through_the_group():
+    """round(sqrt(n)) compute-only copies among n configurations, evenly spread, the first at the head;
+    every member once, in its order."""
+    from calibration.validate import baseline_order
+
+    assert baseline_order(1) == [None, 0]
+    assert baseline_order(3) == [None, 0, None, 1, 2]
+    assert baseline_order(12) == [None, 0, 1, 2, 3, None, 4, 5, 6, 7, None, 8, 9, 10, 11]
+    for n in range(1, 40):
+        order = baseline_order(n)
+        assert [k for k in order if k is not None] == list(range(n))
+        assert order.count(None) == max(1, round(n**0.5)) and order[0] is None
+        assert None not in zip(order, order[1:])  # no two copies in a row
+
+
+def test_baseline_copies_are_pooled_and_recorded(tmp_path, monkeypatch):
+    """With three configurations the group steps two baseline copies; the group's compute-only times
+    are both copies' steps, and each copy is recorded with its index."""
+    import realrun.bench_ddp as bench_ddp
+
+    def fake(pool, model, cfgs, bs, steps, warmup, optimizer):
+        assert [c[0] for c in cfgs] == ["compute", "flat", "compute", "individual", "naive"]
+        base = iter([(0.10, 0.11), (0.12, 0.13)])
+        return [_interleaved(c[0], c[1], next(base) if c[0] == "compute" else (0.2, 0.2), (0.1, 0.1)) for c in cfgs]
+
+    monkeypatch.setattr(bench_ddp, "measure_interleaved", fake)
+    from calibration.validate import measure_beside_compute
+
+    specs = [StrategySpec("flat"), StrategySpec("individual"), StrategySpec("naive")]
+    with RecordWriter(tmp_path / "v.jsonl") as w:
+        per_round, times, compute = measure_beside_compute(
+            None,
+            "m",
+            specs,
+            ["flat", "individual", "naive"],
+            4,
+            rounds=1,
+            steps=2,
+            warmup=1,
+            optimizer="sgd",
+            group_size=4,
+            writer=w,
+            env={},
+            link_mbit=None,
+            say=lambda _m: None,
+        )
+    assert compute == [[0.10, 0.11, 0.12, 0.13]] * 3 and times == [[0.2, 0.2]] * 3
+    recs = read_records(tmp_path / "v.jsonl")
+    assert [(r["setting"], r.get("baseline_copy")) for r in recs] == [
+        ("compute", 0),
+        ("flat", None),
+        ("compute", 1),
+        ("individual", None),
+        ("naive", None),
+    ]
