@@ -275,14 +275,17 @@ def baseline_order(n: int) -> list[int | None]:
     member indices, and ``None`` for a copy of the bare module.
 
     The baseline's median is subtracted from every member's, so its error is shared by all ``n``
-    rows: in run m17 (gpt, 1000 Mbit/s) eight compute-only steps, three of them 190-212 ms among
+    rows: in run m17 (gpt, 1000 Mbit/s) eight compute-only steps, four of them 187-212 ms among
     162-169 ms, put the median 13 ms high and every row of the group 3-5 % long; the same
     calibration with three times the steps measured 0.7 % (BENCHMARKS.md). Comparing ``n``
     treatments with one control, the control's share that minimises the differences' summed
-    variance is sqrt(n) times a treatment's, so the group holds round(sqrt(n)) copies, spread evenly
-    (each follows a configuration's step, as the members do), the first at the head."""
+    variance is sqrt(n) times a treatment's, so the group holds round(sqrt(n)) copies, spread evenly.
+    No copy stands at either end (for ``n`` >= 2): the order reverses every turn, so the ends run
+    twice in a row, and a step after its own model's step runs warm (run m18, micro-DLRM: the copy
+    at the head, half its steps after itself, 4-6 % faster than the two after configurations);
+    every copy then follows a configuration's step, as the members between the ends do."""
     copies = max(1, round(math.sqrt(n)))
-    heads = {j * n // copies for j in range(copies)}
+    heads = {min(n - 1, int((j + 0.5) * n / copies + 0.5)) for j in range(copies)} if n > 1 else {0}
     order: list[int | None] = []
     for k in range(n):
         if k in heads:

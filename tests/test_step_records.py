@@ -206,18 +206,19 @@ def test_steps_for_time():
 
 
 def test_baseline_copies_spread_through_the_group():
-    """round(sqrt(n)) compute-only copies among n configurations, evenly spread, the first at the head;
-    every member once, in its order."""
+    """round(sqrt(n)) compute-only copies among n configurations, evenly spread, none at either end
+    (the ends run twice in a row when the order reverses); every member once, in its order."""
     from calibration.validate import baseline_order
 
     assert baseline_order(1) == [None, 0]
-    assert baseline_order(3) == [None, 0, None, 1, 2]
-    assert baseline_order(12) == [None, 0, 1, 2, 3, None, 4, 5, 6, 7, None, 8, 9, 10, 11]
-    for n in range(1, 40):
+    assert baseline_order(3) == [0, None, 1, None, 2]
+    assert baseline_order(12) == [0, 1, None, 2, 3, 4, 5, None, 6, 7, 8, 9, None, 10, 11]
+    for n in range(2, 40):
         order = baseline_order(n)
         assert [k for k in order if k is not None] == list(range(n))
-        assert order.count(None) == max(1, round(n**0.5)) and order[0] is None
-        assert None not in zip(order, order[1:])  # no two copies in a row
+        assert order.count(None) == max(1, round(n**0.5))
+        assert order[0] is not None and order[-1] is not None
+        assert (None, None) not in zip(order, order[1:])  # no two copies in a row
 
 
 def test_baseline_copies_are_pooled_and_recorded(tmp_path, monkeypatch):
@@ -226,7 +227,7 @@ def test_baseline_copies_are_pooled_and_recorded(tmp_path, monkeypatch):
     import realrun.bench_ddp as bench_ddp
 
     def fake(pool, model, cfgs, bs, steps, warmup, optimizer):
-        assert [c[0] for c in cfgs] == ["compute", "flat", "compute", "individual", "naive"]
+        assert [c[0] for c in cfgs] == ["flat", "compute", "individual", "compute", "naive"]
         base = iter([(0.10, 0.11), (0.12, 0.13)])
         return [_interleaved(c[0], c[1], next(base) if c[0] == "compute" else (0.2, 0.2), (0.1, 0.1)) for c in cfgs]
 
@@ -254,9 +255,9 @@ def test_baseline_copies_are_pooled_and_recorded(tmp_path, monkeypatch):
     assert compute == [[0.10, 0.11, 0.12, 0.13]] * 3 and times == [[0.2, 0.2]] * 3
     recs = read_records(tmp_path / "v.jsonl")
     assert [(r["setting"], r.get("baseline_copy")) for r in recs] == [
-        ("compute", 0),
         ("flat", None),
-        ("compute", 1),
+        ("compute", 0),
         ("individual", None),
+        ("compute", 1),
         ("naive", None),
     ]
