@@ -1,8 +1,8 @@
 """``ddpsim validate``: run configurations for real and in the simulator, and compare.
 
 For each (strategy, bucket size): real ranks time warm-up then many steps,
-configurations interleaved step by step beside a compute-only baseline
-(``realrun.bench_ddp.measure_interleaved``, see ``validate_on_pool``); the
+configurations interleaved step by step beside a compute-only baseline in
+copies (``measure_beside_compute``, ``baseline_order``); the
 simulator predicts the same configuration from the fitted parameters, and a
 row records measured median and spread, predicted step, measured and predicted
 exposed overhead, and the signed error. Step records are appended to a JSONL
@@ -483,7 +483,7 @@ def validate_on_pool(
         link_mbit,
         bs,
         f"interleaved: {spec.rounds} rounds x {steps_per_round} steps, groups of <= {spec.group_size} "
-        f"configurations beside a compute-only baseline",
+        f"configurations beside a compute-only baseline (round(sqrt(n)) copies among n)",
         spec.rescale_compute,
         scales,
         params,
