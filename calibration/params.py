@@ -183,6 +183,12 @@ class Params:
         probe did not run or its records predate it."""
         return float(self._in_step_at(world_size)[1].get("finalize_s_per_param") or 0.0)
 
+    @property
+    def pipelined(self) -> bool:
+        """One channel whose queued calls' hand-offs overlap the transfer before (``CostModel.pipelined``),
+        as calibration found from its stream probe (``probes["pipelined"]``; False where it did not say)."""
+        return bool(self.probes.get("pipelined")) and self.channels == 1
+
     def cold_call(self) -> tuple[float, float]:
         """``(cold_call_s, cold_tau_s)`` fitted from the cold-call probe (``probes["cold_call"]``), measured at
         the calibration's own world size and used at every p; ``(0, 0)`` where it did not run."""
@@ -205,6 +211,7 @@ class Params:
             "cold_call_s": cold,
             "cold_tau_s": tau,
             "channels": self.channels,
+            "pipelined": self.pipelined,
         }
 
     def cost_model(self, shared_bandwidth: bool = True, world_size: int | None = None):
@@ -225,6 +232,7 @@ class Params:
         kw: dict[str, Any] = dict(
             channels=self.channels,
             shared_bandwidth=shared_bandwidth,
+            pipelined=self.pipelined,
             contention=c,
             comm_contention=cc,
             call_cpu_s=k,

@@ -280,10 +280,11 @@ def baseline_order(n: int) -> list[int | None]:
     calibration with three times the steps measured 0.7 % (BENCHMARKS.md). Comparing ``n``
     treatments with one control, the control's share that minimises the differences' summed
     variance is sqrt(n) times a treatment's, so the group holds round(sqrt(n)) copies, spread evenly.
-    No copy stands at either end (for ``n`` >= 2): the order reverses every turn, so the ends run
-    twice in a row, and a step after its own model's step runs warm (run m18, micro-DLRM: the copy
-    at the head, half its steps after itself, 4-6 % faster than the two after configurations);
-    every copy then follows a configuration's step, as the members between the ends do."""
+    No copy stands at either end (for ``n`` >= 2): a step after its own model's step runs warm (run
+    m18, micro-DLRM: the copy at the head, half its steps after itself as the order reversed, 4-6 %
+    faster than the two after configurations); ``measure_interleaved`` now steps another
+    configuration between turns, so no timed step follows its own model's, and every copy follows a
+    configuration's step either way."""
     copies = max(1, round(math.sqrt(n)))
     heads = {min(n - 1, int((j + 0.5) * n / copies + 0.5)) for j in range(copies)} if n > 1 else {0}
     order: list[int | None] = []

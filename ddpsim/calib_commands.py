@@ -124,6 +124,7 @@ def print_params(out: Any, params: Any, link: float | None) -> None:
     fin = params.finalize_at(None)
     print(
         f"  memory copy {params.copy_bytes_per_s / 1e9:.2f} GB/s; channels {params.channels}"
+        + (" (pipelined: a queued call's hand-off overlaps the transfer before)" if params.pipelined else "")
         + (f"; DDP's finalize {fin * 1e6:.1f} us per parameter (in-step probe)" if fin else "")
     )
     cold, tau = params.cold_call()

@@ -257,6 +257,7 @@ def analytic_applies(cost: CostModel) -> bool:
         and cost.call_cpu_s == 0
         and cost.call_cpu_s_per_byte == 0
         and cost.channels == 1
+        and not cost.pipelined
         and cost.cold_call_s == 0
     )
 
@@ -374,6 +375,9 @@ class _Step:
         self.end_s = [math.nan] * (n + m)
         self.queue: deque[int] = deque()
         self.queue_ev = self.env.event()
+        # a pipelined channel: the last call's transfer has started / ended (nothing before the first)
+        self.xfer_started = self.env.event().succeed()
+        self.wire_free = self.env.event().succeed()
         self.n_done_main = 0
         self.waiters: dict[int, simpy.Event] = {}  # collective -> event succeeded when it is done
         self.all_main_done = self.env.event()
@@ -520,12 +524,15 @@ class _Step:
 
     def _channel(self) -> Generator[simpy.Event, Any, None]:
         env = self.env
+        pipelined = self.cost.pipelined
         while True:
             while not self.queue:
                 if self.queue_ev.triggered:
                     self.queue_ev = env.event()
                 yield self.queue_ev
             c = self.queue.popleft()
+            if pipelined:  # the hand-off waits until the call before is on the wire
+                yield self.xfer_started
             self.start_s[c] = env.now
             # a call on idle channels first wakes the threads that run it (cold_call_s): a wait, not work,
             # as the probe measured it with nothing computing: compute does not slow it (comm_contention)
@@ -541,27 +548,44 @@ class _Step:
             if cold > 0:
                 yield env.timeout(cold)
                 self._set_busy(0, waking=-1)
-            lat, xfer = self.lat[c], self.xfer[c]
+            lat = self.lat[c]
             if lat > 0:
                 yield from self._comm_work(lat, shared=False)
-            if xfer > 0:
-                yield from self._comm_work(xfer, shared=True)
-            self._set_busy(-1)
-            self.end_s[c] = env.now
-            if self.record:
-                if c < self.n_main:
-                    self.events.append((self.start_s[c], env.now, -1, "allreduce", self.plan.names(c)))
-                else:
-                    self.events.append(
-                        (self.start_s[c], env.now, -1, "broadcast", self.plan.post_names(c - self.n_main))
-                    )
-            ev = self.waiters.get(c)
-            if ev is not None:
-                ev.succeed()
+            if pipelined:  # the transfer waits for the wire; the next call's hand-off starts with it
+                started, done = env.event(), env.event()
+                env.process(self._wire(c, self.wire_free, started, done))
+                self.xfer_started, self.wire_free = started, done
+            else:
+                yield from self._transfer(c)
+
+    def _wire(
+        self, c: int, free: simpy.Event, started: simpy.Event, done: simpy.Event
+    ) -> Generator[simpy.Event, Any, None]:
+        """A pipelined channel's transfer of ``c``: once the call before it has left the wire."""
+        yield free
+        started.succeed()
+        yield from self._transfer(c)
+        done.succeed()
+
+    def _transfer(self, c: int) -> Generator[simpy.Event, Any, None]:
+        env = self.env
+        xfer = self.xfer[c]
+        if xfer > 0:
+            yield from self._comm_work(xfer, shared=True)
+        self._set_busy(-1)
+        self.end_s[c] = env.now
+        if self.record:
             if c < self.n_main:
-                self.n_done_main += 1
-                if self.n_done_main == self.n_main:
-                    self.all_main_done.succeed()
+                self.events.append((self.start_s[c], env.now, -1, "allreduce", self.plan.names(c)))
+            else:
+                self.events.append((self.start_s[c], env.now, -1, "broadcast", self.plan.post_names(c - self.n_main)))
+        ev = self.waiters.get(c)
+        if ev is not None:
+            ev.succeed()
+        if c < self.n_main:
+            self.n_done_main += 1
+            if self.n_done_main == self.n_main:
+                self.all_main_done.succeed()
 
     # ---- ranks --------------------------------------------------------------------------------
     def _span(self, rank: int, kind: str, name: Callable[[], str], work_s: float) -> Generator[simpy.Event, Any, None]:

@@ -275,7 +275,8 @@ def test_measure_interleaved_pairs_steps(pool):
 
 
 def test_interleaved_turns_step_each_configuration_as_counted(monkeypatch):
-    """In one process (a one-rank gloo group): block=1 steps each configuration warmup + steps times;
+    """In one process (a one-rank gloo group): block=1 steps each configuration warmup + steps times,
+    with an untimed step between turns;
     block=3 runs turns of one untimed and up to 3 timed steps, warm-up turns whole, the last turn cut."""
     import socket
     from types import SimpleNamespace
@@ -297,11 +298,15 @@ def test_interleaved_turns_step_each_configuration_as_counted(monkeypatch):
         monkeypatch.setattr(bench_ddp, "train_step", lambda net, *a: calls.append(id(net)))
         ctx = SimpleNamespace(device="cpu", rank=0, world_size=1)
         cfgs = [("compute", None), ("compute", None)]
-        for block, per_config in ((1, 1 + 5), (3, 4 + 4 + 3)):
+        # block=1: 6 turns (1 warm-up), A B | a B A | b A B | a B A | b A B | a B A: 6 steps each and
+        # the untimed step between turns, so that no step follows its own configuration's
+        for block, counts in ((1, [6 + 2, 6 + 3]), (3, [4 + 4 + 3] * 2)):
             calls.clear()
             times = bench_ddp._interleaved_task(ctx, TINY_GPT, cfgs, 2, 5, 1, "sgd", block)
             assert [len(t) for t in times] == [5, 5]
-            assert sorted(calls.count(c) for c in set(calls)) == [per_config, per_config]
+            assert sorted(calls.count(c) for c in set(calls)) == counts
+            if block == 1:
+                assert all(a != b for a, b in zip(calls, calls[1:]))
     finally:
         dist.destroy_process_group()
 

@@ -461,3 +461,48 @@ def test_the_cold_wait_is_not_slowed_by_compute():
     (c,) = [e for e in out.events if e[3] == "allreduce" and e[4] == "c"]
     # c ready at 1.5 after 1.5 s idle; b's backward runs until 11.5: the wait e, then 1.5 s of call at half speed
     assert (c[0], c[1]) == (1.5, pytest.approx(1.5 - math.expm1(-1.5) + 3.0, abs=1e-12))
+
+
+def test_a_pipelined_channel_overlaps_a_queued_calls_hand_off_with_the_transfer_before():
+    """individual on PROF, o = 0.5 s, w = 1000 B/s, pipelined: c [1.5, 3.0] (hand-off 1.5-2.0, wire
+    2.0-3.0); b ready at 3.5, c's transfer long started: hand-off 3.5-4.0, wire 4.0-6.0; a ready at 4.5,
+    b on the wire since 4.0: hand-off 4.5-5.0 under b's transfer, wire once b leaves it, 6.0-7.0 (serial:
+    7.5); optimizer 7.0-7.25."""
+    cost = CostModel.linear(0.5, 1000.0, pipelined=True)
+    out = simulate_step(PROF, comm_plan(PROF, StrategySpec("individual"), 2), cost, 2, record=True)
+    assert [(e[4], e[0], e[1]) for e in out.events if e[3] == "allreduce"] == [
+        ("c", 1.5, 3.0),
+        ("b", 3.5, 6.0),
+        ("a", 4.5, 7.0),
+    ]
+    assert out.step_time_s == 7.25
+    assert run("individual").step_time_s == 7.75  # the serial channel, for contrast
+
+
+def test_a_pipelined_queue_costs_max_of_hand_off_and_transfer_per_call():
+    """k equal calls ready at once: serial k (o + x); pipelined o + x + (k - 1) max(o, x), either side of
+    o = x. Blocking calls (naive: each launched once the one before is done) gain nothing."""
+    k = 6
+    prof = GradProfile(
+        "k", tuple(ParamSpec(f"p{i}", 250, bwd_s=1e-9) for i in range(k)), forward_s=0.0, optimizer_s=0.0
+    )
+    for o, w in ((0.5, 1000.0), (2.0, 1000.0)):  # x = 1.0 s per call
+        x = 1000 / w
+        for strategy, serial_gain in (("individual", True), ("naive", False)):
+            plan = comm_plan(prof, StrategySpec(strategy), 2)
+            serial = simulate_step(prof, plan, CostModel.linear(o, w), 2).step_time_s
+            piped = simulate_step(prof, plan, CostModel.linear(o, w, pipelined=True), 2).step_time_s
+            assert serial == pytest.approx(k * (o + x), abs=1e-6)
+            want = o + x + (k - 1) * max(o, x) if serial_gain else k * (o + x)
+            assert piped == pytest.approx(want, abs=1e-6), (o, strategy)
+
+
+def test_pipelined_is_one_channel_round_trips_and_leaves_the_analytic_path():
+    with pytest.raises(ValueError, match="pipelined"):
+        CostModel.linear(0.5, 1000.0, channels=2, pipelined=True)
+    cost = CostModel.linear(0.5, 1000.0, pipelined=True)
+    assert CostModel.from_dict(cost.to_dict()) == cost and cost.to_dict()["pipelined"] is True
+    assert "pipelined" not in CostModel.linear(0.5, 1000.0).to_dict()  # off: files stay as they were
+    plan = comm_plan(PROF, StrategySpec("individual"), 2)
+    with pytest.raises(ValueError, match="analytic"):
+        simulate_step(PROF, plan, cost, 2, model="analytic")

@@ -261,3 +261,28 @@ def test_baseline_copies_are_pooled_and_recorded(tmp_path, monkeypatch):
         ("compute", 1),
         ("naive", None),
     ]
+
+
+def _stream(n, blocking_s, async_s, k=16, reps=4):
+    return {
+        "kind": "allreduce",
+        "impl": "stream",
+        "msg_bytes": n,
+        "iters": k * reps,
+        "times_s": [blocking_s] * reps,
+        "async_times_s": [async_s] * reps,
+    }
+
+
+def test_stream_probe_decides_a_pipelined_channel():
+    """Over a link the async stream takes the wire time (the hand-off hidden): pipelined; where async
+    calls cost what blocking ones do (o + n/w each), serial; no async times: serial."""
+    from calibration.calibrate import stream_pipelined
+
+    o, w, k = 1e-3, 119e6, 16
+    sizes = [4096, 65536, 262144, 1048576, 4194304]
+    wire = [_stream(n, o + n / w, (o + n / w + (k - 1) * max(o, n / w)) / k) for n in sizes]
+    assert stream_pipelined(wire, o, w) is True
+    serial = [_stream(n, o + n / w, o + n / w) for n in sizes]
+    assert stream_pipelined(serial, o, w) is False
+    assert stream_pipelined([dict(r, async_times_s=[]) for r in wire], o, w) is False

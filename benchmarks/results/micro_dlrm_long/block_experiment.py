@@ -8,8 +8,10 @@ follows another configuration's step, except at a turn's ends where the order re
 ``block=BLOCK`` (a turn is one untimed step then BLOCK timed ones), the two modes alternating REPEATS
 times. Prints per mode and configuration the median step and the median minus the compute-only median
 (the exposed part that validate compares); for ``block=1`` also the compute-only steps split by what ran
-just before them (another configuration, or the compute-only module itself at a turn's end); writes every
-step time to OUT.json.
+just before them (another configuration, or the compute-only module itself at a turn's end, where the
+order reversed; since ``measure_interleaved`` steps another configuration between turns, untimed, both
+halves follow another configuration's step: the split describes runs before that, such as
+``baseline_noise/block-gpt-1000.txt``); writes every step time to OUT.json.
 """
 
 import json
