@@ -58,6 +58,8 @@ def resolve_cost(
     overrides: dict[str, Any] = {}
     if channels is not None:
         overrides["channels"] = channels
+        if channels != 1:
+            overrides["pipelined"] = False  # a pipelined channel is one channel: more are the plain kind
     if contention is not None:
         overrides["contention"] = contention
     return replace(cost, **overrides) if overrides else cost

@@ -14,7 +14,9 @@ rank and one per channel:
 * a channel's process (``cost.channels`` of them: NCCL 1 stream, gloo 2
   threads) takes the next collective from the queue, spends its latency part,
   then its transfer part -- shared with the other transfers in flight when
-  bandwidth is shared.
+  bandwidth is shared. A pipelined channel (``cost.pipelined``, one channel)
+  starts a queued collective's latency part once the one before it is
+  transferring, and its transfer once that one's is done (``_wire``).
 
 A collective costs about 3 SimPy events on one serial channel (12 when each
 collective was its own process holding a ``simpy.Resource``).
@@ -43,7 +45,7 @@ the wait compute).
 A call that starts while another is in flight is taken as warm (gloo's second
 thread: not measured).
 
-With no contention, no per-call work, no cold-call cost and one channel the event model reduces to a recursion
+With no contention, no per-call work, no cold-call cost and one channel, not pipelined, the event model reduces to a recursion
 that ``_analytic`` evaluates with numpy (``simulate_step(model="auto")``, the
 default, takes it when no events are recorded); ``tests/test_engine_fast.py``
 and ``tests/test_engine_golden.py`` hold both to the event model.
@@ -376,8 +378,9 @@ class _Step:
         self.queue: deque[int] = deque()
         self.queue_ev = self.env.event()
         # a pipelined channel: the last call's transfer has started / ended (nothing before the first)
-        self.xfer_started = self.env.event().succeed()
-        self.wire_free = self.env.event().succeed()
+        if self.cost.pipelined:
+            self.xfer_started = self.env.event().succeed()
+            self.wire_free = self.env.event().succeed()
         self.n_done_main = 0
         self.waiters: dict[int, simpy.Event] = {}  # collective -> event succeeded when it is done
         self.all_main_done = self.env.event()
@@ -716,7 +719,8 @@ def simulate_step(
     if model == "analytic" or (model == "auto" and not record and analytic_applies(cost)):
         if not analytic_applies(cost):
             raise ValueError(
-                "the analytic model needs no contention, no per-call work, no cold-call cost and one channel"
+                "the analytic model needs no contention, no per-call work, no cold-call cost and one channel, "
+                "not pipelined"
             )
         return _analytic(st, factors, accum_steps)
     return _Step(st, factors, record).run(accum_steps)

@@ -14,7 +14,7 @@ dynamic programming in O(m^2) over ``m`` candidate closing points (parameters
 grouped into at most ``max_atoms`` runs of consecutive gradients).
 
 The dynamic programme ignores what the event model adds (gloo's second
-channel, shared bandwidth, contention, the backward tail), so its answer is
+channel, shared bandwidth, a pipelined channel, contention, the backward tail), so its answer is
 then refined against the event model itself: each boundary is moved by one
 group either way while that lowers the simulated step time.
 """

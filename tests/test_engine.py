@@ -506,3 +506,11 @@ def test_pipelined_is_one_channel_round_trips_and_leaves_the_analytic_path():
     plan = comm_plan(PROF, StrategySpec("individual"), 2)
     with pytest.raises(ValueError, match="analytic"):
         simulate_step(PROF, plan, cost, 2, model="analytic")
+
+
+def test_more_channels_asked_of_a_pipelined_model_are_plain_ones():
+    from ddpsim.resolve import resolve_cost
+
+    cost = CostModel.linear(0.5, 1000.0, pipelined=True)
+    assert resolve_cost(cost, channels=2) == CostModel.linear(0.5, 1000.0, channels=2)
+    assert resolve_cost(cost, channels=1).pipelined
