@@ -558,10 +558,10 @@ def test_validation_keeps_rounds_measured_before_a_failure(calibrated, tmp_path,
     with pytest.raises(RunFailure, match="simulated"):
         validate_on_pool(fake_pool, params, spec, lambda msg: None)
     kept = read_records(out)
-    assert calls[0] == [("compute", None), ("torch-ddp", 0.0625), ("torch-ddp", 1.0)]
+    assert calls[0] == [("torch-ddp", 0.0625), ("compute", None), ("torch-ddp", 1.0)]  # the baseline off the ends
     assert [(r["round"], r["strategy"], r["bucket_mb"]) for r in kept] == [
-        (0, "compute", None),
         (0, "torch-ddp", 0.0625),
+        (0, "compute", None),
         (0, "torch-ddp", 1.0),
     ]
     assert all(r["step_times_s"] == [0.020, 0.020] for r in kept)
