@@ -211,7 +211,7 @@ class NetworkFit:
 
 
 # The pipelining channel describes the stream only where a wire carries the transfer: over the emulated
-# links its median error on the async calls was 0.3-6.5 % (runs m17-m19, 16 cells), on loopback, where the
+# links its median error on the async calls was 0.3-6.5 % (runs m17-m18, 16 cells), on loopback, where the
 # "transfer" is the same two cores' reduction work, 7-42 % (and the serial channel's 20-50 %): where
 # neither describes the stream the serial channel, the rest of the fits' own, stays.
 PIPELINE_FIT = 0.10
