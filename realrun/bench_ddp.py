@@ -175,8 +175,9 @@ def _interleaved_task(
     """Every configuration built side by side (own model copy each), stepped in turn: A B C, C B A, A B C, ...
     with an untimed step of the turn's second configuration before each turn after the first (A B C, b C B
     A, b A B C: no timed step follows a step of its own model). With ``block`` > 1 each turn is one
-    untimed step (the switch from another configuration's model) then up to ``block`` timed ones, as a training job's steps follow steps of the same model; ``warmup``
-    counts turns (``block + 1`` steps each)."""
+    untimed step (the switch from another configuration's model) then up to ``block`` timed ones, as a
+    training job's steps follow steps of the same model; ``warmup`` counts turns (``block + 1`` steps
+    each)."""
     import time
 
     import torch.distributed as dist
@@ -198,7 +199,6 @@ def _interleaved_task(
     batch = cast_batch(w.make_batch(batch_size, 1000 + ctx.rank), device=device)
     times: list[list[float]] = [[] for _ in configs]
     turns = warmup + -(-steps // block)
-
     for i in range(turns):
         order = list(range(len(setups))) if i % 2 == 0 else list(reversed(range(len(setups))))
         if block == 1 and i > 0 and len(order) > 1:
