@@ -8,7 +8,8 @@ A prediction's communication cost comes from, in this order of precedence:
    else a ``CostModel``, else a network preset by name, else
    ``DEFAULT_NETWORK``.
 
-``channels`` and ``contention`` override the base's when given.
+``channels``, ``pipelined`` and ``contention`` override the base's when given (a pipelined channel
+is one channel: ``pipelined=True`` makes it one, and refuses ``channels`` above 1).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ def resolve_cost(
     o_us: float | None = None,
     w_gbps: float | None = None,
     channels: int | None = None,
+    pipelined: bool | None = None,
     contention: float | None = None,
 ) -> CostModel:
     """The ``CostModel`` (``params``: a ``calibration.params.Params``; ``world_size``: where o and w were given)."""
@@ -56,10 +58,16 @@ def resolve_cost(
             measured_world_sizes=(),  # given, not measured
         )
     overrides: dict[str, Any] = {}
+    if pipelined and channels is not None and channels != 1:
+        raise ValueError(f"a pipelined channel is one channel: not {channels} channels")
     if channels is not None:
         overrides["channels"] = channels
         if channels != 1:
             overrides["pipelined"] = False  # a pipelined channel is one channel: more are the plain kind
+    if pipelined is not None:
+        overrides["pipelined"] = pipelined
+        if pipelined:
+            overrides["channels"] = 1
     if contention is not None:
         overrides["contention"] = contention
     return replace(cost, **overrides) if overrides else cost

@@ -79,6 +79,13 @@ def add_network_args(p: argparse.ArgumentParser) -> None:
         help="collectives in flight at once (NCCL 1, gloo 2; default from the preset)",
     )
     g.add_argument(
+        "--pipelined",
+        choices=("on", "off"),
+        default=None,
+        help="one channel that hands a queued call off while the call before it transfers (calls launched "
+        "back to back cost max(o, n/w) each); default: as calibrate decided from its stream probe, off for presets",
+    )
+    g.add_argument(
         "--contention",
         type=contention,
         default=None,
@@ -192,6 +199,7 @@ def resolve_cost(args: argparse.Namespace, world_size: int, params: Any = None) 
         o_us=args.o_us,
         w_gbps=args.w_gbps,
         channels=args.channels,
+        pipelined=None if args.pipelined is None else args.pipelined == "on",
         contention=args.contention,
     )
 

@@ -227,3 +227,22 @@ def test_sweep_csv_file_beside_the_table_and_predict_bucket_rows(capsys, tmp_pat
     assert list(rows[0]) == ["index", "name", "msg_bytes", "n_params", "ready_s", "start_s", "end_s"]
     assert [int(r["msg_bytes"]) for r in rows] == [b["msg_bytes"] for b in buckets]
     assert sum(int(r["msg_bytes"]) for r in rows) == json.loads(js)["results"]["total_grad_bytes"]
+
+
+def test_pipelined_switch_on_and_off_and_refused_beside_more_channels(capsys):
+    """--pipelined on: 148 per-parameter calls queued behind each other cost max(o, n/w) each instead of
+    o + n/w, so the step is shorter and the header says so; with --channels 2 it is refused in one line."""
+    base = ("predict", "--model", "gpt2-small", "--world-size", "2", "--o-us", "2000", "--w", "1GB/s")
+    base += ("--strategy", "individual")
+    steps = {}
+    for switch in ("on", "off"):
+        code, out, _ = run_cli(capsys, *base, "--pipelined", switch, "--json")
+        assert code == 0
+        steps[switch] = json.loads(out)["results"]["step_time_s"]
+    assert steps["on"] < 0.95 * steps["off"]
+    code, out, _ = run_cli(capsys, *base, "--pipelined", "on")
+    assert code == 0 and "pipelined channel" in out.splitlines()[1]
+    code, _, err = run_exit(capsys, *base, "--pipelined", "on", "--channels", "2")
+    assert code != 0 and err.strip().splitlines() == [
+        "ddpsim: error: a pipelined channel is one channel: not 2 channels"
+    ]

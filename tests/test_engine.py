@@ -514,3 +514,64 @@ def test_more_channels_asked_of_a_pipelined_model_are_plain_ones():
     cost = CostModel.linear(0.5, 1000.0, pipelined=True)
     assert resolve_cost(cost, channels=2) == CostModel.linear(0.5, 1000.0, channels=2)
     assert resolve_cost(cost, channels=1).pipelined
+
+
+def test_a_pipelined_hand_off_is_slowed_by_compute_like_any_part_of_a_call():
+    """comm_contention = 1 (a call's parts run at half speed while a rank computes), pipelined: c's
+    hand-off 1.5-2.5 and wire 2.5-4.5 under b and a; b ready at 3.5 (c already on the wire): hand-off
+    3.5-4.5 at half speed, wire once c leaves it, 4.5-6.5 at full speed (backward ended at 4.5); a ready
+    at 4.5, handed off 4.5-5.0 under b's transfer, wire 6.5-7.5; optimizer 7.5-7.75. The serial channel
+    with the same contention starts b only at 4.5: step 8.75."""
+    kw = dict(comm_contention=1.0)
+    plan = comm_plan(PROF, StrategySpec("individual"), 2)
+    piped = simulate_step(PROF, plan, CostModel.linear(0.5, 1000.0, pipelined=True, **kw), 2, record=True)
+    got = [(e[4], e[0], e[1]) for e in piped.events if e[3] == "allreduce"]
+    want = [("c", 1.5, 4.5), ("b", 3.5, 6.5), ("a", 4.5, 7.5)]
+    assert [g[0] for g in got] == [w[0] for w in want]
+    assert [g[1:] for g in got] == [pytest.approx(w[1:], abs=1e-12) for w in want]
+    assert piped.step_time_s == pytest.approx(7.75, abs=1e-12)
+    serial = simulate_step(PROF, plan, CostModel.linear(0.5, 1000.0, **kw), 2)
+    assert serial.step_time_s == pytest.approx(8.75, abs=1e-12)
+
+
+def test_a_call_handed_off_beside_a_transfer_is_warm():
+    """cold_call_s = 1 s, tau = 1 s, pipelined: c finds nothing in flight after 1.75 s idle (the optimizer's
+    0.25 s before the step) and waits e = 1 - exp(-1.75) first: hand-off [1.5 + e, 2 + e], wire
+    [2 + e, 3 + e]; b (ready 3.5) and a (ready 4.5) each start while the call before is on the wire, so
+    neither waits: as without the cold term, b [3.5, 6.0], a [4.5, 7.0], step 7.25."""
+    cost = CostModel.linear(0.5, 1000.0, pipelined=True, cold_call_s=1.0, cold_tau_s=1.0)
+    out = simulate_step(PROF, comm_plan(PROF, StrategySpec("individual"), 2), cost, 2, record=True)
+    e = -math.expm1(-1.75)
+    got = [(x[4], x[0], x[1]) for x in out.events if x[3] == "allreduce"]
+    want = [("c", 1.5, 3.0 + e), ("b", 3.5, 6.0), ("a", 4.5, 7.0)]
+    assert [g[0] for g in got] == [w[0] for w in want]
+    assert [g[1:] for g in got] == [pytest.approx(w[1:], abs=1e-12) for w in want]
+    assert out.step_time_s == pytest.approx(7.25, abs=1e-12)
+
+
+# a (1000 B) has only 0.2 s of backward: whether a call's work lands on it depends on when the call starts
+_SHORT_A = GradProfile(
+    "short-a",
+    (ParamSpec("a", 250, bwd_s=0.2), ParamSpec("b", 500, bwd_s=2.0), ParamSpec("c", 250, bwd_s=1.0)),
+    forward_s=0.5,
+    optimizer_s=0.25,
+)
+
+
+def test_a_pipelined_hand_off_lands_its_work_on_compute_a_serial_start_would_miss():
+    """o = 0.5 s, w = 500 B/s (c 2 s on the wire, b 4 s, a 2 s), 1e-4 s of work per byte (c 0.1, b 0.2).
+    Pipelined: c [1.5, 4.0] (wire from 2.0); its 0.1 s lands on b: b [1.5, 3.6]. b is handed off at 3.6,
+    c being on the wire, while a computes: a's 0.2 s shares its core with b's 0.2 s, both done at 4.0
+    (backward ends 4.0); b's wire waits for its hand-off, 4.1-8.1; a handed off 4.1-4.6 (b on the wire
+    since 4.1), wire 8.1-10.1; optimizer -> 10.35. Serial: b starts when c ends (4.0), after a's compute
+    (3.6-3.8), so none of its work lands: backward ends 3.8; b [4.0, 8.5], a [8.5, 11.0], step 11.25."""
+    kw = dict(call_cpu_s_per_byte=1e-4)
+    plan = comm_plan(_SHORT_A, StrategySpec("individual"), 2)
+    piped = simulate_step(_SHORT_A, plan, CostModel.linear(0.5, 500.0, pipelined=True, **kw), 2, record=True)
+    want = [("c", 0.5, 1.5), ("b", 1.5, 3.6), ("c", 1.5, 4.0), ("a", 3.6, 4.0), ("b", 3.6, 8.1), ("a", 4.1, 10.1)]
+    assert_spans(piped, want)
+    assert piped.backward_end_s == pytest.approx(4.0, abs=1e-12)
+    assert piped.step_time_s == pytest.approx(10.35, abs=1e-12)
+    serial = simulate_step(_SHORT_A, plan, CostModel.linear(0.5, 500.0, **kw), 2)
+    assert serial.backward_end_s == pytest.approx(3.8, abs=1e-12)
+    assert serial.step_time_s == pytest.approx(11.25, abs=1e-12)
