@@ -368,21 +368,13 @@ def cold_call_line(fit: dict[str, Any]) -> str:
     extra = ", ".join(f"{g * 1e3:g} ms {e * 1e3:+.2f} ms" for g, e in zip(fit["gaps_s"], fit["extra_s"]))
     head = f"cold calls: after compute of {extra}, against one after a call ({fit['after_call_s'] * 1e3:.2f} ms): "
     if fit.get("fit_error"):
-        line = head + f"not fitted ({fit['fit_error']}): no cold-call cost"
-    elif not fit["cold_call_s"]:
-        line = head + "no cold-call cost"
-    else:
-        bound = f" (at its bound: {', '.join(fit['at_bound'])})" if fit.get("at_bound") else ""
-        line = head + (
-            f"fitted {fit['cold_call_s'] * 1e3:.2f} ms x (1 - exp(-idle / {fit['cold_tau_s'] * 1e3:.1f} ms)){bound}"
-        )
-    if "big_bytes" in fit:
-        mib = fit["big_bytes"] / MIB
-        line += (
-            f"; a {mib:g} MiB call after {fit['sweep_s'] * 1e3:.1f} ms of memory sweep {fit['big_extra_s'] * 1e3:+.2f} ms: "
-            f"{fit['cold_call_s_per_byte'] * MIB * 1e3:.3f} ms per MiB beyond the wake-up"
-        )
-    return line
+        return head + f"not fitted ({fit['fit_error']}): no cold-call cost"
+    if not fit["cold_call_s"]:
+        return head + "no cold-call cost"
+    bound = f" (at its bound: {', '.join(fit['at_bound'])})" if fit.get("at_bound") else ""
+    return (
+        head + f"fitted {fit['cold_call_s'] * 1e3:.2f} ms x (1 - exp(-idle / {fit['cold_tau_s'] * 1e3:.1f} ms)){bound}"
+    )
 
 
 def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]) -> Params:
@@ -391,9 +383,7 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
     from realrun.workloads import load_workload
 
     from .probes import (
-        COLD_BIG_BYTES,
         COLD_GAPS_S,
-        COLD_SWEEP_BYTES,
         cold_call_probe,
         contention_probe,
         copy_in_step_probe,
@@ -427,8 +417,7 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
             gaps = ", ".join(f"{g * 1e3:g}" for g in COLD_GAPS_S)
             say(
                 f"cold calls: one small all-reduce after {gaps} ms of compute, against one after a call "
-                f"({spec.cold_call_reps} times each), and a {COLD_BIG_BYTES / MIB:g} MiB one after a "
-                f"{COLD_SWEEP_BYTES / MIB:g} MiB memory sweep ({(spec.cold_call_reps + 1) // 2} times)"
+                f"({spec.cold_call_reps} times each)"
             )
             cold_rank = pool.run(cold_call_probe, reps=spec.cold_call_reps)
             writer.write(make_record("cold_call", env, per_rank=cold_rank))  # kept before it is fitted

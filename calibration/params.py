@@ -195,11 +195,6 @@ class Params:
         f = self.probes.get("cold_call") or {}
         return float(f.get("cold_call_s") or 0.0), float(f.get("cold_tau_s") or 0.0)
 
-    def cold_bytes(self) -> float:
-        """``cold_call_s_per_byte`` fitted from the cold-call probe's large calls after a memory sweep
-        (``probes["cold_call"]``); 0 where the probe did not run or predates them."""
-        return float((self.probes.get("cold_call") or {}).get("cold_call_s_per_byte") or 0.0)
-
     def fitted_terms(self, world_size: int | None) -> dict[str, Any]:
         """The headline fitted terms a prediction at ``world_size`` uses, as written beside results
         (``validate``'s summary, ``validate --timeline``'s files)."""
@@ -215,7 +210,6 @@ class Params:
             "finalize_s_per_param": self.finalize_at(world_size),
             "cold_call_s": cold,
             "cold_tau_s": tau,
-            "cold_call_s_per_byte": self.cold_bytes(),
             "channels": self.channels,
             "pipelined": self.pipelined,
         }
@@ -248,7 +242,6 @@ class Params:
             finalize_s_per_param=fin,
             cold_call_s=cold,
             cold_tau_s=tau,
-            cold_call_s_per_byte=self.cold_bytes(),
             broadcast_o_s=self.broadcast.o_s if self.broadcast is not None else None,
             broadcast_w_bytes_per_s=self.broadcast.w_bytes_per_s if self.broadcast is not None else None,
             measured_world_sizes=self.measured_world_sizes,

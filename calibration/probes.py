@@ -165,42 +165,24 @@ def in_step_copy_rate(per_rank: list[dict[str, Any]]) -> float | None:
 
 
 COLD_GAPS_S = (0.002, 0.02, 0.1)
-COLD_BIG_BYTES = 4 << 20  # the large call after a memory sweep (a bucket's size)
-COLD_SWEEP_BYTES = 256 << 20  # the sweep: more than a last-level cache holds, as a training step moves
 
 
 def cold_call_probe(
-    ctx: Any,
-    nbytes: int = 4096,
-    gaps_s: tuple[float, ...] = COLD_GAPS_S,
-    reps: int = 100,
-    big_bytes: int = COLD_BIG_BYTES,
-    sweep_bytes: int = COLD_SWEEP_BYTES,
+    ctx: Any, nbytes: int = 4096, gaps_s: tuple[float, ...] = COLD_GAPS_S, reps: int = 100
 ) -> dict[str, Any]:
     """One all-reduce of ``nbytes`` after another, and after each of ``gaps_s`` of compute (a loop of
     small matmuls on the rank's threads, all ranks released together by a barrier), interleaved,
-    ``reps`` times: per call this rank's launch to completion (clock-local, so it holds across hosts).
-    With ``big_bytes``, every other repetition also times a call of that size after another and after
-    writing ``sweep_bytes`` and then the call's own buffer (a step's memory traffic, then DDP's copy into
-    its bucket): the matmuls leave the caches as they were, and on a 16-core machine a 4 MiB call after
-    such a sweep took 1.3-1.6x one in a loop (BENCHMARKS.md, "Run m21")."""
+    ``reps`` times: per call this rank's launch to completion (clock-local, so it holds across hosts)."""
     import torch
     import torch.distributed as dist
 
     buf = torch.zeros(max(1, nbytes // 4))
     a = torch.randn(64, 64)
-    big = torch.zeros(max(1, big_bytes // 4)) if big_bytes else None
-    sweep = torch.empty(max(1, sweep_bytes // 4)) if big_bytes else None
     for _ in range(3):
         dist.all_reduce(buf)
-        if big is not None:
-            dist.all_reduce(big)
     after_call: list[float] = []
     after_compute: list[list[float]] = [[] for _ in gaps_s]
-    big_after_call: list[float] = []
-    big_after_sweep: list[float] = []
-    sweep_s: list[float] = []
-    for r in range(reps):
+    for _ in range(reps):
         for k in range(-1, len(gaps_s)):
             dist.barrier()
             if k < 0:
@@ -213,59 +195,16 @@ def cold_call_probe(
             dist.all_reduce(buf)
             dt = time.perf_counter() - t0
             (after_call if k < 0 else after_compute[k]).append(dt)
-        if big is None or sweep is None or r % 2:
-            continue
-        dist.barrier()
-        dist.all_reduce(big)
-        t0 = time.perf_counter()
-        dist.all_reduce(big)
-        big_after_call.append(time.perf_counter() - t0)
-        dist.barrier()
-        t = time.perf_counter()
-        sweep.fill_(float(r))
-        big.zero_()
-        t0 = time.perf_counter()
-        sweep_s.append(t0 - t)
-        dist.all_reduce(big)
-        big_after_sweep.append(time.perf_counter() - t0)
-    out: dict[str, Any] = {
+    return {
         "rank": ctx.rank,
         "nbytes": nbytes,
         "gaps_s": list(gaps_s),
         "after_call_s": after_call,
         "after_compute_s": after_compute,
     }
-    if big_after_call:
-        out.update(
-            big_bytes=big_bytes,
-            sweep_bytes=sweep_bytes,
-            big_after_call_s=big_after_call,
-            big_after_sweep_s=big_after_sweep,
-            sweep_s=sweep_s,
-        )
-    return out
 
 
 def fit_cold_call(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
-    """``cold_call_s`` and ``cold_tau_s`` from ``cold_call_probe`` (``_fit_wake``), and from its large calls
-    ``cold_call_s_per_byte`` (``_cold_bytes``) where the probe made them."""
-    out = _fit_wake(per_rank)
-    _cold_bytes(per_rank, out)
-    return out
-
-
-def _per_call(per_rank: list[dict[str, Any]], key: str, k: int | None = None) -> float:
-    """A probe's call time: per repetition the shortest over ranks (the last rank to launch waits least: its
-    duration is the call's own), the 10 %-trimmed mean over repetitions."""
-    import numpy as np
-    from scipy.stats import trim_mean
-
-    rows = [r[key] if k is None else r[key][k] for r in per_rank]
-    n = min(len(x) for x in rows)  # ranks agree by construction; a short list is not a crash here
-    return float(trim_mean(np.min(np.array([x[:n] for x in rows], dtype=float), axis=0), 0.1))
-
-
-def _fit_wake(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
     """``cold_call_s`` and ``cold_tau_s`` from ``cold_call_probe``: per call the shortest duration over
     ranks (the last rank to launch waits least: its duration is the call's own), the 10 %-trimmed mean
     over repetitions (the wake-up is bimodal: a mean, as a step's sum of calls averages it), the
@@ -275,10 +214,16 @@ def _fit_wake(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
     (``at_bound`` names a bound the fit reached). ``cold_call_s`` is 0 where no gap costs extra or the fit fails (``fit_error`` says why)."""
     import numpy as np
     from scipy.optimize import least_squares
+    from scipy.stats import trim_mean
+
+    def per_call(key: str, k: int | None = None) -> float:
+        rows = [r[key] if k is None else r[key][k] for r in per_rank]
+        n = min(len(x) for x in rows)  # ranks agree by construction; a short list is not a crash here
+        return float(trim_mean(np.min(np.array([x[:n] for x in rows], dtype=float), axis=0), 0.1))
 
     gaps = [float(g) for g in per_rank[0]["gaps_s"]]
-    base = _per_call(per_rank, "after_call_s")
-    extra = [_per_call(per_rank, "after_compute_s", k) - base for k in range(len(gaps))]
+    base = per_call("after_call_s")
+    extra = [per_call("after_compute_s", k) - base for k in range(len(gaps))]
     out: dict[str, Any] = {
         "gaps_s": gaps,
         "after_call_s": base,
@@ -312,26 +257,6 @@ def _fit_wake(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
     if at:
         out["at_bound"] = at
     return out
-
-
-def _cold_bytes(per_rank: list[dict[str, Any]], out: dict[str, Any]) -> None:
-    """``cold_call_s_per_byte`` into ``out`` from the probe's large calls (``cold_call_probe``'s
-    ``big_bytes``): the large call after the memory sweep less the one after a call, less the wake-up
-    the fit above gives a call after the sweep's duration (the slowest rank's median), per byte; 0 where
-    that is not positive. Absent where the probe predates the large calls."""
-    if not all(r.get("big_after_sweep_s") and r.get("big_after_call_s") for r in per_rank):
-        return
-    nbytes = int(per_rank[0]["big_bytes"])
-    gap = max(statistics.median(r["sweep_s"]) for r in per_rank)
-    extra = _per_call(per_rank, "big_after_sweep_s") - _per_call(per_rank, "big_after_call_s")
-    a, tau = float(out.get("cold_call_s") or 0.0), float(out.get("cold_tau_s") or 0.0)
-    wake = a * -math.expm1(-gap / tau) if a and tau else 0.0
-    out.update(
-        big_bytes=nbytes,
-        big_extra_s=extra,
-        sweep_s=gap,
-        cold_call_s_per_byte=max(0.0, extra - wake) / nbytes if math.isfinite(extra) and nbytes > 0 else 0.0,
-    )
 
 
 def _timed_steps(step, n: int) -> list[float]:

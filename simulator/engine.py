@@ -35,15 +35,13 @@ for communication pays nothing). So a call costs compute all its work where
 compute goes on long enough, and at most the compute left where it does not:
 the last bucket, launched at backward's tail.
 
-A collective that starts with none in flight waits ``cost.cold_extra_s(idle,
-bytes)`` before its latency part, ``idle`` the time since the last one ended
-(for the step's first: since the previous step's last, taken to end where its
+A collective that starts with none in flight waits ``cost.cold_extra_s(idle)``
+before its latency part, ``idle`` the time since the last one ended (for the
+step's first: since the previous step's last, taken to end where its
 optimizer begins, or at its end where collectives follow the optimizer): the
 threads that run it wake from a wait or from compute first (measured by the
 cold-call probe with nothing computing, so compute does not slow the wait, nor
-the wait compute), and its bytes move slower than in a loop of calls
-(``cold_call_s_per_byte``, measured after a memory sweep with nothing
-computing: a wait like the wake-up).
+the wait compute).
 A call that starts while another is in flight is taken as warm (gloo's second
 thread: not measured).
 
@@ -263,7 +261,6 @@ def analytic_applies(cost: CostModel) -> bool:
         and cost.channels == 1
         and not cost.pipelined
         and cost.cold_call_s == 0
-        and cost.cold_call_s_per_byte == 0
     )
 
 
@@ -389,10 +386,9 @@ class _Step:
         self.all_main_done = self.env.event()
         self.contention = self.cost.contention > 0
         self.call_cpu = bool(self.cost.call_cpu_s or self.cost.call_cpu_s_per_byte)
-        msg = np.concatenate((st.plan.msg_bytes, st.plan.post_msg_bytes))
         if self.call_cpu:  # the work each collective adds to the compute it overlaps
+            msg = np.concatenate((st.plan.msg_bytes, st.plan.post_msg_bytes))
             self.call_work = (self.cost.call_cpu_s + self.cost.call_cpu_s_per_byte * msg).tolist()
-        self.msg = msg.tolist() if self.cost.cold_call_s_per_byte else [0.0] * len(msg)  # cold_extra_s's bytes
         self.in_compute = [False] * len(factors)  # which ranks compute now (call_cpu_s lands on them)
         self.debt = [0.0] * len(factors)  # calls' work landed on a rank and not yet done (call_cpu)
         self.debt_since = [0.0] * len(factors)  # when a rank stopped computing (its debt is done meanwhile)
@@ -541,11 +537,11 @@ class _Step:
             if pipelined:  # the hand-off waits until the call before is on the wire
                 yield self.xfer_started
             self.start_s[c] = env.now
-            # a call on idle channels first wakes the threads that run it (cold_call_s, and per byte): a wait, not work,
+            # a call on idle channels first wakes the threads that run it (cold_call_s): a wait, not work,
             # as the probe measured it with nothing computing: compute does not slow it (comm_contention)
             # and it does not slow compute (contention). It counts as a call in flight (a call starting
             # beside it is warm; comm_busy_s holds it). The call's work lands when it starts, as fitted.
-            cold = self.cost.cold_extra_s(env.now - self.idle_since, self.msg[c]) if self.busy == 0 else 0.0
+            cold = self.cost.cold_extra_s(env.now - self.idle_since) if self.busy == 0 else 0.0
             self._set_busy(+1, waking=+1 if cold > 0 else 0)
             if self.call_cpu and any(self.in_compute):
                 for r, on in enumerate(self.in_compute):

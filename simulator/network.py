@@ -351,11 +351,6 @@ class CostModel:
     exp(-idle / cold_tau_s))`` after ``idle`` seconds with no collective in
     flight (the ranks' threads woke from a wait, or from compute, to run it:
     fitted by calibration from ``calibration.probes.cold_call_probe``; 0 = none).
-    ``cold_call_s_per_byte``: what such a call costs more per byte it moves,
-    whatever the idle time (after compute has moved memory through the
-    caches, a call's bytes move slower than in a loop of calls: fitted by
-    calibration from the cold-call probe's large call after a memory sweep;
-    0 = none).
     """
 
     o_s: float | None = None
@@ -374,7 +369,6 @@ class CostModel:
     finalize_s_per_param: float = 0.0
     cold_call_s: float = 0.0
     cold_tau_s: float = 0.0
-    cold_call_s_per_byte: float = 0.0
     broadcast_o_s: float | None = None
     broadcast_w_bytes_per_s: float | None = None
     latency_share: float | None = None
@@ -427,10 +421,6 @@ class CostModel:
             f"cold-call time constant must be > 0 s where the cost is, got {self.cold_tau_s}",
         )
         _require(
-            math.isfinite(self.cold_call_s_per_byte) and self.cold_call_s_per_byte >= 0,
-            f"cold-call cost per byte must be >= 0 s/B, got {self.cold_call_s_per_byte}",
-        )
-        _require(
             self.copy_bytes_per_s is None or self.copy_bytes_per_s > 0,
             f"copy bandwidth must be > 0, got {self.copy_bytes_per_s}",
         )
@@ -455,13 +445,12 @@ class CostModel:
     def with_overrides(self, **kw: Any) -> CostModel:
         return replace(self, **kw)
 
-    def cold_extra_s(self, idle_s: float, nbytes: float = 0.0) -> float:
-        """What a collective of ``nbytes`` starting after ``idle_s`` seconds with none in flight costs beyond
-        one that follows another call."""
-        if idle_s <= 0:
+    def cold_extra_s(self, idle_s: float) -> float:
+        """What a collective starting after ``idle_s`` seconds with none in flight costs beyond one that
+        follows another call."""
+        if not self.cold_call_s or idle_s <= 0:
             return 0.0
-        wake = self.cold_call_s * -math.expm1(-idle_s / self.cold_tau_s) if self.cold_call_s else 0.0
-        return wake + self.cold_call_s_per_byte * nbytes
+        return self.cold_call_s * -math.expm1(-idle_s / self.cold_tau_s)
 
     @property
     def label(self) -> str:
@@ -649,8 +638,6 @@ class CostModel:
             d["call_cpu_s_per_byte"] = self.call_cpu_s_per_byte
         if self.cold_call_s or self.cold_tau_s:
             d.update(cold_call_s=self.cold_call_s, cold_tau_s=self.cold_tau_s)
-        if self.cold_call_s_per_byte:
-            d["cold_call_s_per_byte"] = self.cold_call_s_per_byte
         if self.pipelined:
             d["pipelined"] = True
         if self.measured_world_sizes:
@@ -678,7 +665,6 @@ class CostModel:
             finalize_s_per_param=_num(d, "finalize_s_per_param", 0.0),
             cold_call_s=_num(d, "cold_call_s", 0.0),
             cold_tau_s=_num(d, "cold_tau_s", 0.0),
-            cold_call_s_per_byte=_num(d, "cold_call_s_per_byte", 0.0),
             broadcast_o_s=_num(d, "broadcast_o_s"),
             broadcast_w_bytes_per_s=_num(d, "broadcast_w_bytes_per_s"),
             latency_share=_num(d, "latency_share"),

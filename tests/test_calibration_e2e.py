@@ -204,14 +204,6 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
     cfit = fit_cold_call(cold["per_rank"])
     assert params.probes["cold_call"] == cfit and params.cold_call() == (cfit["cold_call_s"], cfit["cold_tau_s"])
     assert (params.cost_model().cold_call_s, params.cost_model().cold_tau_s) == params.cold_call()
-    # ... and every other repetition a 4 MiB call after a call and after a memory sweep: the per-byte term
-    for r in cold["per_rank"]:
-        assert (
-            r["big_bytes"] == 4 << 20 and len(r["big_after_sweep_s"]) == len(r["big_after_call_s"]) == (STEPS + 1) // 2
-        )
-    assert cfit["cold_call_s_per_byte"] >= 0 and params.cold_bytes() == cfit["cold_call_s_per_byte"]
-    assert params.cost_model().cold_call_s_per_byte == params.cold_bytes()
-    assert params.fitted_terms(None)["cold_call_s_per_byte"] == params.cold_bytes()
     # within what was measured: no more than 1.5x the largest extra, a time constant within the gaps
     assert 0 <= cfit["cold_call_s"] <= 1.5 * max(max(cfit["extra_s"]), 0) + 1e-15
     assert cfit["cold_call_s"] == 0 or 0 < cfit["cold_tau_s"] <= max(cfit["gaps_s"])
@@ -434,7 +426,6 @@ def test_records_from_before_the_cold_call_probe_refit_without_the_term(calibrat
     refit = refit_from_records(old)
     assert refit.cold_call() == (0.0, 0.0) and "cold_call" not in refit.probes
     assert refit.cost_model().cold_call_s == 0.0 and params.probes["cold_call"]
-    assert refit.cold_bytes() == 0.0 == refit.cost_model().cold_call_s_per_byte
 
 
 def test_empty_measurement_is_a_clear_error(calibrated, tmp_path, capsys):

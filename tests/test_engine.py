@@ -575,35 +575,3 @@ def test_a_pipelined_hand_off_lands_its_work_on_compute_a_serial_start_would_mis
     serial = simulate_step(_SHORT_A, plan, CostModel.linear(0.5, 500.0, **kw), 2)
     assert serial.backward_end_s == pytest.approx(3.8, abs=1e-12)
     assert serial.step_time_s == pytest.approx(11.25, abs=1e-12)
-
-
-def test_a_call_on_idle_channels_pays_its_bytes_cold_and_a_call_after_a_call_does_not():
-    """cold_call_s_per_byte = 1 ms per byte, no wake-up term: c (1000 B) starts on idle channels and waits
-    1.0 s first: [1.5, 4.0]; b (ready 3.5) and a (ready 4.5) each start as the call before ends, idle 0:
-    warm, as serial (b [4.0, 6.5], a [6.5, 8.0]); optimizer -> 8.25. The analytic path refuses the term."""
-    cost = CostModel.linear(0.5, 1000.0, cold_call_s_per_byte=1e-3)
-    plan = comm_plan(PROF, StrategySpec("individual"), 2)
-    out = simulate_step(PROF, plan, cost, 2, record=True)
-    got = [(x[4], x[0], x[1]) for x in out.events if x[3] == "allreduce"]
-    assert got == [("c", 1.5, 4.0), ("b", 4.0, 6.5), ("a", 6.5, 8.0)]
-    assert out.step_time_s == pytest.approx(8.25, abs=1e-12)
-    with pytest.raises(ValueError, match="analytic"):
-        simulate_step(PROF, plan, cost, 2, model="analytic")
-    assert CostModel.from_dict(cost.to_dict()) == cost
-    assert "cold_call_s_per_byte" not in CostModel.linear(0.5, 1000.0).to_dict()
-    with pytest.raises(ValueError, match="per byte"):
-        CostModel.linear(0.5, 1000.0, cold_call_s_per_byte=-1e-9)
-
-
-def test_the_cold_bytes_come_on_top_of_the_wake_up_after_each_idle_gap():
-    """_LONG (a and b 10 s of backward each): every call starts on idle channels, c after 1.5 s (no
-    optimizer before it), b and a 6-8 s after the call before ended; each waits 1 - exp(-idle) (cold_call_s
-    1 s, tau 1 s) plus its 1000 B x 1e-4 s = 0.1 s, then o + n/w = 1.5 s."""
-    cost = CostModel.linear(0.5, 1000.0, cold_call_s=1.0, cold_tau_s=1.0, cold_call_s_per_byte=1e-4)
-    out = simulate_step(_LONG, comm_plan(_LONG, StrategySpec("individual"), 2), cost, 2, record=True)
-    got = [(x[4], x[0], x[1]) for x in out.events if x[3] == "allreduce"]
-    c_end = 1.5 - math.expm1(-1.5) + 0.1 + 1.5
-    b_end = 11.5 - math.expm1(-(11.5 - c_end)) + 0.1 + 1.5
-    a_end = 21.5 - math.expm1(-(21.5 - b_end)) + 0.1 + 1.5
-    assert [g[0] for g in got] == ["c", "b", "a"]
-    assert [g[2] for g in got] == [pytest.approx(x, abs=1e-12) for x in (c_end, b_end, a_end)]

@@ -405,35 +405,3 @@ def test_cold_call_fit_stays_within_what_was_measured():
     assert 0 < fit["cold_call_s"] <= 1.5 * 2.0e-3 * (1 + 1e-9) and 0 < fit["cold_tau_s"] <= 0.1
     assert fit["at_bound"]
     assert "at_bound" not in fit_cold_call(_cold_ranks(lambda g: 2e-3 * (1 - math.exp(-g / 0.015))))
-
-
-def _with_big_calls(ranks, extra_s, big=4 << 20, sweep_s=0.04, n=10, base=2e-3):
-    """``_cold_ranks`` with the probe's large calls: after a call ``base``, after the memory sweep ``base +
-    extra_s`` on the last rank to launch (rank 0), 3 ms more on the other (it waited)."""
-    for r in ranks:
-        late = 0.0 if r["rank"] == 0 else 3e-3
-        r.update(
-            big_bytes=big,
-            sweep_bytes=256 << 20,
-            big_after_call_s=[base + late] * n,
-            big_after_sweep_s=[base + extra_s + late] * n,
-            sweep_s=[sweep_s] * n,
-        )
-    return ranks
-
-
-def test_cold_bytes_are_the_large_calls_extra_beyond_the_wake_up_per_byte():
-    """Wake-up 2 ms x (1 - exp(-g / 15 ms)); after a 40 ms sweep a 4 MiB call takes 2.5 ms more than after a
-    call: 2 (1 - exp(-40 / 15)) = 1.86 ms of it is the wake-up, the rest is per byte."""
-    from calibration.probes import fit_cold_call
-
-    wake = lambda g: 2e-3 * (1 - math.exp(-g / 0.015))  # noqa: E731
-    fit = fit_cold_call(_with_big_calls(_cold_ranks(wake), 2.5e-3))
-    assert fit["big_extra_s"] == pytest.approx(2.5e-3, rel=1e-9)
-    assert fit["cold_call_s_per_byte"] == pytest.approx((2.5e-3 - wake(0.04)) / (4 << 20), rel=1e-3)
-    # no more than the wake-up: no per-byte cost; a probe without large calls: the field is absent
-    assert fit_cold_call(_with_big_calls(_cold_ranks(wake), 1.0e-3))["cold_call_s_per_byte"] == 0.0
-    assert "cold_call_s_per_byte" not in fit_cold_call(_cold_ranks(wake))
-    # no wake-up term at all (no gap costs extra): the whole extra is per byte
-    flat = fit_cold_call(_with_big_calls(_cold_ranks(lambda g: -1e-4), 1.0e-3))
-    assert flat["cold_call_s_per_byte"] == pytest.approx(1.0e-3 / (4 << 20), rel=1e-9)
