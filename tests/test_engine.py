@@ -24,9 +24,9 @@ PROF = GradProfile(
 )
 
 
-def assert_spans(out, want):
-    """The run's backward and all-reduce spans are ``want``'s ``(name, start, end)``, in order, to 1e-12 s."""
-    got = [(e[4], e[0], e[1]) for e in out.events if e[3] in ("backward", "allreduce")]
+def assert_spans(out, want, kinds=("backward", "allreduce")):
+    """The run's spans of ``kinds`` are ``want``'s ``(name, start, end)``, in order, to 1e-12 s."""
+    got = [(e[4], e[0], e[1]) for e in out.events if e[3] in kinds]
     assert [g[0] for g in got] == [w[0] for w in want]
     assert [g[1:] for g in got] == [pytest.approx(w[1:], abs=1e-12) for w in want]
 
@@ -525,10 +525,7 @@ def test_a_pipelined_hand_off_is_slowed_by_compute_like_any_part_of_a_call():
     kw = dict(comm_contention=1.0)
     plan = comm_plan(PROF, StrategySpec("individual"), 2)
     piped = simulate_step(PROF, plan, CostModel.linear(0.5, 1000.0, pipelined=True, **kw), 2, record=True)
-    got = [(e[4], e[0], e[1]) for e in piped.events if e[3] == "allreduce"]
-    want = [("c", 1.5, 4.5), ("b", 3.5, 6.5), ("a", 4.5, 7.5)]
-    assert [g[0] for g in got] == [w[0] for w in want]
-    assert [g[1:] for g in got] == [pytest.approx(w[1:], abs=1e-12) for w in want]
+    assert_spans(piped, [("c", 1.5, 4.5), ("b", 3.5, 6.5), ("a", 4.5, 7.5)], kinds=("allreduce",))
     assert piped.step_time_s == pytest.approx(7.75, abs=1e-12)
     serial = simulate_step(PROF, plan, CostModel.linear(0.5, 1000.0, **kw), 2)
     assert serial.step_time_s == pytest.approx(8.75, abs=1e-12)
@@ -542,20 +539,12 @@ def test_a_call_handed_off_beside_a_transfer_is_warm():
     cost = CostModel.linear(0.5, 1000.0, pipelined=True, cold_call_s=1.0, cold_tau_s=1.0)
     out = simulate_step(PROF, comm_plan(PROF, StrategySpec("individual"), 2), cost, 2, record=True)
     e = -math.expm1(-1.75)
-    got = [(x[4], x[0], x[1]) for x in out.events if x[3] == "allreduce"]
-    want = [("c", 1.5, 3.0 + e), ("b", 3.5, 6.0), ("a", 4.5, 7.0)]
-    assert [g[0] for g in got] == [w[0] for w in want]
-    assert [g[1:] for g in got] == [pytest.approx(w[1:], abs=1e-12) for w in want]
+    assert_spans(out, [("c", 1.5, 3.0 + e), ("b", 3.5, 6.0), ("a", 4.5, 7.0)], kinds=("allreduce",))
     assert out.step_time_s == pytest.approx(7.25, abs=1e-12)
 
 
-# a (1000 B) has only 0.2 s of backward: whether a call's work lands on it depends on when the call starts
-_SHORT_A = GradProfile(
-    "short-a",
-    (ParamSpec("a", 250, bwd_s=0.2), ParamSpec("b", 500, bwd_s=2.0), ParamSpec("c", 250, bwd_s=1.0)),
-    forward_s=0.5,
-    optimizer_s=0.25,
-)
+# PROF with a (1000 B) at 0.2 s of backward: whether a call's work lands on it depends on when the call starts
+_SHORT_A = dataclasses.replace(PROF, params=(dataclasses.replace(PROF.params[0], bwd_s=0.2), *PROF.params[1:]))
 
 
 def test_a_pipelined_hand_off_lands_its_work_on_compute_a_serial_start_would_miss():
