@@ -83,7 +83,8 @@ def add_network_args(p: argparse.ArgumentParser) -> None:
         choices=("on", "off"),
         default=None,
         help="one channel that hands a queued call off while the call before it transfers (calls launched "
-        "back to back cost max(o, n/w) each); default: as calibrate decided from its stream probe, off for presets",
+        "back to back cost max(o, n/w) each; on replaces a preset's channels with one); default: as calibrate "
+        "decided from its stream probe, off for presets",
     )
     g.add_argument(
         "--contention",

@@ -514,6 +514,12 @@ def test_more_channels_asked_of_a_pipelined_model_are_plain_ones():
     cost = CostModel.linear(0.5, 1000.0, pipelined=True)
     assert resolve_cost(cost, channels=2) == CostModel.linear(0.5, 1000.0, channels=2)
     assert resolve_cost(cost, channels=1).pipelined
+    # --pipelined off over a pipelined calibration: the plain channel; on over two channels (gloo's): one
+    assert resolve_cost(cost, pipelined=False) == CostModel.linear(0.5, 1000.0)
+    two = CostModel.linear(0.5, 1000.0, channels=2)
+    assert resolve_cost(two, pipelined=True) == cost
+    with pytest.raises(ValueError, match="one channel"):
+        resolve_cost(two, pipelined=True, channels=2)
 
 
 def test_a_pipelined_hand_off_is_slowed_by_compute_like_any_part_of_a_call():
