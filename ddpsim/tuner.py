@@ -46,6 +46,15 @@ def round_sig(x: float, sig: int = 3) -> float:
     return round(x, sig - 1 - int(math.floor(math.log10(x))))
 
 
+def ceil_sig(x: float, sig: int = 3) -> float:
+    """``x`` rounded up to ``sig`` significant digits (11.308 -> 12 at two): a cap just above a split point
+    makes the same buckets up to the next gradient's boundary, so the round value above is often as good."""
+    if x <= 0 or not math.isfinite(x):
+        return x
+    digits = sig - 1 - int(math.floor(math.log10(x)))
+    return round(math.ceil(round(x * 10.0**digits, 9)) / 10.0**digits, max(digits, 0))
+
+
 def readable_caps(
     profile: GradProfile, groups: Sequence[Sequence[int]], caps_mb: Sequence[float], sig: int = 4
 ) -> tuple[float, ...]:
@@ -266,12 +275,19 @@ def recommend(
     )
 
 
+def rounded_caps(best_mb: float) -> list[float]:
+    """The round caps tried for ``best_mb``, in order: 1 significant digit to the nearest, then up; 2 digits
+    the same (each once)."""
+    return list(dict.fromkeys(f(best_mb, d) for d in (1, 2) for f in (round_sig, ceil_sig)))
+
+
 def _round_recommendation(
     profile: GradProfile, cost: CostModel, world_size: int, ddp: SweepResult, grid: Sequence[float], **predict_kw: Any
 ) -> tuple[float, StepResult]:
     """A cap a person would write, inside the near-best band: the fastest power of two there (the larger on
-    a tie: fewer calls); else the best rounded to 1, then 2 significant digits if that stays in the band (cnn over
-    1000 Mbit/s: 0.8 where the band is 0.62-0.83 MiB, not 0.82); else the exact best."""
+    a tie: fewer calls); else the best rounded to 1, then 2 significant digits, each to the nearest and then up,
+    if that stays in the band (cnn over 1000 Mbit/s: 0.8 where the band is 0.62-0.83 MiB, not 0.82; gpt on
+    loopback: 12 where the best is the split at 11.308 MiB and 11 splits elsewhere); else the exact best."""
     band = ddp.best.step_time_s * (1 + NEAR_BEST_PCT / 100)
     caps = [mb for mb in ROUND_CAPS_MB if grid[0] <= mb <= grid[-1]]
     # the grid ends at one bucket holding every gradient; any larger cap is that same bucket, so the first
@@ -281,8 +297,7 @@ def _round_recommendation(
         rs = sweep(profile, cost, StrategySpec("torch-ddp", bucket_mb=caps[0]), world_size, caps, **predict_kw)
         if rs.best.step_time_s <= band:  # the sweep's best: fastest, the larger cap on a tie
             return rs.best_bucket_mb, rs.best
-    for digits in (1, 2):
-        mb = round_sig(ddp.best_bucket_mb, digits)
+    for mb in rounded_caps(ddp.best_bucket_mb):
         r = predict(profile, cost, StrategySpec("torch-ddp", bucket_mb=mb), world_size, **predict_kw)
         if r.step_time_s <= band:
             return mb, r

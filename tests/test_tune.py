@@ -21,7 +21,7 @@ import pytest
 from calibration.fit import LinearFit
 from calibration.params import Params
 from ddpsim.cli import main as ddpsim
-from ddpsim.tuner import DEFAULT_BUCKET_MB, TuneResult, format_tune, recommend, round_sig
+from ddpsim.tuner import DEFAULT_BUCKET_MB, TuneResult, ceil_sig, format_tune, recommend, round_sig, rounded_caps
 from ddpsim.verification import Verification
 from simulator import zoo
 from simulator.buckets import ddp_buckets
@@ -126,7 +126,7 @@ def test_recommended_bucket_is_the_sweeps_argmin(case):
     if pow2_in_band:
         assert res.recommended_bucket_mb in pow2_in_band
     else:
-        rounded = [round_sig(sw.best_bucket_mb, d) for d in (1, 2)]
+        rounded = rounded_caps(sw.best_bucket_mb)
         in_band = [
             mb for mb in rounded if predict(prof, cost, StrategySpec("torch-ddp", bucket_mb=mb), 2).step_time_s <= band
         ]
@@ -161,6 +161,29 @@ def test_one_digit_when_no_power_of_two_is_near_the_best():
         assert step > res.sweep.best.step_time_s * 1.01
     assert res.recommended_bucket_mb == 0.8
     assert res.predicted_step_time_s <= res.sweep.best.step_time_s * 1.01
+
+
+def test_rounded_up_where_the_nearest_round_cap_splits_elsewhere():
+    """A stored calibration (gpt on loopback, 2 ranks, tune --verify of 2026-11-26, which recommended
+    11.308 MiB): the near-best band is the one split at 11.308 MiB, 11 MiB splits elsewhere (1 % slower or
+    more), 12 MiB makes the same two buckets: the recommendation is 12."""
+    data = Path(__file__).parent / "data"
+    params = Params.load(data / "tune_gpt_loopback.params.json")
+    prof = GradProfile.load(data / "tune_gpt_loopback.profile.json")
+    cost = params.cost_model()
+    res = recommend(prof, cost, 2)
+    assert res.exact_best_bucket_mb == pytest.approx(11.308, abs=5e-4)
+    best = res.sweep.best.step_time_s
+    assert predict(prof, cost, StrategySpec("torch-ddp", bucket_mb=11.0), 2).step_time_s > best * 1.01
+    assert res.recommended_bucket_mb == 12.0
+    assert res.predicted_step_time_s == pytest.approx(best, rel=1e-12)
+
+
+def test_round_caps_try_the_nearest_then_up_at_one_then_two_digits():
+    assert rounded_caps(11.308) == [10.0, 20.0, 11.0, 12.0]
+    assert rounded_caps(0.825) == [0.8, 0.9, 0.82, 0.83]
+    assert rounded_caps(12.0) == [10.0, 20.0, 12.0]
+    assert (round_sig(0.0625, 1), ceil_sig(0.0625, 1), ceil_sig(99.5, 1), ceil_sig(3.0, 1)) == (0.06, 0.07, 100.0, 3.0)
 
 
 def test_default_is_torch_ddp_with_bucket_cap_mb_unset():
