@@ -198,6 +198,17 @@ def _interleaved_task(
             setups.append((net, make_optimizer(strategy, net, optimizer)))
     batch = cast_batch(w.make_batch(batch_size, 1000 + ctx.rank), device=device)
     times: list[list[float]] = [[] for _ in configs]
+
+    def step(net: Any, opt: Any) -> float:
+        """One training step of a configuration, every rank released together; its time on this rank."""
+        opt.zero_grad(set_to_none=True)
+        dist.barrier()
+        _sync(device)
+        t0 = time.perf_counter()
+        train_step(net, opt, batch, w.loss)
+        _sync(device)
+        return time.perf_counter() - t0
+
     turns = warmup + -(-steps // block)
     for i in range(turns):
         order = list(range(len(setups))) if i % 2 == 0 else list(reversed(range(len(setups))))
@@ -205,22 +216,13 @@ def _interleaved_task(
             # the reversed order starts with the configuration the turn before ended with: a step of
             # the next one in between, untimed, so that no timed step follows its own model's (warm:
             # micro-DLRM's 4-6 % faster), as none does between the ends
-            net, opt = setups[order[1]]
-            opt.zero_grad(set_to_none=True)
-            dist.barrier()
-            train_step(net, opt, batch, w.loss)
+            step(*setups[order[1]])
         for k in order:
-            net, opt = setups[k]
             n = 1 if block == 1 else 1 + (block if i < warmup else min(block, steps - len(times[k])))
             for j in range(n):
-                opt.zero_grad(set_to_none=True)
-                dist.barrier()
-                _sync(device)
-                t0 = time.perf_counter()
-                train_step(net, opt, batch, w.loss)
-                _sync(device)
+                dt = step(*setups[k])
                 if i >= warmup and (block == 1 or j > 0):
-                    times[k].append(time.perf_counter() - t0)
+                    times[k].append(dt)
     del setups
     gc.collect()
     return times
