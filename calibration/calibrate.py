@@ -58,6 +58,7 @@ class CalibrateSpec:
     profile_steps: int = 20
     contention_steps: int = 10
     step_probe_steps: int = 10  # 0: no in-step probe (the contention probe's factors are used)
+    step_probe_seconds: float = 1.0  # more probe steps where ``step_probe_steps`` would not fill this (0: exactly)
     cold_call_reps: int = 100  # 0: no cold-call probe (calls on idle channels cost what calls in a row do)
     optimizer: str = "sgd"
     records: str = "calibration.jsonl"
@@ -75,6 +76,8 @@ class CalibrateSpec:
             raise ValueError(f"--link-mbit must be > 0, got {self.link_mbit}")
         if self.batch_size is not None and self.batch_size < 1:
             raise ValueError(f"--batch-size must be >= 1, got {self.batch_size}")
+        if not (math.isfinite(self.step_probe_seconds) and self.step_probe_seconds >= 0):
+            raise ValueError(f"--step-probe-seconds must be a finite number >= 0, got {self.step_probe_seconds!r}")
 
 
 def default_sizes(link_mbit: float | None) -> tuple[int, ...]:
@@ -481,16 +484,25 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
             cold,
         )
         if spec.step_probe_steps > 0:
-            from .step_probe import probe_bucket_mb, probe_fine_mb, run_step_probe, summary_line
+            from .step_probe import probe_bucket_mb, probe_fine_mb, probe_steps, run_step_probe, summary_line
 
             mb = probe_bucket_mb(prof.total_grad_bytes)
+            n, n_f = (
+                probe_steps(
+                    prof, params.cost_model(), pool.world_size, cap, spec.step_probe_steps, spec.step_probe_seconds
+                )
+                for cap in (mb, probe_fine_mb(mb))
+            )
             say(
                 f"in-step probe: torch DDP at {mb:g} MiB and at {probe_fine_mb(mb) * 1024:g} KiB (a call per "
-                f"gradient), {spec.step_probe_steps} steps each with per-bucket timelines"
+                f"gradient), {n} and {n_f} steps with per-bucket timelines"
+                + (
+                    f" (at least {spec.step_probe_seconds:g} s of steps each)"
+                    if max(n, n_f) > spec.step_probe_steps
+                    else ""
+                )
             )
-            rec, rec_f, sfit_step = run_step_probe(
-                pool, spec.model, bs, prof, params.cost_model(), spec.step_probe_steps
-            )
+            rec, rec_f, sfit_step = run_step_probe(pool, spec.model, bs, prof, params.cost_model(), n, steps_fine=n_f)
             writer.write(
                 make_record("step_probe", env, model=spec.model, batch_size=bs, timeline=rec.to_dict(), fit=sfit_step)
             )
@@ -530,7 +542,7 @@ def calibrate_world_sizes(
     ``Params.contention_at``). The profile, streams and copies stay those measured at the smallest p."""
     from realrun.records import RecordWriter, make_record, read_records
 
-    from .step_probe import measure_step_probe, probe_bucket_mb
+    from .step_probe import measure_step_probe, probe_bucket_mb, probe_steps
 
     sizes = spec.sizes_bytes or default_sizes(spec.link_mbit)
     prof = params.profile()
@@ -545,8 +557,11 @@ def calibrate_world_sizes(
         with open_pool(p, spec.backend, spec.link_mbit, spec.timeout_s) as pool, RecordWriter(spec.records) as writer:
             measure_allreduce(pool, sizes, spec.link_mbit, writer, say, impls=("native",))
             if spec.step_probe_steps > 0:
-                say(f"in-step probe at p = {p}: torch DDP at {bucket:g} MiB, {spec.step_probe_steps} steps")
-                rec = measure_step_probe(pool, spec.model, bs, bucket, spec.step_probe_steps)
+                n = probe_steps(
+                    prof, params.cost_model(world_size=p), p, bucket, spec.step_probe_steps, spec.step_probe_seconds
+                )
+                say(f"in-step probe at p = {p}: torch DDP at {bucket:g} MiB, {n} steps")
+                rec = measure_step_probe(pool, spec.model, bs, bucket, n)
                 writer.write(
                     make_record(
                         "step_probe", pool_env(pool, spec), model=spec.model, batch_size=bs, timeline=rec.to_dict()

@@ -362,13 +362,32 @@ def run_step_probe(
     steps: int,
     warmup: int = 3,
     fine: bool = True,
+    steps_fine: int | None = None,
 ) -> tuple[TimelineRecord, TimelineRecord | None, dict[str, Any]]:
-    """Measure the probe on ``pool`` (at its cap, and at the fine cap too with ``fine``) and fit it:
-    ``(record, fine_record, fit)``."""
+    """Measure the probe on ``pool`` (at its cap, and at the fine cap too with ``fine``: ``steps_fine`` steps,
+    default ``steps``) and fit it: ``(record, fine_record, fit)``."""
     mb = probe_bucket_mb(profile.total_grad_bytes)
     rec = measure_step_probe(pool, model, batch_size, mb, steps, warmup)
-    rec_f = measure_step_probe(pool, model, batch_size, probe_fine_mb(mb), steps, warmup) if fine else None
+    rec_f = (
+        measure_step_probe(pool, model, batch_size, probe_fine_mb(mb), steps_fine or steps, warmup) if fine else None
+    )
     return rec, rec_f, fit_step_probe(rec, profile, cost, fine_record=rec_f)
+
+
+def probe_steps(
+    profile: GradProfile, cost: CostModel, world_size: int, bucket_mb: float, steps: int, min_seconds: float
+) -> int:
+    """Timed steps of the probe at ``bucket_mb``: ``steps``, or more where the step predicted from the network's
+    fit would not fill ``min_seconds`` (``realrun.stats.steps_for_time``). Ten steps of micro-DLRM (about 20 ms
+    each on this VM) put the probe's communication factor anywhere from x1.0 to x17.7 over six calibrations
+    (bootstrap p10-p90 up to x1.0-12.8), and with it the rows with several buckets (BENCHMARKS.md, "Cross
+    replay"); ten steps of gpt are two seconds."""
+    from realrun.stats import steps_for_time
+
+    if min_seconds <= 0:
+        return steps
+    est = predict(profile, cost, StrategySpec("torch-ddp", bucket_mb=bucket_mb), world_size).step_time_s
+    return steps_for_time(steps, min_seconds, est)
 
 
 def measure_step_probe(

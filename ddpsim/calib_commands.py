@@ -198,6 +198,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             profile_steps=args.profile_steps,
             contention_steps=args.contention_steps,
             step_probe_steps=args.step_probe_steps,
+            step_probe_seconds=args.step_probe_seconds,
             cold_call_reps=args.cold_call_reps,
             sizes_bytes=args.sizes,
         )
@@ -474,6 +475,13 @@ def add_commands(sub: Any) -> None:
         default=10,
         help="timed torch DDP steps of the in-step probe (per-bucket timelines; fits how compute and "
         "communication slow each other inside a step); 0 keeps the contention probe's factors",
+    )
+    c.add_argument(
+        "--step-probe-seconds",
+        type=number(float, 0, 600),
+        default=1.0,
+        help="more in-step probe steps where --step-probe-steps steps (predicted) would not fill this many "
+        "seconds at a cap; 0 times exactly --step-probe-steps (default 1)",
     )
     c.add_argument(
         "--cold-call-reps",

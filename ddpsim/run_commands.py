@@ -122,6 +122,13 @@ def add_arguments(p: Any) -> None:
         help="alternate the implementations call by call (fairer comparison on a busy machine)",
     )
     p.add_argument(
+        "--rounds",
+        type=number(int, 1, 1000),
+        default=1,
+        help="sweep the sizes this many times (ascending, then descending, ...), each round taking a share of "
+        "every point's calls, so that a slow stretch of a shared machine falls on all sizes alike (default 1)",
+    )
+    p.add_argument(
         "--timeout-s", type=timeout_s, default=600.0, help="a point that takes longer fails the run, seconds"
     )
     add_csv(p, "the table (one row per point: sizes, median/p10/p90 times, algbw, busbw, #wrong)")
@@ -140,6 +147,7 @@ def spec_from_args(args: Any, world_sizes: tuple[int, ...], backend: str = "gloo
         link_mbit=args.link_mbit,
         timeout_s=args.timeout_s,
         interleave=args.interleave,
+        rounds=args.rounds,
     )
 
 

@@ -138,6 +138,7 @@ class AllreduceBenchSpec:
     link_mbit: float | None = None
     timeout_s: float = 600.0
     interleave: bool = False  # alternate the implementations call by call
+    rounds: int = 1  # sweep the sizes this many times (ascending, descending, ...), each with a share of the calls
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
@@ -151,6 +152,8 @@ class AllreduceBenchSpec:
             raise ValueError(f"--iters must be >= 1, got {self.iters}")
         if self.warmup is not None and self.warmup < 0:
             raise ValueError(f"--warmup must be >= 0, got {self.warmup}")
+        if self.rounds < 1:
+            raise ValueError(f"--rounds must be >= 1, got {self.rounds}")
         if self.link_mbit is not None and not self.link_mbit > 0:
             raise ValueError(f"--link-mbit must be a positive rate in Mbit/s, got {self.link_mbit}")
 
@@ -262,6 +265,7 @@ def point_record(
         busbw_gbps=algbw * factor,
         link_mbit=spec.link_mbit,
         interleaved=spec.interleave and len(spec.impls) > 1,
+        rounds=spec.rounds,
         time_stat="median of separated calls (barrier before each)",
         wrong=wrong,
     )
@@ -330,38 +334,93 @@ def sweep(
     """Every (size, impl) point at one world size; ``call(impls, count, dtype, iters, warmup)`` is ``measure``.
 
     Implementations are measured one after the other, or together (interleaved) with ``spec.interleave``.
+    With ``spec.rounds`` > 1 the sizes are swept that many times, ascending then descending, each round
+    taking its share of a point's calls (and the point's warm-up again): a slow stretch of a shared machine
+    then falls on every size a little instead of on the few measured during it, where it would bend the
+    fitted line. A point's record holds all its rounds' calls and is written when the last round ends (on
+    a failure, the calls taken so far are written, ``iters`` saying how many).
     """
-    records = []
-    groups = [spec.impls] if spec.interleave else [(impl,) for impl in spec.impls]
-    for msg_bytes in spec.sizes_bytes:
-        iters, warmup = spec.schedule(msg_bytes)
-        for impls in groups:
-            measured = call(impls, msg_bytes // DTYPES[spec.dtype], spec.dtype, iters, warmup)
-            for impl in impls:
-                per_rank = measured["per_impl"][impl]
-                rec = point_record(
-                    spec,
-                    impl,
-                    world_size,
-                    msg_bytes,
-                    iters,
-                    warmup,
-                    per_rank,
-                    measured["env"],
-                    run_id,
-                    wrong=measured.get("wrong", {}).get(impl),
+    if spec.rounds == 1:
+        records = []
+        for msg_bytes in spec.sizes_bytes:
+            iters, warmup = spec.schedule(msg_bytes)
+            for impls in _impl_groups(spec):
+                measured = call(impls, msg_bytes // DTYPES[spec.dtype], spec.dtype, iters, warmup)
+                for impl in impls:
+                    per_rank, wrong = measured["per_impl"][impl], measured.get("wrong", {}).get(impl)
+                    rec = _point(spec, impl, world_size, msg_bytes, warmup, per_rank, measured["env"], wrong, run_id)
+                    writer.write(rec)
+                    records.append(rec)
+                    if progress:
+                        _say_point(rec, world_size, t_start)
+        return records
+
+    taken: dict[tuple[int, str], tuple[list[list[float]], dict[str, Any], int | None]] = {}
+    try:
+        for r in range(spec.rounds):
+            order = spec.sizes_bytes if r % 2 == 0 else tuple(reversed(spec.sizes_bytes))
+            for msg_bytes in order:
+                iters, warmup = spec.schedule(msg_bytes)
+                share = iters // spec.rounds + (1 if r < iters % spec.rounds else 0)
+                if share == 0:
+                    continue
+                for impls in _impl_groups(spec):
+                    measured = call(impls, msg_bytes // DTYPES[spec.dtype], spec.dtype, share, warmup)
+                    for impl in impls:
+                        got, wrong = measured["per_impl"][impl], measured.get("wrong", {}).get(impl)
+                        if (msg_bytes, impl) in taken:
+                            before, _, wrong_before = taken[(msg_bytes, impl)]
+                            got = [a + b for a, b in zip(before, got)]
+                            wrong = None if wrong is None or wrong_before is None else wrong + wrong_before
+                        taken[(msg_bytes, impl)] = (got, measured["env"], wrong)
+            if progress:
+                print(
+                    f"bench-allreduce: p={world_size} round {r + 1}/{spec.rounds} done "
+                    f"(elapsed {time.monotonic() - t_start:.1f} s)",
+                    file=sys.stderr,
+                    flush=True,
                 )
-                writer.write(rec)
-                records.append(rec)
-                if progress:
-                    print(
-                        f"bench-allreduce: p={world_size} {impl} {_human(msg_bytes)}: median "
-                        f"{rec['median_s'] * 1e3:.3f} ms, {rec['algbw_gbps']:.3f} GB/s, {iters} iters "
-                        f"(elapsed {time.monotonic() - t_start:.1f} s)",
-                        file=sys.stderr,
-                        flush=True,
-                    )
+    finally:  # complete or not, every point taken is written, in size order
+        records = []
+        for msg_bytes in spec.sizes_bytes:
+            for impl in spec.impls:
+                if (msg_bytes, impl) in taken:
+                    per_rank, env, wrong = taken[(msg_bytes, impl)]
+                    warmup = spec.schedule(msg_bytes)[1]
+                    rec = _point(spec, impl, world_size, msg_bytes, warmup, per_rank, env, wrong, run_id)
+                    writer.write(rec)
+                    records.append(rec)
+                    if progress:
+                        _say_point(rec, world_size, t_start)
     return records
+
+
+def _impl_groups(spec: AllreduceBenchSpec) -> list[tuple[str, ...]]:
+    return [spec.impls] if spec.interleave else [(impl,) for impl in spec.impls]
+
+
+def _point(
+    spec: AllreduceBenchSpec,
+    impl: str,
+    world_size: int,
+    msg_bytes: int,
+    warmup: int,
+    per_rank: list[list[float]],
+    env: dict[str, Any],
+    wrong: int | None,
+    run_id: str,
+) -> dict[str, Any]:
+    return point_record(spec, impl, world_size, msg_bytes, len(per_rank[0]), warmup, per_rank, env, run_id, wrong)
+
+
+def _say_point(rec: dict[str, Any], world_size: int, t_start: float) -> None:
+    print(
+        f"bench-allreduce: p={world_size} {rec['impl']} {_human(rec['msg_bytes'])}: median "
+        f"{rec['median_s'] * 1e3:.3f} ms, {rec['algbw_gbps']:.3f} GB/s, {rec['iters']} iters "
+        f"(elapsed {time.monotonic() - t_start:.1f} s)",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def estimate_total_s(spec: AllreduceBenchSpec) -> float:
@@ -369,7 +428,8 @@ def estimate_total_s(spec: AllreduceBenchSpec) -> float:
     for p in spec.world_sizes:
         for s in spec.sizes_bytes:
             iters, warmup = spec.schedule(s)
-            total += len(spec.impls) * (iters + warmup) * estimate_call_s(s, spec.link_mbit) * max(1.0, p / 2)
+            calls = iters + warmup * min(spec.rounds, iters)  # each round warms up again
+            total += len(spec.impls) * calls * estimate_call_s(s, spec.link_mbit) * max(1.0, p / 2)
     return total
 
 

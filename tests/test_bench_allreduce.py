@@ -148,6 +148,59 @@ def test_sweep_measures_impls_apart_or_interleaved(interleave, expected_calls):
     assert recs[0]["times_s"] == [0.002, 0.002]  # the slower rank
 
 
+class CountingRanks(FakeRanks):
+    """As ``FakeRanks``, each call's times numbered so that the records show which call they came from."""
+
+    def __call__(self, impls, count, dtype, iters, warmup):
+        self.asked.append((impls, count, iters, warmup))
+        if len(self.asked) == self.fail_at:
+            raise RunFailure("rank 1 died (exited with code 9) during measure", rank=1)
+        k = len(self.asked)
+        return {
+            "per_impl": {i: [[k * 1e-3] * iters, [k * 1e-3 + 1e-4] * iters] for i in impls},
+            "wrong": {i: 1 for i in impls},
+            "env": {},
+        }
+
+
+def test_rounds_sweep_the_sizes_up_then_down_and_each_record_holds_all_its_calls():
+    spec = ba.AllreduceBenchSpec(sizes_bytes=(4096, 8192, 16384), iters=7, warmup=2, rounds=3)
+    fake = CountingRanks()
+    recs = ba.sweep(spec, 2, fake, RecordWriter(None), False, "run", 0.0)
+    # ascending, descending, ascending; 7 calls split 3 + 2 + 2, each share warmed up again
+    assert [(count * 4, it, w) for _, count, it, w in fake.asked] == [
+        (4096, 3, 2), (8192, 3, 2), (16384, 3, 2),
+        (16384, 2, 2), (8192, 2, 2), (4096, 2, 2),
+        (4096, 2, 2), (8192, 2, 2), (16384, 2, 2),
+    ]  # fmt: skip
+    assert [r["msg_bytes"] for r in recs] == [4096, 8192, 16384]  # in size order, one record a point
+    first = recs[0]
+    assert first["iters"] == 7 and first["rounds"] == 3 and first["wrong"] == 3  # #wrong summed over the rounds
+    # the slower rank's times of calls 1, 6 and 7, in the order taken
+    assert first["times_s"] == pytest.approx([1.1e-3] * 3 + [6.1e-3] * 2 + [7.1e-3] * 2)
+
+
+def test_rounds_with_more_rounds_than_calls_skip_the_empty_shares():
+    spec = ba.AllreduceBenchSpec(sizes_bytes=(4096,), iters=2, warmup=0, rounds=4)
+    fake = CountingRanks()
+    (rec,) = ba.sweep(spec, 2, fake, RecordWriter(None), False, "run", 0.0)
+    assert [it for *_, it, _ in fake.asked] == [1, 1] and rec["iters"] == 2
+
+
+def test_a_failure_in_a_later_round_writes_the_calls_taken_so_far(tmp_path):
+    spec = ba.AllreduceBenchSpec(world_sizes=(2,), sizes_bytes=(4096, 8192), iters=4, warmup=0, rounds=2)
+    out = tmp_path / "r.jsonl"
+    with pytest.raises(RunFailure):
+        with RecordWriter(out) as w:
+            ba.sweep(spec, 2, CountingRanks(fail_at=4), w, False, "run", 0.0)  # round 2: 8192 done, 4096 fails
+    assert [(r["msg_bytes"], r["iters"]) for r in read_records(out)] == [(4096, 2), (8192, 4)]
+
+
+def test_rounds_below_one_are_refused():
+    with pytest.raises(ValueError, match="--rounds must be >= 1"):
+        ba.AllreduceBenchSpec(rounds=0)
+
+
 def test_records_taken_before_a_failure_are_kept(tmp_path):
     spec = ba.AllreduceBenchSpec(world_sizes=(2,), sizes_bytes=(4096, 8192, 16384), iters=2, warmup=0)
     out = tmp_path / "r.jsonl"

@@ -74,6 +74,7 @@ def calibrated(pool, tmp_path_factory):
         profile_steps=STEPS,
         contention_steps=STEPS,
         step_probe_steps=STEPS,
+        step_probe_seconds=0,  # exactly STEPS (the tiny model's steps would otherwise be raised to fill 1 s)
         cold_call_reps=STEPS,
         records=str(d / "calibration.jsonl"),
     )
@@ -597,6 +598,10 @@ def test_cli_calibrate_json_contract(tmp_path):
             "3",
             "--cold-call-reps",
             "3",
+            "--step-probe-steps",
+            "4",
+            "--step-probe-seconds",
+            "0",
             "--out",
             str(out),
             "--records",
@@ -617,6 +622,10 @@ def test_cli_calibrate_json_contract(tmp_path):
     ]
     (cold,) = read_records(recs, "cold_call")
     assert [len(r["after_call_s"]) for r in cold["per_rank"]] == [3, 3]  # --cold-call-reps
+    assert [len(r["timeline"]["step_times_s"]) for r in read_records(recs) if r["kind"].startswith("step_probe")] == [
+        4,
+        4,
+    ]  # --step-probe-steps, exactly with --step-probe-seconds 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["calibration.jsonl", "params.json"]  # nothing else written
     # --refit: the same fits from the records alone, no ranks started
     again = _ddpsim_json(["calibrate", "--refit", str(recs), "--out", str(tmp_path / "refit.json")], tmp_path)
@@ -677,6 +686,7 @@ def test_calibrate_across_world_sizes_probes_each_p_and_refits_to_the_same_param
         profile_steps=STEPS,
         contention_steps=STEPS,
         step_probe_steps=STEPS,
+        step_probe_seconds=0,  # exactly STEPS (the tiny model's steps would otherwise be raised to fill 1 s)
         cold_call_reps=STEPS,
         records=str(tmp_path / "calibration.jsonl"),
     )

@@ -8,6 +8,7 @@ from calibration.step_probe import (
     measured_targets,
     probe_bucket_mb,
     probe_fine_mb,
+    probe_steps,
     simulated_terms,
 )
 from calibration.timeline import slowest_rank_timelines, step_terms
@@ -119,6 +120,19 @@ def test_profile_is_scaled_to_the_compute_only_steps_measured_beside():
 def test_probe_bucket_gives_several_buckets_for_small_models():
     assert probe_bucket_mb(400 << 20) == 2.0
     assert probe_bucket_mb(2 << 20) == pytest.approx(0.5)
+
+
+def test_probe_steps_fill_the_asked_seconds_at_each_cap_and_never_fall_below_the_asked_steps():
+    from simulator.predict import predict
+    from simulator.strategies import StrategySpec
+
+    cost = _cost()
+    for mb in (probe_bucket_mb(PROF.total_grad_bytes), probe_fine_mb(probe_bucket_mb(PROF.total_grad_bytes))):
+        est = predict(PROF, cost, StrategySpec("torch-ddp", bucket_mb=mb), 2).step_time_s
+        assert probe_steps(PROF, cost, 2, mb, 10, 0.0) == 10  # 0 s: exactly the steps asked
+        assert probe_steps(PROF, cost, 2, mb, 10, 3 * est) == 10  # ten steps already fill it
+        assert probe_steps(PROF, cost, 2, mb, 10, 40.5 * est) == 41
+        assert probe_steps(PROF, cost, 2, mb, 10, 1e6 * est) == 500  # realrun.stats.MAX_STEPS_FOR_TIME
 
 
 def test_measured_targets_take_each_event_at_the_last_rank_to_reach_it():

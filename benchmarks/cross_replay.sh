@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Which varies more from run to run, the calibration or the measured steps? Every calibration of a
+# workload's cell in several stored accuracy-matrix runs predicts every run's measured steps of that
+# cell (this version's fits, nothing measured): a runs x runs table of errors per workload.
+#
+#   benchmarks/cross_replay.sh OUT_DIR NETWORK RUN_DIR...
+#   WORKLOADS="gpt micro-dlrm" JOBS=2 benchmarks/cross_replay.sh /tmp/xr loopback \
+#       benchmarks/results/accuracy_matrix_m{17,18,19,20,22,23}loop
+#
+# A run folder whose cell has calibration records but no measured steps (`ddpsim calibrate --records
+# DIR/<workload>-<network>/validation.calibration.jsonl`) gives a calibration only: a row, not a column.
+# A user module's path (lib: benchmarks/models/torch_transformer.py:build) is cut to its part from
+# benchmarks/ on, so runs made from different worktrees name the same model.
+# OUT_DIR/<workload>/cal-<run>/params.json is the refit of run's calibration records,
+# OUT_DIR/<workload>/cal-<a>_meas-<b>.json the replay of run b's steps from a's params;
+# OUT_DIR/table.md (benchmarks/cross_replay_table.py) the tables.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+OUT=${1:?output folder}
+NET=${2:?network, as in the cell folders: loopback, 1000, 200}
+shift 2
+[ $# -ge 2 ] || { echo "cross_replay.sh: give at least two run folders" >&2; exit 2; }
+DDPSIM=${DDPSIM:-ddpsim}
+JOBS=${JOBS:-2}
+WORKLOADS=${WORKLOADS:-gpt cnn lib micro-dlrm}
+mkdir -p "$OUT"
+jobs_file="$OUT/jobs.txt"
+: > "$jobs_file"
+unpack() { case "$1" in *.gz) gunzip -c "$1" ;; *) cat "$1" ;; esac | sed -E 's#/[^"]*/(benchmarks/models/)#\1#g' > "$2"; }
+for w in $WORKLOADS; do
+  for run in "$@"; do
+    r=$(basename "$run")
+    cell="$run/$w-$NET"
+    cal=$(ls "$cell"/validation.calibration*.jsonl* 2>/dev/null | head -1)
+    meas=$(ls "$cell"/validation.jsonl "$cell"/validation.jsonl.gz 2>/dev/null | head -1)
+    [ -n "$cal" ] || { echo "   $w $r: no calibration records, skipped" >&2; continue; }
+    mkdir -p "$OUT/$w/cal-$r"
+    unpack "$cal" "$OUT/$w/cal-$r/calibration.jsonl"
+    [ -n "$meas" ] && unpack "$meas" "$OUT/$w/cal-$r/measured.jsonl"
+    $DDPSIM calibrate --refit "$OUT/$w/cal-$r/calibration.jsonl" --out "$OUT/$w/cal-$r/params.json" --quiet \
+      > "$OUT/$w/cal-$r/refit.log" 2>&1 || echo "   $w $r: refit failed, see $OUT/$w/cal-$r/refit.log" >&2
+  done
+  for a in "$OUT/$w"/cal-*/; do
+    for b in "$OUT/$w"/cal-*/; do
+      [ -f "$a/params.json" ] && [ -f "$b/measured.jsonl" ] || continue
+      name="$OUT/$w/$(basename "$a")_meas-$(basename "$b" | sed 's/^cal-//')"
+      echo "$DDPSIM validate --replay $b/measured.jsonl --params $a/params.json --out $name.json > $name.log 2>&1 || echo '   failed: $name.log' >&2" >> "$jobs_file"
+    done
+  done
+done
+echo "   $(wc -l < "$jobs_file") replays, $JOBS at a time" >&2
+xargs -P "$JOBS" -I{} bash -c {} < "$jobs_file"
+python "$HERE/cross_replay_table.py" "$OUT" > "$OUT/table.md"
+cat "$OUT/table.md"
