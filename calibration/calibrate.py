@@ -152,31 +152,11 @@ def measure_allreduce(
 def stream_records(
     streams: list[dict], backend: str, world_size: int, link_mbit: float | None, env: dict[str, Any]
 ) -> list[dict[str, Any]]:
-    """Rank 0's blocking stream times as all-reduce records (``impl="stream"``, per-call seconds), and its
-    broadcast streams (roots taking turns) as broadcast records with ``impl="stream"``."""
+    """Rank 0's blocking stream times as all-reduce records (``impl="stream"``, per-call seconds)."""
     from realrun.records import make_record
 
     s0 = streams[0]
     out = []
-    for n, bcast in zip(s0["sizes_bytes"], s0.get("broadcast_s") or []):
-        out.append(
-            make_record(
-                "broadcast",
-                env,
-                impl="stream",
-                roots="taking turns",
-                backend=backend,
-                world_size=world_size,
-                msg_bytes=n,
-                count=n // 4,
-                dtype="float32",
-                iters=len(bcast) * s0["k"],
-                warmup=0,
-                times_s=bcast,
-                median_s=statistics.median(bcast),
-                link_mbit=link_mbit,
-            )
-        )
     for n, blocking, asyn in zip(s0["sizes_bytes"], s0["blocking_s"], s0["async_s"]):
         out.append(
             make_record(
@@ -287,22 +267,12 @@ def fit_network(
         f"all-reduce fit of means (expected call): o = {fit.o_us:.1f} us, w = {fit.w_gbps:.4g} GB/s "
         f"({fit.w_gbps * 8e3:.0f} Mbit/s), rel. RMS {fit.rel_rms * 100:.1f}%"
     )
-    # broadcasts (the sharded optimizer's parameter broadcasts) get their own o and w: from broadcasts back to
-    # back with their roots taking turns, as that optimizer issues them, where the records have them (the
-    # barrier-separated sweep from rank 0 charged each one a wake-up: micro-DLRM's sharded rows moved 12-20 ms
-    # with its o, 184-674 us over six loopback calibrations; BENCHMARKS.md, "Cross replay"); else the sweep
+    # broadcasts (the sharded optimizer's parameter broadcasts) get their own o and w
     bc = [
         dict(r, kind="allreduce") for r in records if r.get("kind") == "broadcast" and r.get("world_size") == world_size
     ]
-    bfit = None
-    if len({r["msg_bytes"] for r in bc if r.get("impl") == "stream"}) >= 2:
-        bfit = fit_linear(bc, impl="stream", world_size=world_size, link_mbit=link, statistic="mean")
-        say(
-            f"broadcasts back to back, roots taking turns: o = {bfit.o_us:.1f} us, w = {bfit.w_gbps:.4g} GB/s, "
-            f"rel. RMS {bfit.rel_rms * 100:.1f}% (the sharded optimizer's broadcasts)"
-        )
-    elif any(r.get("impl") == "broadcast" for r in bc):
-        bfit = fit_linear(bc, impl="broadcast", world_size=world_size, link_mbit=link, statistic="mean")
+    bfit = fit_linear(bc, impl="broadcast", world_size=world_size, link_mbit=link, statistic="mean") if bc else None
+    if bfit is not None:
         say(f"broadcast fit: o = {bfit.o_us:.1f} us, w = {bfit.w_gbps:.4g} GB/s, rel. RMS {bfit.rel_rms * 100:.1f}%")
     streams = [r for r in ar if r.get("impl") == "stream"]
     sfit = fit_linear(streams, impl="stream", world_size=world_size, link_mbit=link, statistic="mean")
@@ -438,10 +408,7 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
         # consecutive calls, as DDP issues them: the per-call overhead the simulator uses, and
         # whether the backend's concurrent calls really overlap
         stream_sizes = [n for n in sizes if n <= 4 * MIB] or list(sizes[:3])
-        say(
-            f"all-reduce streams: {len(stream_sizes)} sizes x 16 calls back to back, blocking and async; "
-            "then 16 broadcasts back to back, roots taking turns"
-        )
+        say(f"all-reduce streams: {len(stream_sizes)} sizes x 16 calls back to back, blocking and async")
         streams = pool.run(stream_probe, stream_sizes)
         stream_recs = stream_records(streams, pool.backend, pool.world_size, spec.link_mbit, env)
         for r in stream_recs:

@@ -352,9 +352,7 @@ def contention_probe(
     }
 
 
-def stream_probe(
-    ctx: Any, sizes_bytes: list[int], k: int = 16, reps: int = 8, broadcast_reps: int = 4
-) -> dict[str, Any]:
+def stream_probe(ctx: Any, sizes_bytes: list[int], k: int = 16, reps: int = 8) -> dict[str, Any]:
     """All-reduces issued back to back, as a DDP step issues them.
 
     For each size: ``k`` calls in a row, blocking one after another, and ``k``
@@ -364,25 +362,11 @@ def stream_probe(
     of the benchmark does not); blocking over async says how many calls the
     backend really runs at once (gloo has 2 threads; on 2 cores they may not
     help).
-
-    Then ``k`` blocking broadcasts in a row, their roots taking turns over the ranks, ``broadcast_reps``
-    times: what the sharded optimizer does after its step (one broadcast per parameter from the rank that
-    owns it, owners balanced over the ranks). A broadcast that follows another pays no wake-up, and over
-    emulated links a root's transfer leaves on its own link while the previous root's may still be
-    draining; the barrier-separated broadcast sweep, all from rank 0, sees neither.
     """
     import torch
     import torch.distributed as dist
 
-    out: dict[str, Any] = {
-        "k": k,
-        "reps": reps,
-        "sizes_bytes": list(sizes_bytes),
-        "blocking_s": [],
-        "async_s": [],
-        "broadcast_reps": broadcast_reps,
-        "broadcast_s": [],
-    }
+    out: dict[str, Any] = {"k": k, "reps": reps, "sizes_bytes": list(sizes_bytes), "blocking_s": [], "async_s": []}
     for n in sizes_bytes:
         bufs = [torch.ones(max(1, n // 4)) for _ in range(k)]
         for _ in range(2):
@@ -402,13 +386,4 @@ def stream_probe(
             asyn.append((time.perf_counter() - t0) / k)
         out["blocking_s"].append(blocking)
         out["async_s"].append(asyn)
-        roots = [i % ctx.world_size for i in range(k)]
-        bcast = []
-        for _ in range(broadcast_reps):
-            dist.barrier()
-            t0 = time.perf_counter()
-            for b, root in zip(bufs, roots):
-                dist.broadcast(b, src=root)
-            bcast.append((time.perf_counter() - t0) / k)
-        out["broadcast_s"].append(bcast)
     return out

@@ -26,7 +26,7 @@ torch = pytest.importorskip("torch")
 import calibration.calibrate as calibrate_mod  # noqa: E402
 import realrun.bench_ddp as bench_ddp  # noqa: E402
 import realrun.netns as netns  # noqa: E402
-from calibration.calibrate import CalibrateSpec, calibrate_on_pool, fit_network, fit_probe  # noqa: E402
+from calibration.calibrate import CalibrateSpec, calibrate_on_pool, fit_probe  # noqa: E402
 from calibration.fit import fit_bandwidth, fit_linear  # noqa: E402
 from calibration.params import PARAMS_SCHEMA, Params  # noqa: E402
 from calibration.probes import effective_copy_rate, fit_cold_call, in_step_copy_rate
@@ -133,8 +133,8 @@ def test_calibrated_params_are_positive_finite_and_of_this_run(calibrated):
         "all-reduce and broadcast at 3 sizes, 4 KiB to 1 MiB",
         "all-reduce fit of medians",
         "all-reduce fit of means",
+        "broadcast fit",
         "all-reduce streams",
-        "broadcasts back to back, roots taking turns",
         "streams: o =",
         "memory copy",
         "profiling",
@@ -149,11 +149,10 @@ def test_calibrated_params_are_positive_finite_and_of_this_run(calibrated):
 def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
     params, _, records, _ = calibrated
     recs = read_records(records)
-    # 3 sizes swept (native), the same 3 as back-to-back streams (impl "stream"), 3 broadcasts swept and
-    # 3 back to back (impl "stream", roots taking turns)
+    # 3 sizes swept (native), the same 3 as back-to-back streams (impl "stream"), 3 broadcasts
     assert Counter(r["kind"] for r in recs) == {
         "allreduce": 6,
-        "broadcast": 6,
+        "broadcast": 3,
         "memcpy": 1,
         "copy_in_step": 1,
         "cold_call": 1,
@@ -179,16 +178,8 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
     assert refit_from_records(records).to_dict() == params.to_dict()
     assert stream.to_dict() == params.probes["stream_fit"]
     assert fit_linear(ar, world_size=2).to_dict() == params.probes["allreduce_median_fit"]
-    # broadcasts: o and w from the back-to-back ones, as the sharded optimizer issues them
-    bc = [dict(r, kind="allreduce") for r in recs if r["kind"] == "broadcast" and r["impl"] == "stream"]
-    assert tuple(r["msg_bytes"] for r in bc) == SIZES and {r["roots"] for r in bc} == {"taking turns"}
-    assert fit_linear(bc, impl="stream", world_size=2, statistic="mean") == params.broadcast
-    # records from before the broadcast streams keep the sweep's fit
-    old = [r for r in recs if not (r["kind"] == "broadcast" and r["impl"] == "stream")]
-    swept = [dict(r, kind="allreduce") for r in old if r["kind"] == "broadcast"]
-    assert fit_network(old, "gloo", 2, None, lambda _: None).broadcast == fit_linear(
-        swept, impl="broadcast", world_size=2, statistic="mean"
-    )
+    bc = [dict(r, kind="allreduce") for r in recs if r["kind"] == "broadcast"]
+    assert fit_linear(bc, impl="broadcast", world_size=2, statistic="mean") == params.broadcast
     assert params.linear.n_samples == sum(len(r["times_s"]) for r in ar)
     # the copy rate: the in-step copies' (every trainable gradient in and back out, per rank and step);
     # the warm-block probe's rate is kept in its record beside it
@@ -445,12 +436,12 @@ def test_empty_measurement_is_a_clear_error(calibrated, tmp_path, capsys):
         "".join(line + "\n" for line in records.read_text().splitlines() if '"kind":"allreduce"' not in line)
     )
     kinds = r"kinds found: broadcast, cold_call, contention, copy_in_step, memcpy, profile, step_probe, step_probe_fine"
-    with pytest.raises(ValueError, match=rf"none of the 13 records is an all-reduce measurement \({kinds}\)"):
+    with pytest.raises(ValueError, match=rf"none of the 10 records is an all-reduce measurement \({kinds}\)"):
         fit_linear(read_records(no_ar))
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     for path, msg in (
-        (no_ar, "none of the 13 records is an all-reduce measurement"),
+        (no_ar, "none of the 10 records is an all-reduce measurement"),
         (empty, "no records given: the measurement is empty"),
     ):
         assert ddpsim(["plot", "--allreduce", str(path), "--plot-dir", str(tmp_path / "plots")]) == 2
