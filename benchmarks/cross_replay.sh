@@ -20,13 +20,28 @@ OUT=${1:?output folder}
 NET=${2:?network, as in the cell folders: loopback, 1000, 200}
 shift 2
 [ $# -ge 2 ] || { echo "cross_replay.sh: give at least two run folders" >&2; exit 2; }
-DDPSIM=${DDPSIM:-ddpsim}
+if [ -e "$OUT" ] && [ -n "$(ls -A "$OUT" 2>/dev/null)" ]; then
+  echo "cross_replay.sh: $OUT is not empty; give a new folder (earlier outputs would join the tables)" >&2
+  exit 2
+fi
+export DDPSIM=${DDPSIM:-ddpsim}
 JOBS=${JOBS:-2}
+PYTHON=${PYTHON:-python}
 WORKLOADS=${WORKLOADS:-gpt cnn lib micro-dlrm}
 mkdir -p "$OUT"
-jobs_file="$OUT/jobs.txt"
+# records as stored (gzipped or not), a user module's path cut to its part from benchmarks/ on
+unpack() {
+  { case "$1" in *.gz) gunzip -c "$1" ;; *) cat "$1" ;; esac } |
+    sed -E 's#"[^"]*/(benchmarks/models/)#"\1#g' > "$2"
+}
+# one replay: run b's measured steps predicted from run a's params, into NAME.json and NAME.log
+replay_one() {
+  "$DDPSIM" validate --replay "$2/measured.jsonl" --params "$1/params.json" --out "$3.json" > "$3.log" 2>&1 ||
+    echo "   failed: $3.log" >&2
+}
+export -f replay_one
+jobs_file="$OUT/jobs.bin"
 : > "$jobs_file"
-unpack() { case "$1" in *.gz) gunzip -c "$1" ;; *) cat "$1" ;; esac | sed -E 's#/[^"]*/(benchmarks/models/)#\1#g' > "$2"; }
 for w in $WORKLOADS; do
   for run in "$@"; do
     r=$(basename "$run")
@@ -34,21 +49,25 @@ for w in $WORKLOADS; do
     cal=$(ls "$cell"/validation.calibration*.jsonl* 2>/dev/null | head -1)
     meas=$(ls "$cell"/validation.jsonl "$cell"/validation.jsonl.gz 2>/dev/null | head -1)
     [ -n "$cal" ] || { echo "   $w $r: no calibration records, skipped" >&2; continue; }
+    [ -e "$OUT/$w/cal-$r" ] && { echo "cross_replay.sh: two run folders named $r" >&2; exit 2; }
     mkdir -p "$OUT/$w/cal-$r"
-    unpack "$cal" "$OUT/$w/cal-$r/calibration.jsonl"
-    [ -n "$meas" ] && unpack "$meas" "$OUT/$w/cal-$r/measured.jsonl"
-    $DDPSIM calibrate --refit "$OUT/$w/cal-$r/calibration.jsonl" --out "$OUT/$w/cal-$r/params.json" --quiet \
+    unpack "$cal" "$OUT/$w/cal-$r/calibration.jsonl" || { echo "   $w $r: cannot read $cal" >&2; continue; }
+    if [ -n "$meas" ] && ! unpack "$meas" "$OUT/$w/cal-$r/measured.jsonl"; then
+      echo "   $w $r: cannot read $meas" >&2
+      rm -f "$OUT/$w/cal-$r/measured.jsonl"
+    fi
+    "$DDPSIM" calibrate --refit "$OUT/$w/cal-$r/calibration.jsonl" --out "$OUT/$w/cal-$r/params.json" --quiet \
       > "$OUT/$w/cal-$r/refit.log" 2>&1 || echo "   $w $r: refit failed, see $OUT/$w/cal-$r/refit.log" >&2
   done
   for a in "$OUT/$w"/cal-*/; do
     for b in "$OUT/$w"/cal-*/; do
       [ -f "$a/params.json" ] && [ -f "$b/measured.jsonl" ] || continue
       name="$OUT/$w/$(basename "$a")_meas-$(basename "$b" | sed 's/^cal-//')"
-      echo "$DDPSIM validate --replay $b/measured.jsonl --params $a/params.json --out $name.json > $name.log 2>&1 || echo '   failed: $name.log' >&2" >> "$jobs_file"
+      printf '%s\0%s\0%s\0' "${a%/}" "${b%/}" "$name" >> "$jobs_file"
     done
   done
 done
-echo "   $(wc -l < "$jobs_file") replays, $JOBS at a time" >&2
-xargs -P "$JOBS" -I{} bash -c {} < "$jobs_file"
-python "$HERE/cross_replay_table.py" "$OUT" > "$OUT/table.md"
+echo "   $(tr -cd '\0' < "$jobs_file" | wc -c | awk '{print $1 / 3}') replays, $JOBS at a time" >&2
+xargs -0 -n 3 -P "$JOBS" bash -c 'replay_one "$@"' _ < "$jobs_file"
+"$PYTHON" "$HERE/cross_replay_table.py" "$OUT" > "$OUT/table.md"
 cat "$OUT/table.md"

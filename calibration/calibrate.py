@@ -497,7 +497,8 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
                 f"in-step probe: torch DDP at {mb:g} MiB and at {probe_fine_mb(mb) * 1024:g} KiB (a call per "
                 f"gradient), {n} and {n_f} steps with per-bucket timelines"
                 + (
-                    f" (at least {spec.step_probe_seconds:g} s of steps each)"
+                    f" (more than {spec.step_probe_steps} where that many, as predicted, would not fill "
+                    f"{spec.step_probe_seconds:g} s)"
                     if max(n, n_f) > spec.step_probe_steps
                     else ""
                 )

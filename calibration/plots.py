@@ -193,9 +193,8 @@ def _plot_allreduce_lines(records: Sequence[Mapping[str, Any]], out_png: str | P
         n = np.array([pt.msg_bytes for pt in pts], dtype=float)
         med = np.array([pt.median_s for pt in pts])
         lo, hi = np.array([pt.p10_s for pt in pts]), np.array([pt.p90_s for pt in pts])
-        label = f"{impl if kind == 'allreduce' else 'broadcast'} {backend} p={p}" + (
-            f" {link:g} Mbit/s" if link else ""
-        )
+        name = impl if kind == "allreduce" else ("broadcast stream" if impl == "stream" else "broadcast")
+        label = f"{name} {backend} p={p}" + (f" {link:g} Mbit/s" if link else "")
         ax.errorbar(n, med * 1e3, yerr=[(med - lo) * 1e3, (hi - med) * 1e3], marker="o", ms=3, capsize=2, label=label)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")

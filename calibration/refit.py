@@ -63,7 +63,9 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
         raise ValueError(f"{path}: records of several links ({sorted(map(str, links))}): refit one run's records")
     link = links.pop()
     backend = str(ar[0].get("backend", "gloo"))
-    streams = [r for r in ar if r.get("impl") == "stream" and r.get("world_size") == p0]
+    streams = [
+        r for r in ar if r.get("kind") == "allreduce" and r.get("impl") == "stream" and r.get("world_size") == p0
+    ]
     per_size = {}
     for r in ar:
         if r.get("impl", "native") == "native" and r.get("world_size") == p0 and r.get("kind") == "allreduce":

@@ -369,7 +369,11 @@ def run_step_probe(
     mb = probe_bucket_mb(profile.total_grad_bytes)
     rec = measure_step_probe(pool, model, batch_size, mb, steps, warmup)
     rec_f = (
-        measure_step_probe(pool, model, batch_size, probe_fine_mb(mb), steps_fine or steps, warmup) if fine else None
+        measure_step_probe(
+            pool, model, batch_size, probe_fine_mb(mb), steps if steps_fine is None else steps_fine, warmup
+        )
+        if fine
+        else None
     )
     return rec, rec_f, fit_step_probe(rec, profile, cost, fine_record=rec_f)
 

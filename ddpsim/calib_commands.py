@@ -473,15 +473,16 @@ def add_commands(sub: Any) -> None:
         "--step-probe-steps",
         type=number(int, 0, 100_000),
         default=10,
-        help="timed torch DDP steps of the in-step probe (per-bucket timelines; fits how compute and "
-        "communication slow each other inside a step); 0 keeps the contention probe's factors",
+        help="timed torch DDP steps of the in-step probe at each of its two caps, at least (per-bucket timelines; "
+        "fits how compute and communication slow each other inside a step); 0 keeps the contention probe's factors",
     )
     c.add_argument(
         "--step-probe-seconds",
         type=number(float, 0, 600),
         default=1.0,
-        help="more in-step probe steps where --step-probe-steps steps (predicted) would not fill this many "
-        "seconds at a cap; 0 times exactly --step-probe-steps (default 1)",
+        help="more in-step probe steps at a cap where --step-probe-steps steps, as predicted from the network's "
+        "fit before the probe, would not fill this many seconds (up to 500); 0 times exactly --step-probe-steps "
+        "(default 1)",
     )
     c.add_argument(
         "--cold-call-reps",

@@ -92,7 +92,10 @@ def add_arguments(p: Any) -> None:
         "--iters", type=number(int, 1, 1_000_000), default=None, help="timed iterations per point (default: by size)"
     )
     p.add_argument(
-        "--warmup", type=number(int, 0, 100_000), default=None, help="untimed iterations per point (default: by size)"
+        "--warmup",
+        type=number(int, 0, 100_000),
+        default=None,
+        help="untimed iterations per point (per round with --rounds; default: by size)",
     )
     p.add_argument(
         "--out",
@@ -125,8 +128,9 @@ def add_arguments(p: Any) -> None:
         "--rounds",
         type=number(int, 1, 1000),
         default=1,
-        help="sweep the sizes this many times (ascending, then descending, ...), each round taking a share of "
-        "every point's calls, so that a slow stretch of a shared machine falls on all sizes alike (default 1)",
+        help="sweep the sizes this many times (as given, then reversed, ...), each round taking an even share of "
+        "every point's calls after --warmup untimed ones, so that a slow stretch of a shared machine falls on all "
+        "sizes alike; a point's record is written as its last round ends (default 1)",
     )
     p.add_argument(
         "--timeout-s", type=timeout_s, default=600.0, help="a point that takes longer fails the run, seconds"

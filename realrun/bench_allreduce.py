@@ -4,7 +4,12 @@ For every world size, message size and implementation: ``warmup`` untimed
 calls, then ``iters`` timed calls, each after a barrier, timed per rank with
 ``perf_counter`` (CUDA synchronized on GPU); the per-rank lists are gathered
 with ``all_gather_object`` and the time of an iteration is its slowest rank's.
-One JSONL record per point is appended as soon as it is taken.
+One JSONL record per point is appended as soon as it is taken. With ``--rounds R``
+the sizes are swept R times (as given, then reversed, ...), each time with an
+even share of a point's calls after ``warmup`` untimed ones (the record's
+``warmup`` is per round); a point's record, holding all its calls, is written
+as its last round ends (``rounds``: the rounds that gave it calls; ``complete``
+false on a point a failure cut short).
 
 Time: the **median of separated calls** (a barrier before each), not the mean
 of back-to-back iterations that nccl-tests reports (``mean_s`` is recorded
@@ -12,7 +17,7 @@ too). Correctness, as nccl-tests' ``#wrong`` column: after the timed calls each
 rank fills its buffer with ``rank + 1``, runs the collective once more and
 counts the elements that differ from the expected result (all-reduce: the sum
 ``p(p+1)/2``; broadcast: rank 0's ``1``); ``wrong`` is that count over all
-ranks, and any wrong value fails the command.
+ranks (and rounds), and any wrong value fails the command.
 
 Definitions follow nccl-tests (``doc/PERFORMANCE.md``): ``algbw = msg_bytes /
 time``; all-reduce ``busbw = algbw * 2(p-1)/p``; broadcast ``busbw = algbw``;
@@ -265,7 +270,6 @@ def point_record(
         busbw_gbps=algbw * factor,
         link_mbit=spec.link_mbit,
         interleaved=spec.interleave and len(spec.impls) > 1,
-        rounds=spec.rounds,
         time_stat="median of separated calls (barrier before each)",
         wrong=wrong,
     )
@@ -334,65 +338,58 @@ def sweep(
     """Every (size, impl) point at one world size; ``call(impls, count, dtype, iters, warmup)`` is ``measure``.
 
     Implementations are measured one after the other, or together (interleaved) with ``spec.interleave``.
-    With ``spec.rounds`` > 1 the sizes are swept that many times, ascending then descending, each round
-    taking its share of a point's calls (and the point's warm-up again): a slow stretch of a shared machine
-    then falls on every size a little instead of on the few measured during it, where it would bend the
-    fitted line. A point's record holds all its rounds' calls and is written when the last round ends (on
-    a failure, the calls taken so far are written, ``iters`` saying how many).
+    With ``spec.rounds`` > 1 the sizes are swept that many times, in the order given, then reversed, and so
+    on, each round taking an even share of a point's calls (and the point's warm-up again): a slow stretch
+    of a shared machine then falls on every size a little instead of on the few measured during it, where
+    it would bend the fitted line. A point's record holds all its rounds' calls and is written as its last
+    round ends; on a failure the points begun are written too, ``complete`` false and ``iters`` the calls
+    taken. Returns the records in size order.
     """
-    if spec.rounds == 1:
-        records = []
-        for msg_bytes in spec.sizes_bytes:
-            iters, warmup = spec.schedule(msg_bytes)
-            for impls in _impl_groups(spec):
-                measured = call(impls, msg_bytes // DTYPES[spec.dtype], spec.dtype, iters, warmup)
-                for impl in impls:
-                    per_rank, wrong = measured["per_impl"][impl], measured.get("wrong", {}).get(impl)
-                    rec = _point(spec, impl, world_size, msg_bytes, warmup, per_rank, measured["env"], wrong, run_id)
-                    writer.write(rec)
-                    records.append(rec)
-                    if progress:
-                        _say_point(rec, world_size, t_start)
-        return records
+    rounds = spec.rounds
+    # per point: per-rank times so far, env, #wrong summed (None if a call did not check), rounds that gave calls
+    taken: dict[tuple[int, str], tuple[list[list[float]], dict[str, Any], int | None, int]] = {}
+    written: dict[tuple[int, str], dict[str, Any]] = {}
 
-    taken: dict[tuple[int, str], tuple[list[list[float]], dict[str, Any], int | None]] = {}
+    def write(key: tuple[int, str], complete: bool) -> None:
+        per_rank, env, wrong, rounds_taken = taken[key]
+        rec = _point(spec, key[1], world_size, key[0], per_rank, env, wrong, run_id, rounds_taken, complete)
+        writer.write(rec)
+        written[key] = rec
+        if progress:
+            _say_point(rec, world_size, t_start)
+
     try:
-        for r in range(spec.rounds):
-            order = spec.sizes_bytes if r % 2 == 0 else tuple(reversed(spec.sizes_bytes))
-            for msg_bytes in order:
+        for r in range(rounds):
+            for msg_bytes in spec.sizes_bytes if r % 2 == 0 else tuple(reversed(spec.sizes_bytes)):
                 iters, warmup = spec.schedule(msg_bytes)
-                share = iters // spec.rounds + (1 if r < iters % spec.rounds else 0)
+                share = (r + 1) * iters // rounds - r * iters // rounds
                 if share == 0:
                     continue
                 for impls in _impl_groups(spec):
                     measured = call(impls, msg_bytes // DTYPES[spec.dtype], spec.dtype, share, warmup)
                     for impl in impls:
+                        key = (msg_bytes, impl)
                         got, wrong = measured["per_impl"][impl], measured.get("wrong", {}).get(impl)
-                        if (msg_bytes, impl) in taken:
-                            before, _, wrong_before = taken[(msg_bytes, impl)]
+                        n_rounds = 1
+                        if key in taken:
+                            before, _, wrong_before, n_before = taken[key]
                             got = [a + b for a, b in zip(before, got)]
                             wrong = None if wrong is None or wrong_before is None else wrong + wrong_before
-                        taken[(msg_bytes, impl)] = (got, measured["env"], wrong)
-            if progress:
+                            n_rounds += n_before
+                        taken[key] = (got, measured["env"], wrong, n_rounds)
+                        if r == rounds - 1:  # an even share of iters >= 1 calls always falls in the last round
+                            write(key, complete=True)
+            if progress and rounds > 1:
                 print(
-                    f"bench-allreduce: p={world_size} round {r + 1}/{spec.rounds} done "
+                    f"bench-allreduce: p={world_size} round {r + 1}/{rounds} done "
                     f"(elapsed {time.monotonic() - t_start:.1f} s)",
                     file=sys.stderr,
                     flush=True,
                 )
-    finally:  # complete or not, every point taken is written, in size order
-        records = []
-        for msg_bytes in spec.sizes_bytes:
-            for impl in spec.impls:
-                if (msg_bytes, impl) in taken:
-                    per_rank, env, wrong = taken[(msg_bytes, impl)]
-                    warmup = spec.schedule(msg_bytes)[1]
-                    rec = _point(spec, impl, world_size, msg_bytes, warmup, per_rank, env, wrong, run_id)
-                    writer.write(rec)
-                    records.append(rec)
-                    if progress:
-                        _say_point(rec, world_size, t_start)
-    return records
+    finally:  # the points begun and not finished: what they took, marked incomplete
+        for key in sorted(set(taken) - set(written)):
+            write(key, complete=False)
+    return [written[(n, impl)] for n in spec.sizes_bytes for impl in spec.impls if (n, impl) in written]
 
 
 def _impl_groups(spec: AllreduceBenchSpec) -> list[tuple[str, ...]]:
@@ -404,13 +401,16 @@ def _point(
     impl: str,
     world_size: int,
     msg_bytes: int,
-    warmup: int,
     per_rank: list[list[float]],
     env: dict[str, Any],
     wrong: int | None,
     run_id: str,
+    rounds_taken: int,
+    complete: bool,
 ) -> dict[str, Any]:
-    return point_record(spec, impl, world_size, msg_bytes, len(per_rank[0]), warmup, per_rank, env, run_id, wrong)
+    warmup = spec.schedule(msg_bytes)[1]
+    rec = point_record(spec, impl, world_size, msg_bytes, len(per_rank[0]), warmup, per_rank, env, run_id, wrong)
+    return {**rec, "rounds": rounds_taken, "complete": complete}
 
 
 def _say_point(rec: dict[str, Any], world_size: int, t_start: float) -> None:

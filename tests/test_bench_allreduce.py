@@ -167,33 +167,67 @@ def test_rounds_sweep_the_sizes_up_then_down_and_each_record_holds_all_its_calls
     spec = ba.AllreduceBenchSpec(sizes_bytes=(4096, 8192, 16384), iters=7, warmup=2, rounds=3)
     fake = CountingRanks()
     recs = ba.sweep(spec, 2, fake, RecordWriter(None), False, "run", 0.0)
-    # ascending, descending, ascending; 7 calls split 3 + 2 + 2, each share warmed up again
+    # as given, reversed, as given; 7 calls split evenly 2 + 2 + 3, each share warmed up again
     assert [(count * 4, it, w) for _, count, it, w in fake.asked] == [
-        (4096, 3, 2), (8192, 3, 2), (16384, 3, 2),
-        (16384, 2, 2), (8192, 2, 2), (4096, 2, 2),
         (4096, 2, 2), (8192, 2, 2), (16384, 2, 2),
+        (16384, 2, 2), (8192, 2, 2), (4096, 2, 2),
+        (4096, 3, 2), (8192, 3, 2), (16384, 3, 2),
     ]  # fmt: skip
     assert [r["msg_bytes"] for r in recs] == [4096, 8192, 16384]  # in size order, one record a point
     first = recs[0]
-    assert first["iters"] == 7 and first["rounds"] == 3 and first["wrong"] == 3  # #wrong summed over the rounds
+    assert (first["iters"], first["warmup"], first["rounds"], first["complete"]) == (7, 2, 3, True)
+    assert first["wrong"] == 3  # #wrong summed over the rounds
     # the slower rank's times of calls 1, 6 and 7, in the order taken
-    assert first["times_s"] == pytest.approx([1.1e-3] * 3 + [6.1e-3] * 2 + [7.1e-3] * 2)
+    assert first["times_s"] == pytest.approx([1.1e-3] * 2 + [6.1e-3] * 2 + [7.1e-3] * 3)
 
 
-def test_rounds_with_more_rounds_than_calls_skip_the_empty_shares():
+def test_one_round_writes_each_point_as_taken_and_marks_it_complete():
+    spec = ba.AllreduceBenchSpec(sizes_bytes=(4096, 8192), iters=3, warmup=1)
+    fake = CountingRanks()
+    recs = ba.sweep(spec, 2, fake, RecordWriter(None), False, "run", 0.0)
+    assert [(count * 4, it) for _, count, it, _ in fake.asked] == [(4096, 3), (8192, 3)]
+    assert [(r["iters"], r["rounds"], r["complete"]) for r in recs] == [(3, 1, True), (3, 1, True)]
+
+
+def test_rounds_spread_few_calls_over_the_rounds_and_skip_the_empty_shares():
     spec = ba.AllreduceBenchSpec(sizes_bytes=(4096,), iters=2, warmup=0, rounds=4)
     fake = CountingRanks()
     (rec,) = ba.sweep(spec, 2, fake, RecordWriter(None), False, "run", 0.0)
-    assert [it for *_, it, _ in fake.asked] == [1, 1] and rec["iters"] == 2
+    # shares 0, 1, 0, 1: the calls fall in the second and the last round, not the first two
+    assert [it for *_, it, _ in fake.asked] == [1, 1]
+    assert rec["times_s"] == pytest.approx([1.1e-3, 2.1e-3]) and (rec["iters"], rec["rounds"]) == (2, 2)
 
 
-def test_a_failure_in_a_later_round_writes_the_calls_taken_so_far(tmp_path):
+def test_rounds_with_interleaved_impls_keep_each_impls_calls_apart():
+    spec = ba.AllreduceBenchSpec(
+        sizes_bytes=(4096, 8192), impls=("native", "ring"), iters=2, warmup=0, rounds=2, interleave=True
+    )
+    fake = CountingRanks()
+    recs = ba.sweep(spec, 2, fake, RecordWriter(None), False, "run", 0.0)
+    assert len(fake.asked) == 4 and {impls for impls, *_ in fake.asked} == {("native", "ring")}
+    assert [(r["msg_bytes"], r["impl"]) for r in recs] == [
+        (4096, "native"), (4096, "ring"), (8192, "native"), (8192, "ring"),
+    ]  # fmt: skip
+    # 4096: round 1's call 1, round 2's call 4 (sizes reversed); each impl its own list
+    assert recs[0]["times_s"] == recs[1]["times_s"] == pytest.approx([1.1e-3, 4.1e-3])
+
+
+def test_a_failure_in_a_later_round_writes_the_calls_taken_so_far_marked_incomplete(tmp_path):
     spec = ba.AllreduceBenchSpec(world_sizes=(2,), sizes_bytes=(4096, 8192), iters=4, warmup=0, rounds=2)
     out = tmp_path / "r.jsonl"
     with pytest.raises(RunFailure):
         with RecordWriter(out) as w:
             ba.sweep(spec, 2, CountingRanks(fail_at=4), w, False, "run", 0.0)  # round 2: 8192 done, 4096 fails
-    assert [(r["msg_bytes"], r["iters"]) for r in read_records(out)] == [(4096, 2), (8192, 4)]
+    got = [(r["msg_bytes"], r["iters"], r["rounds"], r["complete"]) for r in read_records(out)]
+    assert got == [(8192, 4, 2, True), (4096, 2, 1, False)]  # in the order written
+
+
+def test_the_time_estimate_counts_a_warm_up_per_round():
+    one = ba.AllreduceBenchSpec(sizes_bytes=(4096,), iters=8, warmup=2)
+    four = ba.AllreduceBenchSpec(sizes_bytes=(4096,), iters=8, warmup=2, rounds=4)
+    call = ba.estimate_call_s(4096)
+    assert ba.estimate_total_s(one) == pytest.approx((8 + 2) * call)
+    assert ba.estimate_total_s(four) == pytest.approx((8 + 4 * 2) * call)
 
 
 def test_rounds_below_one_are_refused():

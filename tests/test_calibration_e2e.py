@@ -31,7 +31,7 @@ from calibration.fit import fit_bandwidth, fit_linear  # noqa: E402
 from calibration.params import PARAMS_SCHEMA, Params  # noqa: E402
 from calibration.probes import effective_copy_rate, fit_cold_call, in_step_copy_rate
 from calibration.refit import refit_from_records  # noqa: E402
-from calibration.step_probe import fit_in_step, measured_targets
+from calibration.step_probe import fit_in_step, measured_targets, probe_bucket_mb  # noqa: E402
 from calibration.validate import (  # noqa: E402
     VALIDATION_SCHEMA,
     ValidateSpec,
@@ -74,11 +74,20 @@ def calibrated(pool, tmp_path_factory):
         profile_steps=STEPS,
         contention_steps=STEPS,
         step_probe_steps=STEPS,
-        step_probe_seconds=0,  # exactly STEPS (the tiny model's steps would otherwise be raised to fill 1 s)
+        step_probe_seconds=0.5,
         cold_call_reps=STEPS,
         records=str(d / "calibration.jsonl"),
     )
-    params = calibrate_on_pool(pool, spec, said.append)
+    asked = []
+
+    def probe_steps(profile, cost, world_size, bucket_mb, steps, min_seconds):  # the fine cap one step more
+        asked.append((bucket_mb, steps, min_seconds))
+        return steps + (bucket_mb < probe_bucket_mb(profile.total_grad_bytes))
+
+    with pytest.MonkeyPatch.context() as mp:  # steps each cap gets, as asked, without the tiny model's 1 s
+        mp.setattr("calibration.step_probe.probe_steps", probe_steps)
+        params = calibrate_on_pool(pool, spec, said.append)
+    assert [(steps, secs) for _, steps, secs in asked] == [(STEPS, 0.5), (STEPS, 0.5)]
     return params, params.save(d / "params.json"), Path(spec.records), said
 
 
@@ -222,7 +231,7 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
     assert sp["timeline"]["strategy"] == "torch-ddp" and len(sp["timeline"]["step_times_s"]) == STEPS
     # with the same probe at the fine cap (a call per gradient), which the per-call cost is fitted from
     (fine,) = [r["timeline"] for r in recs if r["kind"] == "step_probe_fine"]
-    assert fine["bucket_mb"] < sp["timeline"]["bucket_mb"] and len(fine["step_times_s"]) == STEPS
+    assert fine["bucket_mb"] < sp["timeline"]["bucket_mb"] and len(fine["step_times_s"]) == STEPS + 1
     fit = fit_in_step(
         params.profile(),
         params.cost_model(),
@@ -674,10 +683,15 @@ def test_cli_validate_json_contract(calibrated, tmp_path):
     assert kinds == {"validation_row": 2, "ddp_step": 2 * (1 + 2)}  # 2 rounds x (compute-only + 2 configurations)
 
 
-def test_calibrate_across_world_sizes_probes_each_p_and_refits_to_the_same_params(tmp_path):
+def test_calibrate_across_world_sizes_probes_each_p_and_refits_to_the_same_params(tmp_path, monkeypatch):
     """calibrate --world-size 2,3: the all-reduce and the in-step probe at p = 3 too; the records alone
     give the same params back (refit), contention at p = 3 is p = 3's."""
     from calibration.calibrate import calibrate
+
+    def probe_steps(profile, cost, world_size, bucket_mb, steps, min_seconds):  # p = 3's probe: one step more
+        return steps + (world_size == 3)
+
+    monkeypatch.setattr("calibration.step_probe.probe_steps", probe_steps)
 
     spec = CalibrateSpec(
         model=TINY,
@@ -686,7 +700,6 @@ def test_calibrate_across_world_sizes_probes_each_p_and_refits_to_the_same_param
         profile_steps=STEPS,
         contention_steps=STEPS,
         step_probe_steps=STEPS,
-        step_probe_seconds=0,  # exactly STEPS (the tiny model's steps would otherwise be raised to fill 1 s)
         cold_call_reps=STEPS,
         records=str(tmp_path / "calibration.jsonl"),
     )
@@ -697,4 +710,5 @@ def test_calibrate_across_world_sizes_probes_each_p_and_refits_to_the_same_param
     assert params.contention_at(3)[2] == "contention measured at p = 2, 3; p = 3 measured"
     probes = [r for r in read_records(spec.records) if r["kind"] == "step_probe"]
     assert [r["env"]["world_size"] for r in probes] == [2, 3]
+    assert [len(r["timeline"]["step_times_s"]) for r in probes] == [STEPS, STEPS + 1]
     assert refit_from_records(spec.records).to_dict() == params.to_dict()
