@@ -18,12 +18,14 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # benchmarks/: the shared harness
+from two_ranks import file_store, spawn  # noqa: E402
 
 SIZES = (256 << 10, 1 << 20, 4 << 20, 16 << 20)
 MODES = ("barrier", "call", "compute", "sweep")
@@ -69,17 +71,8 @@ def main() -> None:
     threads = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     reps = int(sys.argv[3]) if len(sys.argv) > 3 else 40
     world = 2
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    fd, store = tempfile.mkstemp()
-    os.close(fd)
-    os.unlink(store)
-    procs = [ctx.Process(target=rank_main, args=(r, world, f"file://{store}", threads, reps, q)) for r in range(world)]
-    for p in procs:
-        p.start()
-    res = dict(q.get() for _ in procs)
-    for p in procs:
-        p.join()
+    store = file_store()
+    res = spawn(rank_main, [(r, world, store, threads, reps) for r in range(world)])
     table = {}
     lines = [f"threads {threads}, reps {reps}, torch {torch.__version__}, cpus {os.cpu_count()}"]
     lines.append("pass   MiB    mode      median ms  p10 ms  p90 ms  vs hot barrier")

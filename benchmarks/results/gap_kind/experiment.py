@@ -17,12 +17,14 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # benchmarks/: the shared harness
+from two_ranks import file_store, spawn  # noqa: E402
 
 SIZES = tuple(int(float(x) * (1 << 20)) for x in os.environ.get("SIZES_MIB", "0.25,4").split(","))
 
@@ -73,17 +75,8 @@ def main():
     reps = int(sys.argv[2]) if len(sys.argv) > 2 else 100
     gaps = [float(x) for x in (sys.argv[3] if len(sys.argv) > 3 else "3,20").split(",")]
     world = 2
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    fd, store = tempfile.mkstemp()
-    os.close(fd)
-    os.unlink(store)
-    procs = [ctx.Process(target=rank_main, args=(r, world, f"file://{store}", reps, gaps, q)) for r in range(world)]
-    for p in procs:
-        p.start()
-    res = dict(q.get() for _ in procs)
-    for p in procs:
-        p.join()
+    store = file_store()
+    res = spawn(rank_main, [(r, world, store, reps, gaps) for r in range(world)])
     modes = modes_for(gaps)
     lines = [f"reps {reps}, gaps {gaps} ms, torch {torch.__version__}, cpus {os.cpu_count()}, 1 thread a rank"]
     lines.append("MiB    mode     median ms  mean ms  p10 ms  p90 ms  share > median(call)+2 ms")
