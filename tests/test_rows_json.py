@@ -80,6 +80,9 @@ def test_median_ci_is_the_sign_test_interval():
     assert median_ci(range(1, 9)) == (1, 8)
     assert median_ci(list(range(16, 0, -1))) == (4, 13)  # order of the input does not matter
     assert median_ci(range(1, 101)) == (40, 61)
+    # past 1023 times 2**n is no float: the interval still comes (run m25's 1000-step micro-DLRM rows)
+    lo, hi = median_ci(range(1, 2001))
+    assert (lo, hi) == (956, 1045)  # 2 P(Binomial(2000, 1/2) < 956) = 0.047, < 957: 0.052 (scipy.stats.binom)
     assert median_ci([0.3]) == (0.3, 0.3)
     with pytest.raises(ValueError):
         median_ci([])
