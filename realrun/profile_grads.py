@@ -14,12 +14,18 @@ CUDA the hooks record events instead and times come from
 ``Event.elapsed_time`` after a synchronize.
 
 Hooks cost time themselves (a Python call per parameter). Steps alternate
-between hooked and hook-free; the hook-free backward median divided by the
-hooked one is ``hook_scale``, and the ready times are multiplied by it, so the
-profile's backward is the hook-free backward. Both are reported in
-``env["profile"]``. ``backward_tail_s`` is the backward after the last ready
-gradient (hooked median backward minus the last median ready time, scaled), so
-that ``profile.backward_s`` equals the hook-free backward median.
+between hooked and hook-free, and the hooks' cost (``hook_overhead_s``) is the
+median over step pairs of a hooked backward minus the hook-free one right
+after it: paired, so that a machine whose steps switch between a slow and a
+fast state (this VM's: 35 and 62 ms for one cnn backward, ten steps each)
+cancels in each pair, where a difference of the two medians would take each
+median from whichever state it falls in (8.1 ms for 12 hooks in that run; the
+paired median is the hooks' own cost). ``hook_scale`` is ``1 - hook_overhead_s
+/ hooked median``; the ready times are multiplied by it, so the profile's
+backward is the hooked median less the hooks' cost. ``backward_tail_s`` is the
+backward after the last ready gradient (hooked median backward minus the last
+median ready time, scaled). The medians of both kinds of step are reported in
+``env["profile"]`` beside every step's time.
 
 A parameter that gets no gradient in a step counts as ready at the end of
 backward (DDP reduces its zeros then). Per parameter: the median over steps (after warm-up) on each rank, then the
@@ -274,7 +280,8 @@ def _combine(
     opt = _median([_median(r["optimizer_s"]) for r in per_rank])
     hooked = _median([_median(r["backward_hooked_s"]) for r in per_rank])
     free = _median([_median(r["backward_free_s"]) for r in per_rank])
-    scale = free / hooked if hooked > 0 else 1.0
+    overhead = _median([_median(paired_differences(r["backward_hooked_s"], r["backward_free_s"])) for r in per_rank])
+    scale = (hooked - overhead) / hooked if hooked > 0 and hooked > overhead else 1.0
     specs = [
         ParamSpec(
             name=d["name"],
@@ -301,12 +308,14 @@ def _combine(
         "backward_hooked_s": hooked,
         "backward_hookfree_s": free,
         "hook_scale": scale,
-        "hook_overhead_s": hooked - free,
+        "hook_overhead_s": overhead,
+        "hook_overhead_estimate": "median over step pairs of hooked minus the next hook-free backward",
         "backward_tail_s": tail * scale,
         "forward_p10_p90_s": _spread([t for r in per_rank for t in r["forward_s"]]),
         "backward_hookfree_p10_p90_s": _spread([t for r in per_rank for t in r["backward_free_s"]]),
         "optimizer_p10_p90_s": _spread([t for r in per_rank for t in r["optimizer_s"]]),
         "raw_backward_hookfree_s": [r["backward_free_s"] for r in per_rank],
+        "raw_backward_hooked_s": [r["backward_hooked_s"] for r in per_rank],
     }
     return GradProfile.from_ready_times(
         model,
@@ -320,6 +329,14 @@ def _combine(
         source=f"measured:{per_rank[0]['env'].get('device', 'cpu')}",
         env=env,
     )
+
+
+def paired_differences(hooked: list[float], free: list[float]) -> list[float]:
+    """Each hooked step's backward minus the hook-free step's that followed it (``_measure_steps``
+    alternates them: hooked, free, hooked, ...)."""
+    if not hooked or len(hooked) != len(free):
+        raise ValueError(f"need as many hooked as hook-free steps (at least one), got {len(hooked)} and {len(free)}")
+    return [h - f for h, f in zip(hooked, free)]
 
 
 def _spread(xs: list[float]) -> list[float]:

@@ -172,14 +172,51 @@ def test_profile_grads(pool, tmp_path):
     assert names.index("wte.weight") in prof.ready_order[-3:]
     info = prof.env["profile"]
     assert info["optimizer"] == "adam" and info["ranks"] == 2
-    # ready times are scaled to the hook-free backward: the last one plus the tail is that backward
+    # ready times are scaled to the backward without hooks: the last one plus the tail is the hooked
+    # median less the hooks' paired cost
+    hookfree = info["backward_hooked_s"] - info["hook_overhead_s"]
     assert prof.backward_tail_s == info["backward_tail_s"] >= 0
-    assert max(prof.ready_times_s()) + prof.backward_tail_s == pytest.approx(info["backward_hookfree_s"], rel=1e-9)
-    assert prof.backward_s == pytest.approx(info["backward_hookfree_s"], rel=1e-9)
+    assert max(prof.ready_times_s()) + prof.backward_tail_s == pytest.approx(hookfree, rel=1e-9)
+    assert prof.backward_s == pytest.approx(hookfree, rel=1e-9)
+    assert [len(r) for r in info["raw_backward_hooked_s"]] == [6, 6]
     assert prof.forward_s > 0 and prof.optimizer_s > 0 and prof.samples_per_step == 4 and prof.tokens_per_sample == 16
     prof.save(tmp_path / "p.json")
     again = GradProfile.load(tmp_path / "p.json")
     assert again.ready_order == prof.ready_order and again.total_grad_bytes == prof.total_grad_bytes
+
+
+def test_hook_cost_is_paired_so_a_machine_switching_states_cancels():
+    """Hooked and hook-free steps alternate; the machine runs 10 pairs slow (62 ms) then 10 fast (35 ms),
+    hooks cost 0.1 ms a step. A difference of the two medians takes each from whichever state its middle
+    falls in; the median of paired differences is the hooks' cost."""
+    import numpy as np
+
+    from realrun.profile_grads import _combine, paired_differences
+
+    rng = np.random.default_rng(3)
+    state = np.array([0.062] * 10 + [0.035] * 10)
+    hooked = list(state + 0.0001 + rng.normal(0, 0.002, 20))
+    free = list(state + rng.normal(0, 0.002, 20))
+    unpaired = float(np.median(hooked) - np.median(free))
+    assert abs(unpaired - 0.0001) > 0.001  # the old estimate: off by more than ten times the cost
+    rank = {
+        "forward_s": [0.01] * 20,
+        "optimizer_s": [0.001] * 20,
+        "backward_hooked_s": hooked,
+        "backward_free_s": free,
+        "ready_s": {0: 0.02, 1: 0.03},
+        "params": [
+            {"name": n, "numel": 10, "dtype": "float32", "shape": [10], "requires_grad": True} for n in ("a", "b")
+        ],
+        "env": {},
+    }
+    prof = _combine([rank, rank], "m", 4, 1, 20, 2, "sgd", ranks=2, threads=1)
+    info = prof.env["profile"]
+    assert info["hook_overhead_s"] == pytest.approx(0.0001, abs=0.0008)
+    assert info["hook_overhead_s"] == pytest.approx(float(np.median(paired_differences(hooked, free))))
+    assert prof.backward_s == pytest.approx(info["backward_hooked_s"] - info["hook_overhead_s"], rel=1e-9)
+    with pytest.raises(ValueError, match="as many hooked as hook-free"):
+        paired_differences([0.1, 0.2], [0.1])
 
 
 # ---- command line ---------------------------------------------------------------------------
