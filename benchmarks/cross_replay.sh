@@ -16,6 +16,7 @@
 # OUT_DIR/table.md (benchmarks/cross_replay_table.py) the tables.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/records.sh"
 OUT=${1:?output folder}
 NET=${2:?network, as in the cell folders: loopback, 1000, 200}
 shift 2
@@ -29,11 +30,6 @@ JOBS=${JOBS:-2}
 PYTHON=${PYTHON:-python}
 WORKLOADS=${WORKLOADS:-gpt cnn lib micro-dlrm}
 mkdir -p "$OUT"
-# records as stored (gzipped or not), a user module's path cut to its part from benchmarks/ on
-unpack() {
-  { case "$1" in *.gz) gunzip -c "$1" ;; *) cat "$1" ;; esac } |
-    sed -E 's#"[^"]*/(benchmarks/models/)#"\1#g' > "$2"
-}
 # one replay: run b's measured steps predicted from run a's params, into NAME.json and NAME.log
 replay_one() {
   "$DDPSIM" validate --replay "$2/measured.jsonl" --params "$1/params.json" --out "$3.json" > "$3.log" 2>&1 ||
@@ -46,13 +42,13 @@ for w in $WORKLOADS; do
   for run in "$@"; do
     r=$(basename "$run")
     cell="$run/$w-$NET"
-    cal=$(ls "$cell"/validation.calibration*.jsonl* 2>/dev/null | head -1)
-    meas=$(ls "$cell"/validation.jsonl "$cell"/validation.jsonl.gz 2>/dev/null | head -1)
+    cal=$(cell_calibration "$cell")
+    meas=$(cell_measured "$cell")
     [ -n "$cal" ] || { echo "   $w $r: no calibration records, skipped" >&2; continue; }
     [ -e "$OUT/$w/cal-$r" ] && { echo "cross_replay.sh: two run folders named $r" >&2; exit 2; }
     mkdir -p "$OUT/$w/cal-$r"
-    unpack "$cal" "$OUT/$w/cal-$r/calibration.jsonl" || { echo "   $w $r: cannot read $cal" >&2; continue; }
-    if [ -n "$meas" ] && ! unpack "$meas" "$OUT/$w/cal-$r/measured.jsonl"; then
+    unpack_records "$cal" "$OUT/$w/cal-$r/calibration.jsonl" cut || { echo "   $w $r: cannot read $cal" >&2; continue; }
+    if [ -n "$meas" ] && ! unpack_records "$meas" "$OUT/$w/cal-$r/measured.jsonl" cut; then
       echo "   $w $r: cannot read $meas" >&2
       rm -f "$OUT/$w/cal-$r/measured.jsonl"
     fi

@@ -14,20 +14,21 @@
 # OUT_DIR/matrix.md is the table (benchmarks/accuracy_table.py).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/records.sh"
 IN=${1:?measured matrix folder}
 OUT=${2:?output folder}
 DDPSIM=${DDPSIM:-ddpsim}
 mkdir -p "$OUT"
 for cell in "$IN"/*/; do
   name=$(basename "$cell")
-  cal=$(ls "$cell"/validation.calibration*.jsonl "$cell"/validation.calibration*.jsonl.gz 2>/dev/null | head -1)
-  meas=$(ls "$cell"/validation.jsonl "$cell"/validation.jsonl.gz 2>/dev/null | head -1)
+  cal=$(cell_calibration "$cell")
+  meas=$(cell_measured "$cell")
   [ -n "$cal" ] && [ -n "$meas" ] || { echo "   $name: no records, skipped" >&2; continue; }
   mkdir -p "$OUT/$name"
   echo "== $name" >&2
   # records kept in the repository are gzipped (benchmarks/results/accuracy_matrix_m5, _m6): unpacked here
-  case "$cal" in *.gz) gunzip -c "$cal" > "$OUT/$name/calibration.jsonl"; cal="$OUT/$name/calibration.jsonl" ;; esac
-  case "$meas" in *.gz) gunzip -c "$meas" > "$OUT/$name/measured.jsonl"; meas="$OUT/$name/measured.jsonl" ;; esac
+  case "$cal" in *.gz) unpack_records "$cal" "$OUT/$name/calibration.jsonl"; cal="$OUT/$name/calibration.jsonl" ;; esac
+  case "$meas" in *.gz) unpack_records "$meas" "$OUT/$name/measured.jsonl"; meas="$OUT/$name/measured.jsonl" ;; esac
   if [ -n "${DROP_KINDS:-}" ]; then
     kept="$OUT/$name/calibration.kept.jsonl"
     cp "$cal" "$kept"
