@@ -575,12 +575,15 @@ def validation_result(
 def replay_validation(path: str | Path, params: Params, rescale: bool = True) -> dict[str, Any]:
     """A past ``validate`` run's measured steps (its ``validation_row`` records) predicted again from
     ``params``, measuring nothing (``ddpsim validate --replay``): the same rows, summary and coverage
-    as if the run had used these params. Refuses a file holding one configuration twice (appended runs)."""
+    as if the run had used these params. A run that stopped before its rows were written (killed, or a
+    failure while predicting) is replayed from its ``ddp_step`` records (``rows_from_steps``). Refuses
+    a file holding one configuration twice (appended runs)."""
     from realrun.records import read_records
 
-    recs = [r for r in read_records(path) if r.get("kind") == "validation_row"]
+    every = read_records(path)
+    recs = [r for r in every if r.get("kind") == "validation_row"]
     if not recs:
-        raise ValueError(f"{path}: no validation_row records: not the records of a `ddpsim validate` run")
+        recs = rows_from_steps([r for r in every if r.get("kind") == "ddp_step"], path)
     models = {r.get("model") for r in recs}
     envs = {((r.get("env") or {}).get("world_size"), (r.get("env") or {}).get("backend")) for r in recs}
     links = {(r.get("validation") or {}).get("link_mbit") for r in recs}
@@ -628,6 +631,55 @@ def replay_validation(path: str | Path, params: Params, rescale: bool = True) ->
         baseline,
         None,
     )
+
+
+def rows_from_steps(steps: Sequence[dict[str, Any]], path: str | Path) -> list[dict[str, Any]]:
+    """``validation_row``-shaped records (what ``replay_validation`` reads) from a ``validate`` run's
+    ``ddp_step`` records, written as each round ended: per configuration its steps over the rounds, and
+    its group's compute-only steps (every copy, in the order ``measure_beside_compute`` pooled them).
+    Only complete rounds count (a round cut short leaves some of its group's records unwritten)."""
+    if not steps:
+        raise ValueError(f"{path}: no validation_row or ddp_step records: not the records of a `ddpsim validate` run")
+    per_round: dict[int, list[dict[str, Any]]] = {}
+    for r in steps:
+        per_round.setdefault(int(r.get("round", 0)), []).append(r)
+    shape = {
+        k: sorted((r.get("group"), r.get("setting"), r.get("baseline_copy") or 0) for r in v)
+        for k, v in per_round.items()
+    }
+    first = shape[min(shape)]
+    if len(first) != len(set(first)):
+        raise ValueError(f"{path}: a configuration appears twice in one round (several runs appended): replay one run")
+    rounds = [k for k in sorted(per_round) if shape[k] == first]
+    times: dict[tuple[Any, ...], list[float]] = {}
+    compute: dict[Any, list[float]] = {}
+    heads: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for k in rounds:
+        for r in per_round[k]:
+            if r.get("strategy") == "compute":
+                compute.setdefault(r.get("group"), []).extend(r["step_times_s"])
+            else:
+                key = (r.get("group"), r.get("setting"))
+                times.setdefault(key, []).extend(r["step_times_s"])
+                heads.setdefault(key, r)
+    if not times:
+        raise ValueError(f"{path}: no configuration's steps in the ddp_step records")
+    out = []
+    for key, ts in times.items():
+        h = heads[key]
+        if key[0] not in compute:
+            raise ValueError(f"{path}: {h.get('setting')} has no compute-only steps beside it")
+        v = {k: h.get(k) for k in ("strategy", "bucket_mb", "bucket_cap_mb_list", "link_mbit")}
+        out.append(
+            {
+                "model": h.get("model"),
+                "env": h.get("env"),
+                "step_times_s": ts,
+                "compute_step_times_s": compute[key[0]],
+                "validation": v,
+            }
+        )
+    return out
 
 
 def noise_warning(noise: dict[str, Any] | None) -> str | None:

@@ -376,8 +376,36 @@ def test_replay_of_the_records_with_the_same_params_gives_the_same_rows(validate
     twice.write_text(path.read_text() * 2)
     with pytest.raises(ValueError, match="appears twice"):
         replay_validation(twice, params)
-    with pytest.raises(ValueError, match="no validation_row records"):
+    with pytest.raises(ValueError, match="no validation_row or ddp_step records"):
         replay_validation(calibrated[2], params)
+
+
+def test_replay_of_a_run_that_died_before_its_rows_uses_its_step_records(validated, calibrated, tmp_path):
+    """A run killed (or failing while predicting) after measuring keeps its ddp_step records, written as
+    each round ended: replayed from them alone it gives the rows it would have written; a round cut short
+    is left out, an appended second run refused."""
+    import json
+
+    from calibration.validate import replay_validation
+
+    res, path = validated
+    params = calibrated[0]
+    lines = path.read_text().splitlines()
+    steps = [ln for ln in lines if json.loads(ln)["kind"] == "ddp_step"]
+    died = tmp_path / "died.jsonl"
+    died.write_text("\n".join(steps) + "\n")
+    again = replay_validation(died, params)
+    assert again["rows"] == res["rows"]
+    assert again["interval_coverage"] == res["interval_coverage"]
+    # a third round cut short after two of its records: the two complete rounds stand
+    third = [json.dumps({**json.loads(ln), "round": 2}) for ln in steps[:2]]
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("\n".join(steps + third) + "\n")
+    assert replay_validation(cut, params)["rows"] == res["rows"]
+    twice = tmp_path / "twice_steps.jsonl"
+    twice.write_text(died.read_text() * 2)
+    with pytest.raises(ValueError, match="appears twice in one round"):
+        replay_validation(twice, params)
 
 
 # ---- bad input: torn records, empty measurement, foreign params --------------------
