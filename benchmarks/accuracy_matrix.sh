@@ -9,8 +9,10 @@
 #
 # NETWORKS: link rates in Mbit/s (emulated tbf links, root needed; skipped otherwise) or "loopback".
 # MODELS: workloads; "lib" is torch's own nn.TransformerEncoder (benchmarks/models/torch_transformer.py).
-# STEPS: timed steps per configuration (over ROUNDS rounds); MIN_SECONDS (default 1): more steps where the
-# predicted step is short (validate --min-seconds; 0 gives exactly STEPS, as runs m1-m16 did).
+# STEPS: timed steps per configuration (over ROUNDS rounds); MIN_SECONDS (default 6): more steps where the
+# predicted step is short (validate --min-seconds; 0 gives exactly STEPS, as runs m1-m16 did; 1 as m17-m24 did).
+# At 6 s gpt times 30 steps a configuration (8 gave its rows +-10-33 % noise) and micro-DLRM 500; loopback takes
+# about 16 minutes (runs m25, m26).
 # Per cell OUT/<model>-<network>/ holds validation.json (summary + rows), validation.params.json
 # (the calibration), its records and plots; OUT/matrix.md is the table (benchmarks/accuracy_table.py).
 # A failed cell is logged and the others still run; the table says which are missing.
@@ -22,7 +24,7 @@ MODELS=${MODELS:-"gpt cnn micro-dlrm lib"}
 STEPS=${STEPS:-8}
 RANKS=${RANKS:-2}  # not WORLD_SIZE: torchrun and SLURM export that one
 ROUNDS=${ROUNDS:-2}
-MIN_SECONDS=${MIN_SECONDS:-1}
+MIN_SECONDS=${MIN_SECONDS:-6}
 BUCKETS=${BUCKETS:-0.25,1,4,16,64}
 STRATEGIES=${STRATEGIES:-torch-ddp,flat,individual,bucketed,sharded}
 DDPSIM=${DDPSIM:-ddpsim}
