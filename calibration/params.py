@@ -288,7 +288,8 @@ class Params:
         return replace(unc, model_log_sd=probe_step_residual(in_step))
 
     def hook_s_per_param(self) -> float:
-        """One Python gradient hook's cost: the profile's hooked minus hook-free backward, per gradient."""
+        """One Python gradient hook's cost: the profile's paired hooked minus hook-free backward
+        (``realrun.profile_grads``), per gradient; 0 where that is negative (noise)."""
         prof = self.compute_profile or {}
         env = (prof.get("env") or {}).get("profile") or {}
         n = sum(1 for p in prof.get("params", ()) if p.get("requires_grad", True))

@@ -582,8 +582,14 @@ def replay_validation(path: str | Path, params: Params, rescale: bool = True) ->
 
     every = read_records(path)
     recs = [r for r in every if r.get("kind") == "validation_row"]
-    if not recs:
-        recs = rows_from_steps([r for r in every if r.get("kind") == "ddp_step"], path)
+    # validate's step records (a group and a setting; bench-ddp's have neither)
+    steps = [r for r in every if r.get("kind") == "ddp_step" and "group" in r and "setting" in r]
+    stepped = {_config_key(r) for r in steps if r.get("strategy") != "compute"}
+    method = f"replayed from {path}"
+    if not recs or not stepped <= {_config_key(r["validation"]) for r in recs}:
+        # no rows, or rows for only some of the configurations measured (a failure while predicting)
+        recs, kept, recorded = rows_from_steps(steps, path)
+        method += f" (its step records: {kept} of {recorded} round(s), those holding every group the first does)"
     models = {r.get("model") for r in recs}
     envs = {((r.get("env") or {}).get("world_size"), (r.get("env") or {}).get("backend")) for r in recs}
     links = {(r.get("validation") or {}).get("link_mbit") for r in recs}
@@ -621,7 +627,7 @@ def replay_validation(path: str | Path, params: Params, rescale: bool = True) ->
         str(backend),
         link,
         int((params.probes or {}).get("batch_size") or prof.samples_per_step or 0),
-        f"replayed from {path}",
+        method,
         rescale,
         scales,
         params,
@@ -633,11 +639,17 @@ def replay_validation(path: str | Path, params: Params, rescale: bool = True) ->
     )
 
 
-def rows_from_steps(steps: Sequence[dict[str, Any]], path: str | Path) -> list[dict[str, Any]]:
+def _config_key(r: Mapping[str, Any]) -> tuple[Any, ...]:
+    caps = r.get("bucket_cap_mb_list")
+    return (r.get("strategy"), r.get("bucket_mb"), tuple(caps) if caps else None)
+
+
+def rows_from_steps(steps: Sequence[dict[str, Any]], path: str | Path) -> tuple[list[dict[str, Any]], int, int]:
     """``validation_row``-shaped records (what ``replay_validation`` reads) from a ``validate`` run's
     ``ddp_step`` records, written as each round ended: per configuration its steps over the rounds, and
     its group's compute-only steps (every copy, in the order ``measure_beside_compute`` pooled them).
-    Only complete rounds count (a round cut short leaves some of its group's records unwritten)."""
+    Only rounds as complete as the first count (a round cut short leaves some of its groups' records
+    unwritten); returns the records, the rounds kept and the rounds recorded."""
     if not steps:
         raise ValueError(f"{path}: no validation_row or ddp_step records: not the records of a `ddpsim validate` run")
     per_round: dict[int, list[dict[str, Any]]] = {}
@@ -679,7 +691,7 @@ def rows_from_steps(steps: Sequence[dict[str, Any]], path: str | Path) -> list[d
                 "validation": v,
             }
         )
-    return out
+    return out, len(rounds), len(per_round)
 
 
 def noise_warning(noise: dict[str, Any] | None) -> str | None:

@@ -562,7 +562,8 @@ def add_commands(sub: Any) -> None:
         default=None,
         metavar="RECORDS",
         help="measure nothing: predict the measured steps of an earlier validate run (its records file, "
-        "--records there) again from --params, e.g. params refitted with `calibrate --refit`",
+        "--records there) again from --params, e.g. params refitted with `calibrate --refit`; a run that stopped "
+        "before its summary is replayed from the steps it recorded",
     )
     v.add_argument(
         "--no-rescale",

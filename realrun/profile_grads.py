@@ -21,8 +21,9 @@ fast state (this VM's: 35 and 62 ms for one cnn backward, ten steps each)
 cancels in each pair, where a difference of the two medians would take each
 median from whichever state it falls in (8.1 ms for 12 hooks in that run; the
 paired median is the hooks' own cost). ``hook_scale`` is ``1 - hook_overhead_s
-/ hooked median``; the ready times are multiplied by it, so the profile's
-backward is the hooked median less the hooks' cost. ``backward_tail_s`` is the
+/ hooked median`` (a negative ``hook_overhead_s``, noise, counts as 0); the
+ready times are multiplied by it, so the profile's backward is the hooked
+median less the hooks' cost. ``backward_tail_s`` is the
 backward after the last ready gradient (hooked median backward minus the last
 median ready time, scaled). The medians of both kinds of step are reported in
 ``env["profile"]`` beside every step's time.
@@ -281,7 +282,11 @@ def _combine(
     hooked = _median([_median(r["backward_hooked_s"]) for r in per_rank])
     free = _median([_median(r["backward_free_s"]) for r in per_rank])
     overhead = _median([_median(paired_differences(r["backward_hooked_s"], r["backward_free_s"])) for r in per_rank])
-    scale = (hooked - overhead) / hooked if hooked > 0 and hooked > overhead else 1.0
+    cost = max(0.0, overhead)  # a hook does not make backward faster: a negative paired median is noise
+    if hooked > cost:
+        scale = (hooked - cost) / hooked
+    else:  # the pairs say the hooks cost the whole backward: nothing to take from them
+        scale = free / hooked if hooked > 0 else 1.0
     specs = [
         ParamSpec(
             name=d["name"],
@@ -294,7 +299,7 @@ def _combine(
     ]
     ready_hooked = {i: _median([r["ready_s"][i] for r in per_rank]) for i in per_rank[0]["ready_s"]}
     ready = {i: scale * t for i, t in ready_hooked.items()}
-    # the backward after its last gradient, so that last ready time + tail = the hook-free backward
+    # the backward after its last gradient, so that last ready time + tail = the backward without hooks
     tail = max(0.0, hooked - max(ready_hooked.values()))
     env = dict(per_rank[0]["env"])
     env["threads_per_rank"] = threads if threads is not None else env.get("torch_threads")

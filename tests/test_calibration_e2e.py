@@ -397,6 +397,22 @@ def test_replay_of_a_run_that_died_before_its_rows_uses_its_step_records(validat
     again = replay_validation(died, params)
     assert again["rows"] == res["rows"]
     assert again["interval_coverage"] == res["interval_coverage"]
+    assert "its step records: 2 of 2 round(s)" in again["method"]
+    # died while predicting the second row: one row written, every configuration's steps there
+    first_row = next(ln for ln in lines if json.loads(ln)["kind"] == "validation_row")
+    partial = tmp_path / "partial.jsonl"
+    partial.write_text("\n".join(steps + [first_row]) + "\n")
+    assert replay_validation(partial, params)["rows"] == res["rows"]
+    # bench-ddp's step records (no group, no setting) are not a validate run's
+    bench = tmp_path / "bench.jsonl"
+    bench.write_text(
+        "\n".join(
+            json.dumps({k: v for k, v in json.loads(ln).items() if k not in ("group", "setting")}) for ln in steps
+        )
+        + "\n"
+    )
+    with pytest.raises(ValueError, match="no validation_row or ddp_step records"):
+        replay_validation(bench, params)
     # a third round cut short after two of its records: the two complete rounds stand
     third = [json.dumps({**json.loads(ln), "round": 2}) for ln in steps[:2]]
     cut = tmp_path / "cut.jsonl"
