@@ -91,10 +91,10 @@ def median_ci(times_s: Sequence[float], level: float = 0.95) -> tuple[float, flo
         raise ValueError(f"level must be in (0, 1), got {level}")
     n = len(xs)
     tail, j = 0.0, 0
-    log_half_n = n * math.log(2.0)
+    log_norm = math.lgamma(n + 1) - n * math.log(2.0)  # log(n! / 2**n)
     while j < n // 2:
         # P(Binomial(n, 1/2) = j) in logs: comb(n, j) / 2**n overflows a float from n = 1024 on
-        tail += math.exp(math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1) - log_half_n)
+        tail += math.exp(log_norm - math.lgamma(j + 1) - math.lgamma(n - j + 1))
         if 2 * tail > 1.0 - level:
             break
         j += 1
