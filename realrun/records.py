@@ -14,6 +14,7 @@ without it.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import platform
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import time
 import warnings
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -166,16 +168,18 @@ def append_records(path: str | Path, records: Iterable[Mapping[str, Any]]) -> in
 
 
 def iter_records(path: str | Path, kind: str | None = None) -> Iterator[dict[str, Any]]:
-    """Records of ``path`` (optionally of one ``kind``).
+    """Records of ``path`` (optionally of one ``kind``); a ``.gz`` file is read gzipped (the records
+    kept under ``benchmarks/results/`` are).
 
     Raises ``ValueError`` naming the file and line for a malformed line or a
     foreign schema; a torn *last* line is skipped with a warning.
     """
     p = Path(path)
     try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except OSError as e:
-        raise ValueError(f"cannot read records {p}: {e.strerror}") from None
+        raw = gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_bytes()
+    except (OSError, EOFError, zlib.error) as e:  # unreadable, or not (or a torn) gzip
+        raise ValueError(f"cannot read records {p}: {getattr(e, 'strerror', None) or e}") from None
+    lines = raw.decode("utf-8").splitlines()
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue

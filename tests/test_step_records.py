@@ -331,3 +331,27 @@ def test_params_carry_the_pipelined_channel_where_calibration_found_it():
     assert on.pipelined and on.cost_model().pipelined and on.fitted_terms(None)["pipelined"] is True
     assert Params.from_dict(json.loads(json.dumps(on.to_dict()))).pipelined
     assert not replace(on, channels=2).pipelined and not replace(on, channels=2).cost_model().pipelined
+
+
+def test_records_read_gzipped_as_stored_and_a_broken_gzip_is_one_clear_error(tmp_path):
+    """The records kept under benchmarks/results/ are gzipped: read_records reads them as the plain file."""
+    import gzip
+
+    from realrun.records import make_record
+
+    plain = tmp_path / "r.jsonl"
+    with RecordWriter(plain) as w:
+        for k in range(3):
+            w.write(make_record("ddp_step", {"host": "h"}, round=k, step_times_s=[0.1 * k]))
+    packed = tmp_path / "r.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert read_records(packed) == read_records(plain) and len(read_records(plain)) == 3
+    assert [r["round"] for r in read_records(packed, "ddp_step")] == [0, 1, 2]
+    torn = tmp_path / "torn.jsonl.gz"
+    torn.write_bytes(packed.read_bytes()[:-12])
+    with pytest.raises(ValueError, match=r"cannot read records .*torn\.jsonl\.gz"):
+        read_records(torn)
+    fake = tmp_path / "fake.jsonl.gz"
+    fake.write_text("not gzip")
+    with pytest.raises(ValueError, match=r"cannot read records .*fake\.jsonl\.gz"):
+        read_records(fake)

@@ -9,23 +9,19 @@ of o between calibrations. Nothing is measured.
     python benchmarks/results/stream_o_noise/analysis.py CELL_DIR...
 """
 
-import gzip
-import json
 import statistics as st
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from calibration.fit import fit_linear  # noqa: E402
+from realrun.records import read_records  # noqa: E402
 
 
 def records(cell: Path) -> list[dict]:
     for name in ("validation.calibration.jsonl", "validation.calibration.jsonl.gz"):
-        f = cell / name
-        if f.exists():
-            opener = gzip.open if name.endswith(".gz") else open
-            with opener(f, "rt") as fh:
-                return [json.loads(ln) for ln in fh if ln.strip()]
+        if (cell / name).exists():
+            return read_records(cell / name)
     return []
 
 
