@@ -1,9 +1,9 @@
 """What the per-bucket timeline recording costs (issue #10: it must not change the step by more than the noise).
 
     python benchmarks/bench_timeline_overhead.py [--configs mlp:torch-ddp:1,gpt:torch-ddp:4,mlp:individual]
-        [--steps 100] [--warmup 5] [--out benchmarks/results/timeline_overhead.json]
+        [--steps 100] [--warmup 5] [--link-mbit RATE] [--out benchmarks/results/timeline_overhead.json]
 
-Two gloo ranks. For each configuration, ``realrun.timeline.measure_recording_overhead``
+Two gloo ranks, on loopback or (``--link-mbit``, root only) over an emulated link of that rate. For each configuration, ``realrun.timeline.measure_recording_overhead``
 builds copies of the same DDP model on the same ranks: ``plain`` (as bench-ddp
 runs it), ``recorded`` (a ``TimelineRecorder`` attached; torch DDP: the timed
 all-reduce comm hook and a post-accumulate-grad hook per parameter;
@@ -24,7 +24,9 @@ import json
 import os
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -43,10 +45,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--link-mbit", type=float, default=None, help="emulated link rate, Mbit/s (root only)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/timeline_overhead.json"))
     args = ap.parse_args(argv)
     rows = []
-    with RankPool(2, timeout_s=1800) as pool:
+    net: Any = nullcontext()
+    if args.link_mbit is not None:
+        from realrun.netns import EmulatedNetwork
+
+        net = EmulatedNetwork(2, args.link_mbit)
+    with net as n, RankPool(2, timeout_s=1800, **(n.pool_kwargs() if n is not None else {})) as pool:
         for item in args.configs.split(","):
             parts = item.split(":")
             model, strategy = parts[0], parts[1]
@@ -75,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         "env": environment("gloo", 2),
         "steps": args.steps,
         "warmup": args.warmup,
+        "link_mbit": args.link_mbit,
         "rows": rows,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
