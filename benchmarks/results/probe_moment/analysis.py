@@ -55,14 +55,17 @@ def main(run_dirs: list[str]) -> None:
         for cell in sorted(Path(d).iterdir()):
             if cell.is_dir() and (r := cell_row(cell)):
                 cells[cell.name].append(r)
-    print("cell | runs | probe exposed ms, mean (CV) | validation's, 1 MiB (CV) | corr(probe, validation) | "
-          "corr(probe, prediction) | corr(probe, row error)")
+    print(
+        "cell | runs | probe exposed ms, mean (CV) | validation's, 1 MiB (CV) | corr(probe, validation) | "
+        "corr(probe, prediction) | corr(probe, row error)"
+    )
     for name in sorted(cells):
         rs = cells[name]
         if len(rs) < 5:
             continue
-        pe, ve, pr, er = (np.array([r[k] for r in rs]) for k in
-                          ("probe_exposed_ms", "val_exposed_ms", "pred_exposed_ms", "error_pct"))
+        pe, ve, pr, er = (
+            np.array([r[k] for r in rs]) for k in ("probe_exposed_ms", "val_exposed_ms", "pred_exposed_ms", "error_pct")
+        )
 
         def cv(x: np.ndarray) -> str:
             return f"{x.mean():.2f} ({100 * x.std(ddof=1) / abs(x.mean()):.0f} %)"

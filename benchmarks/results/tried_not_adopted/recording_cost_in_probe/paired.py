@@ -14,7 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from realrun.records import read_records  # noqa: E402
 from realrun.stats import median_ci  # noqa: E402
 
-print(f"{'cell':<22} {'probe':<16} {'steps':>5} {'recorded':>9} {'plain':>9} {'paired':>8} {'80% interval':>17} {'of step':>8}")
+print(
+    f"{'cell':<22} {'probe':<16} {'steps':>5} {'recorded':>9} {'plain':>9} {'paired':>8} {'80% interval':>17} {'of step':>8}"
+)
 for d in sys.argv[1:]:
     for cell in sorted(Path(d).iterdir()):
         cal = sorted(cell.glob("validation.calibration*.jsonl*"))
