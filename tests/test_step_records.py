@@ -291,6 +291,30 @@ def test_stream_probe_decides_a_pipelined_channel():
     assert stream_pipelined(off, o, w) is False
 
 
+def test_a_pipelined_stream_is_one_channel_whatever_the_speedup():
+    """Run m27's gpt calibration over 1000 Mbit/s: async calls x1.31 faster than blocking ones, past the x1.3
+    that makes gloo two channels, but its async stream is the pipelined channel's (the hand-offs hidden behind
+    the transfers): one pipelined channel, as in every other link calibration. Synthetic: the same speed-up
+    from a stream that neither channel model describes stays two channels."""
+    import gzip
+    import json
+    from pathlib import Path
+
+    from calibration.calibrate import fit_network
+
+    d = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "accuracy_matrix_m27link" / "gpt-1000"
+    recs = [json.loads(line) for line in gzip.open(next(d.glob("validation.calibration*.jsonl.gz")), "rt")]
+    net = fit_network(recs, "gloo", 2, 1000.0, lambda _s: None)
+    assert net.speedup >= 1.3 and (net.channels, net.pipelined) == (1, True)
+    # the stream records alone, async calls made 40 % faster than blocking ones at every size: far off the
+    # pipelined channel's prediction for transfer-bound sizes, so x1.4 means two channels
+    streams = [r for r in recs if r.get("kind") == "allreduce" and r.get("impl") == "stream"]
+    halved = [dict(r, async_times_s=[t / 1.4 for t in r["times_s"]]) for r in streams]
+    other = [r for r in recs if not (r.get("kind") == "allreduce" and r.get("impl") == "stream")]
+    net2 = fit_network(other + halved, "gloo", 2, 1000.0, lambda _s: None)
+    assert net2.speedup == pytest.approx(1.4) and (net2.channels, net2.pipelined) == (2, False)
+
+
 @pytest.mark.parametrize(
     "cell, want",
     [
