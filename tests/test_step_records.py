@@ -294,7 +294,7 @@ def test_stream_probe_decides_a_pipelined_channel():
 def test_a_pipelined_stream_is_one_channel_whatever_the_speedup():
     """Run m27's gpt calibration over 1000 Mbit/s: async calls x1.31 faster than blocking ones, past the x1.3
     that makes gloo two channels, but its async stream is the pipelined channel's (the hand-offs hidden behind
-    the transfers): one pipelined channel, as in every other link calibration. Synthetic: the same speed-up
+    the transfers): one pipelined channel, as the link calibrations under x1.3 have. Synthetic: the same speed-up
     from a stream that neither channel model describes stays two channels."""
     import gzip
     import json
