@@ -285,7 +285,7 @@ def fit_network(
     bw = fit_bandwidth(ar, fit, world_size=world_size, link_mbit=link, statistic="mean")
     # One pipelined channel where it describes the async calls (within PIPELINE_FIT): the speed-up of async
     # over blocking calls is then the hand-offs hidden behind transfers, not a second channel. Else gloo's two
-    # threads count as two channels from x1.3. Over the 116 stored link calibrations the speed-up ran x1.00-1.41;
+    # threads count as two channels from x1.3. Over the 108 stored link calibrations the speed-up ran x1.00-1.41;
     # the three from x1.3 up had pipelined streams: run m27's gpt over 1000 Mbit/s at x1.31, where two channels
     # put `individual` 10.2 % short (2.0 % with one pipelined channel, as the link calibrations under x1.3 had).
     pipelined = stream_pipelined(streams, sfit.o_s, (bw or fit).w_bytes_per_s)

@@ -3,14 +3,14 @@ the recording taken in the same rounds (``plain_step_times_s``, recorded since t
 steps, the median paired difference with its 80 % sign-test interval, and the medians of both sides. Nothing is
 measured.
 
-    python benchmarks/results/recording_cost_in_probe/paired.py MATRIX_DIR...
+    python benchmarks/results/tried_not_adopted/recording_cost_in_probe/paired.py MATRIX_DIR...
 """
 
 import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[4]))
 from realrun.records import read_records  # noqa: E402
 from realrun.stats import median_ci  # noqa: E402
 
