@@ -296,22 +296,23 @@ def test_a_pipelined_stream_is_one_channel_whatever_the_speedup():
     that makes gloo two channels, but its async stream is the pipelined channel's (the hand-offs hidden behind
     the transfers): one pipelined channel, as the link calibrations under x1.3 have. Synthetic: the same speed-up
     from a stream that neither channel model describes stays two channels."""
-    import gzip
-    import json
     from pathlib import Path
 
     from calibration.calibrate import fit_network
+    from realrun.records import read_records
 
     d = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "accuracy_matrix_m27link" / "gpt-1000"
-    recs = [json.loads(line) for line in gzip.open(next(d.glob("validation.calibration*.jsonl.gz")), "rt")]
+    recs = read_records(next(d.glob("validation.calibration*.jsonl.gz")))
     net = fit_network(recs, "gloo", 2, 1000.0, lambda _s: None)
     assert net.speedup >= 1.3 and (net.channels, net.pipelined) == (1, True)
-    # the stream records alone, async calls made 40 % faster than blocking ones at every size: far off the
-    # pipelined channel's prediction for transfer-bound sizes, so x1.4 means two channels
-    streams = [r for r in recs if r.get("kind") == "allreduce" and r.get("impl") == "stream"]
-    halved = [dict(r, async_times_s=[t / 1.4 for t in r["times_s"]]) for r in streams]
-    other = [r for r in recs if not (r.get("kind") == "allreduce" and r.get("impl") == "stream")]
-    net2 = fit_network(other + halved, "gloo", 2, 1000.0, lambda _s: None)
+
+    # the same records with every stream's async calls x1.4 faster than its blocking ones at every size: far off
+    # the pipelined channel's prediction for transfer-bound sizes, so x1.4 means two channels
+    def is_stream(r):
+        return r.get("kind") == "allreduce" and r.get("impl") == "stream"
+
+    faster = [dict(r, async_times_s=[t / 1.4 for t in r["times_s"]]) if is_stream(r) else r for r in recs]
+    net2 = fit_network(faster, "gloo", 2, 1000.0, lambda _s: None)
     assert net2.speedup == pytest.approx(1.4) and (net2.channels, net2.pipelined) == (2, False)
 
 
@@ -327,14 +328,14 @@ def test_a_pipelined_stream_is_one_channel_whatever_the_speedup():
 def test_stream_probe_records_of_run_m18_decide_as_recorded(cell, want):
     """The calibration records kept from runs m18 and m19: over the emulated links the async stream is the
     pipelined channel's (within 6.5 %), on loopback neither model's (13-37 % off)."""
-    import gzip
     import json
     from pathlib import Path
 
     from calibration.calibrate import stream_pipelined
+    from realrun.records import read_records
 
     d = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / cell
-    recs = [json.loads(line) for line in gzip.open(next(d.glob("validation.calibration*.jsonl.gz")), "rt")]
+    recs = read_records(next(d.glob("validation.calibration*.jsonl.gz")))
     params = json.loads(next(d.glob("validation.params*.json")).read_text())
     streams = [r for r in recs if r.get("kind") == "allreduce" and r.get("impl") == "stream"]
     assert stream_pipelined(streams, params["probes"]["stream_fit"]["o_s"], params["linear"]["w_bytes_per_s"]) is want
