@@ -40,6 +40,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from simulator.units import KIB, MIB
 
 from .contention import fit_contention
@@ -211,6 +213,14 @@ class NetworkFit:
     speedup: float  # blocking over async time of back-to-back calls (gloo: >= 1.3 means 2 channels, unless pipelined)
     channels: int
     pipelined: bool = False  # one channel whose queued calls' hand-offs overlap transfers (stream_pipelined)
+    speedup_ci: tuple[float, float] | None = None  # 95 % bootstrap interval of ``speedup`` (None: too few calls)
+
+    @property
+    def channels_marginal(self) -> bool:
+        """Whether the stream probe leaves gloo's channel count open: the speed-up's 95 % interval holds
+        ``TWO_CHANNELS_SPEEDUP`` (one channel or two would each be read from a probe like this one)."""
+        ci = self.speedup_ci
+        return not self.pipelined and ci is not None and ci[0] < TWO_CHANNELS_SPEEDUP <= ci[1]
 
 
 # The pipelining channel describes the stream only where a wire carries the transfer: over the emulated
@@ -218,6 +228,54 @@ class NetworkFit:
 # "transfer" is the same two cores' reduction work, 7-42 % (and the serial channel's 20-50 %): where
 # neither describes the stream the serial channel, the rest of the fits' own, stays.
 PIPELINE_FIT = 0.10
+
+
+# gloo's two worker threads count as two channels where back-to-back calls launched async ran this much faster
+# than blocking ones (and the pipelined channel does not describe them)
+TWO_CHANNELS_SPEEDUP = 1.3
+
+
+def speedup_of(streams: list[dict[str, Any]]) -> float:
+    """The stream probe's async/blocking speed-up: the median over sizes of blocking over async time per call."""
+    return statistics.median(
+        statistics.median(r["times_s"]) / statistics.median(r["async_times_s"])
+        for r in streams
+        if r.get("times_s") and r.get("async_times_s")
+    )
+
+
+def speedup_interval(streams: list[dict[str, Any]], level: float = 0.95, seed: int = 0) -> tuple[float, float] | None:
+    """A ``level`` percentile-bootstrap interval of ``speedup_of`` (each size's blocking and async repetitions
+    resampled on their own, ``scipy.stats.bootstrap``): how far the probe's own sampling moves the speed-up.
+    None where a size kept fewer than 2 repetitions of either (repetitions that never vary: the point itself). Over four micro-DLRM calibrations on this VM's
+    loopback within 15 minutes the speed-up ran x1.20-1.35 (2026-11-27): the channel count it decides flipped
+    between them (BENCHMARKS.md, "Eighth session")."""
+    from scipy.stats import bootstrap
+
+    data = []
+    for r in streams:
+        b, a = r.get("times_s") or (), r.get("async_times_s") or ()
+        if b and a:
+            if len(b) < 2 or len(a) < 2:
+                return None
+            data += [list(map(float, b)), list(map(float, a))]
+    if not data:
+        return None
+
+    def stat(*xs: Any) -> float:
+        return statistics.median(statistics.median(xs[i]) / statistics.median(xs[i + 1]) for i in range(0, len(xs), 2))
+
+    res = bootstrap(
+        data,
+        stat,
+        n_resamples=999,
+        confidence_level=level,
+        method="percentile",
+        vectorized=False,
+        rng=np.random.default_rng(seed),
+    )
+    lo, hi = (float(x) for x in res.confidence_interval)
+    return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else None  # NaN: every resample the same
 
 
 def stream_pipelined(streams: list[dict[str, Any]], o_s: float, w_bytes_per_s: float) -> bool:
@@ -276,11 +334,8 @@ def fit_network(
         say(f"broadcast fit: o = {bfit.o_us:.1f} us, w = {bfit.w_gbps:.4g} GB/s, rel. RMS {bfit.rel_rms * 100:.1f}%")
     streams = [r for r in ar if r.get("impl") == "stream"]
     sfit = fit_linear(streams, impl="stream", world_size=world_size, link_mbit=link, statistic="mean")
-    speedup = statistics.median(
-        statistics.median(r["times_s"]) / statistics.median(r["async_times_s"])
-        for r in streams
-        if r.get("times_s") and r.get("async_times_s")
-    )
+    speedup = speedup_of(streams)
+    speedup_ci = speedup_interval(streams)
     # w from the sizes where the transfer dominates (the rate a step's large buckets pay)
     bw = fit_bandwidth(ar, fit, world_size=world_size, link_mbit=link, statistic="mean")
     # One pipelined channel where it describes the async calls (within PIPELINE_FIT): the speed-up of async
@@ -289,9 +344,10 @@ def fit_network(
     # the three from x1.3 up had pipelined streams: run m27's gpt over 1000 Mbit/s at x1.31, where two channels
     # put `individual` 10.2 % short (2.0 % with one pipelined channel, as the link calibrations under x1.3 had).
     pipelined = stream_pipelined(streams, sfit.o_s, (bw or fit).w_bytes_per_s)
-    channels = 2 if backend == "gloo" and speedup >= 1.3 and not pipelined else 1
+    channels = 2 if backend == "gloo" and speedup >= TWO_CHANNELS_SPEEDUP and not pipelined else 1
+    ci = f" (95 % CI x{speedup_ci[0]:.2f}-{speedup_ci[1]:.2f})" if speedup_ci else ""
     say(
-        f"streams: o = {sfit.o_us:.1f} us per consecutive call; async/blocking speed-up x{speedup:.2f} "
+        f"streams: o = {sfit.o_us:.1f} us per consecutive call; async/blocking speed-up x{speedup:.2f}{ci} "
         f"-> {channels} channel(s) in the model"
         + (
             "; calls launched back to back overlap the hand-off with the transfer before (pipelined)"
@@ -316,7 +372,7 @@ def fit_network(
         link_mbit=link,
         statistic="mean",
     )
-    return NetworkFit(typical, used, bfit, sfit, bw, speedup, channels, pipelined)
+    return NetworkFit(typical, used, bfit, sfit, bw, speedup, channels, pipelined, speedup_ci)
 
 
 def assemble_params(
@@ -356,6 +412,8 @@ def assemble_params(
             "stream_fit": net.stream.to_dict(),
             "bandwidth_fit": net.bandwidth.to_dict() if net.bandwidth is not None else None,
             "async_speedup": net.speedup,
+            "async_speedup_ci": list(net.speedup_ci) if net.speedup_ci else None,
+            "channels_marginal": net.channels_marginal,
             "pipelined": net.pipelined,
             **({"cold_call": cold_call} if cold_call is not None else {}),
         },
@@ -370,6 +428,41 @@ def with_step_probe(params: Params, fit: dict[str, Any]) -> Params:
         comm_contention_c=fit["comm_contention_c"],
         probes={**params.probes, "in_step": fit, "contention_source": "in-step probe"},
     )
+
+
+CHANNELS_MATTER = 0.05  # the other channel count moves `individual`'s predicted step this much or more
+
+
+def with_channel_check(params: Params, say: Callable[[str], None]) -> Params:
+    """Where the stream probe left gloo's channel count open (``NetworkFit.channels_marginal``): the step of
+    ``individual`` (a call per gradient, the most calls a step) predicted with one channel and with two,
+    kept in ``probes["channels_check"]``, and a warning where they are ``CHANNELS_MATTER`` apart. On this
+    VM's loopback most calibrations leave the count open (the speed-up's interval held x1.3 in 107 of 192
+    stored ones), but only micro-DLRM's many-call steps move with it: there, from the same records,
+    `individual` came out +10 % with one channel and -19 % with two (BENCHMARKS.md, "Eighth session")."""
+    from simulator.predict import predict
+    from simulator.strategies import StrategySpec
+
+    if not params.probes.get("channels_marginal") or params.backend != "gloo":
+        return params
+    prof, cost = params.profile(), params.cost_model()
+    one, two = (
+        predict(
+            prof, cost.with_overrides(channels=n, pipelined=False), StrategySpec("individual"), params.world_size
+        ).step_time_s
+        for n in (1, 2)
+    )
+    check = {"individual_one_channel_s": one, "individual_two_channels_s": two}
+    if abs(two / one - 1) >= CHANNELS_MATTER:
+        ci = params.probes.get("async_speedup_ci") or (math.nan, math.nan)
+        say(
+            f"warning: the channel count is not settled: the async/blocking speed-up's 95 % interval "
+            f"(x{ci[0]:.2f}-{ci[1]:.2f}) holds x{TWO_CHANNELS_SPEEDUP:g}, where gloo's two threads count as two "
+            f"channels, and the count matters here: `individual` is predicted {one * 1e3:.1f} ms with one "
+            f"channel, {two * 1e3:.1f} ms with two ({(two / one - 1) * 100:+.0f} %); configurations with many "
+            f"calls a step move with it (compare `ddpsim predict --params P --channels 1` and `--channels 2`)"
+        )
+    return replace(params, probes={**params.probes, "channels_check": check})
 
 
 def cold_call_line(fit: dict[str, Any]) -> str:
@@ -518,7 +611,7 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
                 )
             say(summary_line(sfit_step))
             params = with_step_probe(params, sfit_step)
-    return params
+    return with_channel_check(params, say)
 
 
 def calibrate(spec: CalibrateSpec, progress: bool = True) -> Params:

@@ -44,6 +44,7 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
         cold_call_line,
         fit_across_world_sizes,
         fit_network,
+        with_channel_check,
         with_step_probe,
         with_step_probes_by_p,
     )
@@ -119,6 +120,7 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
         fit = fit_step_probe(at_p0[0], params.profile(), params.cost_model(), fine_record=fine and fine["timeline"])
         say(summary_line(fit))
         params = with_step_probe(params, fit)
+    params = with_channel_check(params, say)
     if len(sizes_at) > 1:
         native = [r for r in ar if r.get("kind") == "allreduce" and r.get("impl", "native") == "native"]
         params = replace(params, abg=fit_across_world_sizes(native, params, link))

@@ -380,3 +380,62 @@ def test_records_read_gzipped_as_stored_and_a_broken_gzip_is_one_clear_error(tmp
     fake.write_text("not gzip")
     with pytest.raises(ValueError, match=r"cannot read records .*fake\.jsonl\.gz"):
         read_records(fake)
+
+
+def test_speedup_interval_is_the_probes_own_sampling():
+    """The async/blocking speed-up's bootstrap interval: repetitions that never vary give the point itself, one
+    repetition a size no interval; a stream whose async calls are x2 faster with a few percent of scatter is settled
+    (the interval stays above x1.3); one at x1.25 with the scatter of this VM's loopback holds x1.3."""
+    import numpy as np
+
+    from calibration.calibrate import NetworkFit, speedup_interval, speedup_of
+
+    sizes = [4096 * 4**i for i in range(7)]
+    assert speedup_interval([_stream(n, 2e-3, 1e-3) for n in sizes]) == (2.0, 2.0)
+    assert speedup_interval([_stream(n, 2e-3, 1e-3, reps=1) for n in sizes]) is None
+    rng = np.random.default_rng(1)
+
+    def noisy(ratio, scatter):
+        return [
+            dict(
+                _stream(n, 0, 0),
+                times_s=list(2e-3 * np.exp(scatter * rng.standard_normal(8))),
+                async_times_s=list(2e-3 / ratio * np.exp(scatter * rng.standard_normal(8))),
+            )
+            for n in sizes
+        ]
+
+    settled = noisy(2.0, 0.03)
+    lo, hi = speedup_interval(settled)
+    assert 1.3 < lo <= speedup_of(settled) <= hi < 2.3
+    loose = noisy(1.25, 0.3)
+    lo, hi = speedup_interval(loose)
+    assert lo < 1.3 <= hi and lo <= speedup_of(loose) <= hi
+    assert speedup_interval(loose) == (lo, hi)  # seeded
+
+    def net(ci, pipelined=False):
+        return NetworkFit(None, None, None, None, None, 1.25, 1, pipelined, ci)  # type: ignore[arg-type]
+
+    assert net((lo, hi)).channels_marginal and not net((lo, hi), pipelined=True).channels_marginal
+    assert not net((1.31, 1.5)).channels_marginal and not net(None).channels_marginal
+
+
+def test_a_marginal_channel_count_is_checked_where_it_moves_the_steps():
+    """Refits of stored loopback calibrations (m26): micro-DLRM's speed-up x1.17 has an interval that holds x1.3
+    and its `individual` step is predicted 25.8 ms with one channel, 16.5 with two: a warning with both; gpt's
+    interval holds x1.3 too, but its `individual` moves 2 %: kept in the params, no warning."""
+    from calibration.refit import refit_from_records
+
+    root = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "accuracy_matrix_m26loop"
+    for cell, warned in (("micro-dlrm-loopback", True), ("gpt-loopback", False)):
+        said: list[str] = []
+        p = refit_from_records(next((root / cell).glob("validation.calibration*.jsonl.gz")), said.append)
+        lo, hi = p.probes["async_speedup_ci"]
+        assert p.probes["channels_marginal"] and lo < 1.3 <= hi
+        check = p.probes["channels_check"]
+        one, two = check["individual_one_channel_s"], check["individual_two_channels_s"]
+        assert (abs(two / one - 1) >= 0.05) is warned
+        warnings = [s for s in said if s.startswith("warning: the channel count is not settled")]
+        assert len(warnings) == int(warned)
+        if warned:
+            assert f"{one * 1e3:.1f} ms with one channel, {two * 1e3:.1f} ms with two" in warnings[0]
