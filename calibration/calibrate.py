@@ -437,9 +437,9 @@ def with_channel_check(params: Params, say: Callable[[str], None]) -> Params:
     """Where the stream probe left gloo's channel count open (``NetworkFit.channels_marginal``): the step of
     ``individual`` (a call per gradient, the most calls a step) predicted with one channel and with two,
     kept in ``probes["channels_check"]``, and a warning where they are ``CHANNELS_MATTER`` apart. On this
-    VM's loopback most calibrations leave the count open (the speed-up's interval held x1.3 in 107 of 192
-    stored ones), but only micro-DLRM's many-call steps move with it: there, from the same records,
-    `individual` came out +10 % with one channel and -19 % with two (BENCHMARKS.md, "Eighth session")."""
+    VM's loopback most calibrations leave the count open (80 of 88 stored ones; 1 of 108 over emulated links),
+    but only micro-DLRM's many-call steps move with it: there, from the same records, `individual` came out
+    +10 % with one channel and -19 % with two (BENCHMARKS.md, "Eighth session")."""
     from simulator.predict import predict
     from simulator.strategies import StrategySpec
 
