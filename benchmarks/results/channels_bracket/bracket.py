@@ -39,6 +39,8 @@ def key(r):
     return r["strategy"] + ("" if b is None else f" {b:g}")
 
 
+if len(sys.argv) < 2:
+    sys.exit("usage: bracket.py OUT_DIR=CELL_DIR ... (run.sh gives them; no cell was replayed)")
 tot = {"base": [], "ch1": [], "ch2": [], "mix": []}
 between = [0, 0]
 for arg in sys.argv[1:]:

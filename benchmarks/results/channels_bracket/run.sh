@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The channel bracket over every stored micro-DLRM loopback cell from run m15 on, and three cells of other
 # workloads (m15): replay_channels.sh per cell into OUT, then bracket.py over them. Nothing is measured;
-# about 15 minutes on this 2-core VM.
+# about 10 minutes on this 2-core VM.
 #
-#   benchmarks/results/channels_bracket/run.sh OUT_DIR      (from the repository root)
+#   PATH=.venv/bin:$PATH benchmarks/results/channels_bracket/run.sh OUT_DIR      (from the repository root)
 set -uo pipefail
 OUT=${1:?output folder}
+command -v ddpsim > /dev/null || { echo "run.sh: ddpsim is not on PATH (PATH=.venv/bin:\$PATH, or activate the venv)" >&2; exit 2; }
 R=benchmarks/results
 H=$(dirname "$0")
 args=()
