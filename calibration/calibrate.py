@@ -461,17 +461,34 @@ def with_channel_check(params: Params, say: Callable[[str], None]) -> Params:
         for n in (1, 2)
     )
     check = {"individual_one_channel_s": one, "individual_two_channels_s": two}
-    if abs(two / one - 1) >= CHANNELS_MATTER:
-        ci = params.probes.get("async_speedup_ci") or (math.nan, math.nan)
-        say(
-            f"warning: the channel count is not settled: the async/blocking speed-up's 95 % interval "
-            f"(x{ci[0]:.2f}-{ci[1]:.2f}) holds x{TWO_CHANNELS_SPEEDUP:g}, where gloo's two threads count as two "
-            f"channels, and the count matters here: `individual` is predicted {one * 1e3:.1f} ms with one "
-            f"{'pipelined ' if params.pipelined else ''}channel, {two * 1e3:.1f} ms with two "
-            f"({(two / one - 1) * 100:+.0f} %); configurations with many calls a step move with it (compare "
-            f"`ddpsim predict --params P --strategy individual --channels 1` and `--channels 2`)"
-        )
-    return replace(params, probes={**params.probes, "channels_check": check})
+    probes = {**params.probes, "channels_check": check}
+    if warning := channel_warning(probes):
+        say(warning)
+    return replace(params, probes=probes)
+
+
+def channel_warning(probes: dict[str, Any]) -> str | None:
+    """The warning of ``with_channel_check`` from a calibration's probes (None where the count was settled,
+    not checked, or the check found the two counts within ``CHANNELS_MATTER``): calibration says it as it
+    goes, ``validate`` again in its summary."""
+    check = probes.get("channels_check")
+    if not probes.get("channels_marginal") or not isinstance(check, dict):
+        return None
+    one, two = check.get("individual_one_channel_s"), check.get("individual_two_channels_s")
+    if not (isinstance(one, (int, float)) and isinstance(two, (int, float)) and one > 0):
+        return None
+    if abs(two / one - 1) < CHANNELS_MATTER:
+        return None
+    ci = probes.get("async_speedup_ci") or (math.nan, math.nan)
+    piped = "pipelined " if probes.get("pipelined") else ""
+    return (
+        f"warning: the channel count is not settled: the async/blocking speed-up's 95 % interval "
+        f"(x{ci[0]:.2f}-{ci[1]:.2f}) holds x{TWO_CHANNELS_SPEEDUP:g}, where gloo's two threads count as two "
+        f"channels, and the count matters here: `individual` is predicted {one * 1e3:.1f} ms with one "
+        f"{piped}channel, {two * 1e3:.1f} ms with two ({(two / one - 1) * 100:+.0f} %); configurations with many "
+        f"calls a step move with it (compare `ddpsim predict --params P --strategy individual --channels 1` "
+        f"and `--channels 2`)"
+    )
 
 
 def cold_call_line(fit: dict[str, Any]) -> str:

@@ -548,6 +548,8 @@ def validation_result(
     other_cores: float | None = None,
 ) -> dict[str, Any]:
     """``validate``'s result: its rows, their summary, the machine's noise and the params used."""
+    from .calibrate import channel_warning
+
     return {
         "schema": VALIDATION_SCHEMA,
         "model": model,
@@ -568,6 +570,7 @@ def validation_result(
         "predicted_compute_s": prof.compute_s,
         **summarize_rows(rows),
         "machine_noise": machine_noise(baseline, loadavg, other_cores),
+        "channel_warning": channel_warning(params.probes),
         "rows": rows,
     }
 
@@ -778,6 +781,8 @@ def format_validation(res: dict[str, Any]) -> str:
         )
     if warning := noise_warning(res.get("machine_noise")):
         lines.append(warning)
+    if res.get("channel_warning"):
+        lines.append(res["channel_warning"])
     if res.get("omp_note"):
         lines.append(res["omp_note"])
     for strat, bb in res["best_bucket"].items():

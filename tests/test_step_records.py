@@ -427,7 +427,7 @@ def test_a_marginal_channel_count_is_checked_where_it_moves_the_steps():
     params, no warning. A settled count is not checked."""
     from dataclasses import replace
 
-    from calibration.calibrate import fit_network, with_channel_check
+    from calibration.calibrate import channel_warning, fit_network, with_channel_check
     from calibration.params import Params
 
     root = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "accuracy_matrix_m26loop"
@@ -449,8 +449,38 @@ def test_a_marginal_channel_count_is_checked_where_it_moves_the_steps():
         assert (two < one) and (abs(two / one - 1) >= 0.05) is warned
         warnings = [s for s in said if s.startswith("warning: the channel count is not settled")]
         assert len(warnings) == int(warned)
+        assert channel_warning(checked.probes) == (warnings[0] if warned else None)  # validate's summary repeats it
         if warned:
             assert 0.020 < one < 0.032 and 0.012 < two < 0.022
             assert f"{one * 1e3:.1f} ms with one channel, {two * 1e3:.1f} ms with two" in warnings[0]
         settled = replace(params, probes={**params.probes, "channels_marginal": False})
         assert with_channel_check(settled, said.append) is settled
+
+
+def test_validate_summary_repeats_the_channel_warning(tmp_path):
+    """A replay of stored micro-DLRM loopback steps (run m26) from params whose check found the count open and
+    mattering: the result keeps the warning and the printed summary shows it; from settled params, neither."""
+    import gzip
+    from dataclasses import replace
+
+    from calibration.params import Params
+    from calibration.validate import format_validation, replay_validation
+
+    d = (
+        Path(__file__).resolve().parents[1]
+        / "benchmarks"
+        / "results"
+        / "accuracy_matrix_m26loop"
+        / "micro-dlrm-loopback"
+    )
+    records = tmp_path / "measured.jsonl"
+    records.write_bytes(gzip.decompress(next(d.glob("validation.jsonl.gz")).read_bytes()))
+    stored = Params.load(next(d.glob("validation.params*.json")))
+    check = {"individual_one_channel_s": 0.0258, "individual_two_channels_s": 0.0165}
+    probes = {**stored.probes, "channels_marginal": True, "async_speedup_ci": [1.04, 1.47], "channels_check": check}
+    res = replay_validation(records, replace(stored, probes=probes))
+    assert res["channel_warning"].startswith("warning: the channel count is not settled")
+    assert "25.8 ms with one channel, 16.5 ms with two (-36 %)" in res["channel_warning"]
+    assert res["channel_warning"] in format_validation(res).splitlines()
+    settled = replay_validation(records, replace(stored, probes={**probes, "channels_marginal": False}))
+    assert settled["channel_warning"] is None and "channel count" not in format_validation(settled)
