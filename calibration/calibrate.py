@@ -220,7 +220,7 @@ class NetworkFit:
         """Whether the stream probe leaves gloo's channel count open: the speed-up's 95 % interval holds
         ``TWO_CHANNELS_SPEEDUP`` (one channel or two would each be read from a probe like this one). A
         pipelined channel is one channel and counts too: on loopback its fit to the stream is loose (run
-        rec3 of BENCHMARKS.md's "Eighth session": pipelined at x1.35, `individual` +26 % long)."""
+        rec3 of BENCHMARKS.md's "Eighth session": pipelined at x1.35, `individual` replayed +29 % long)."""
         ci = self.speedup_ci
         return ci is not None and ci[0] < TWO_CHANNELS_SPEEDUP <= ci[1]
 
@@ -249,9 +249,10 @@ def speedup_of(streams: list[dict[str, Any]]) -> float:
 def speedup_interval(streams: list[dict[str, Any]], level: float = 0.95, seed: int = 0) -> tuple[float, float] | None:
     """A ``level`` percentile-bootstrap interval of ``speedup_of`` (each size's blocking and async repetitions
     resampled on their own, ``scipy.stats.bootstrap``): how far the probe's own sampling moves the speed-up.
-    None where a size kept fewer than 2 repetitions of either (repetitions that never vary: the point itself). Over four micro-DLRM calibrations on this VM's
-    loopback within 15 minutes the speed-up ran x1.20-1.35 (2026-11-27): the channel count it decides flipped
-    between them (BENCHMARKS.md, "Eighth session")."""
+    None where a size kept fewer than 2 repetitions of either; repetitions that never vary give the point
+    itself. Over four micro-DLRM calibrations on this VM's loopback within 15 minutes the speed-up ran
+    x1.20-1.35 (2026-11-27): the channel count it decides flipped between them (BENCHMARKS.md, "Eighth
+    session")."""
     from scipy.stats import bootstrap
 
     data = []
@@ -443,8 +444,8 @@ def with_channel_check(params: Params, say: Callable[[str], None]) -> Params:
     (as ``predict --channels`` does); refitted under each count the gap is smaller (m26's micro-DLRM: 25.8 vs
     16.5 ms here, 24.9 vs 17.9 refitted). On this VM's loopback most calibrations leave the count open (86 of
     88 stored ones, 25 of 108 over emulated links: ``benchmarks/results/channels_bracket/marginal_counts.py``);
-    micro-DLRM's `individual` moves 24-52 % with it (refitted under each), gpt's 5-8 % where calibrated at two, 0-3 %
-    at one (BENCHMARKS.md, "Eighth session")."""
+    micro-DLRM's `individual` moves 24-52 % with it (refitted under each), gpt's 5-8 % where calibrated at
+    two, 0-3 % at one (BENCHMARKS.md, "Eighth session")."""
     from simulator.predict import predict
     from simulator.strategies import StrategySpec
 

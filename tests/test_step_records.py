@@ -16,7 +16,8 @@ from realrun.step_record import ComputeBaseline, InterleavedResult, TimelineReco
 from simulator.strategies import StrategySpec
 
 ROOT = Path(__file__).resolve().parent.parent
-STORED_TIMELINE = ROOT / "benchmarks" / "results" / "timeline" / "gpt" / "gpt_torch-ddp_1MB_p2.timeline.json"
+RESULTS = ROOT / "benchmarks" / "results"
+STORED_TIMELINE = RESULTS / "timeline" / "gpt" / "gpt_torch-ddp_1MB_p2.timeline.json"
 
 INTERLEAVED_KEYS = [
     "strategy",
@@ -296,12 +297,9 @@ def test_a_pipelined_stream_is_one_channel_whatever_the_speedup():
     that makes gloo two channels, but its async stream is the pipelined channel's (the hand-offs hidden behind
     the transfers): one pipelined channel, as the link calibrations under x1.3 have. Synthetic: the same speed-up
     from a stream that neither channel model describes stays two channels."""
-    from pathlib import Path
-
     from calibration.calibrate import fit_network
-    from realrun.records import read_records
 
-    d = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "accuracy_matrix_m27link" / "gpt-1000"
+    d = RESULTS / "accuracy_matrix_m27link" / "gpt-1000"
     recs = read_records(next(d.glob("validation.calibration*.jsonl.gz")))
     net = fit_network(recs, "gloo", 2, 1000.0, lambda _s: None)
     assert net.speedup >= 1.3 and (net.channels, net.pipelined) == (1, True)
@@ -328,13 +326,9 @@ def test_a_pipelined_stream_is_one_channel_whatever_the_speedup():
 def test_stream_probe_records_of_run_m18_decide_as_recorded(cell, want):
     """The calibration records kept from runs m18 and m19: over the emulated links the async stream is the
     pipelined channel's (within 6.5 %), on loopback neither model's (13-37 % off)."""
-    import json
-    from pathlib import Path
-
     from calibration.calibrate import stream_pipelined
-    from realrun.records import read_records
 
-    d = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / cell
+    d = RESULTS / cell
     recs = read_records(next(d.glob("validation.calibration*.jsonl.gz")))
     params = json.loads(next(d.glob("validation.params*.json")).read_text())
     streams = [r for r in recs if r.get("kind") == "allreduce" and r.get("impl") == "stream"]
@@ -430,7 +424,7 @@ def test_a_marginal_channel_count_is_checked_where_it_moves_the_steps():
     from calibration.calibrate import channel_warning, fit_network, with_channel_check
     from calibration.params import Params
 
-    root = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "accuracy_matrix_m26loop"
+    root = RESULTS / "accuracy_matrix_m26loop"
     for cell, warned in (("micro-dlrm-loopback", True), ("gpt-loopback", False)):
         d = root / cell
         net = fit_network(
@@ -457,24 +451,16 @@ def test_a_marginal_channel_count_is_checked_where_it_moves_the_steps():
         assert with_channel_check(settled, said.append) is settled
 
 
-def test_validate_summary_repeats_the_channel_warning(tmp_path):
+def test_validate_summary_repeats_the_channel_warning():
     """A replay of stored micro-DLRM loopback steps (run m26) from params whose check found the count open and
     mattering: the result keeps the warning and the printed summary shows it; from settled params, neither."""
-    import gzip
     from dataclasses import replace
 
     from calibration.params import Params
     from calibration.validate import format_validation, replay_validation
 
-    d = (
-        Path(__file__).resolve().parents[1]
-        / "benchmarks"
-        / "results"
-        / "accuracy_matrix_m26loop"
-        / "micro-dlrm-loopback"
-    )
-    records = tmp_path / "measured.jsonl"
-    records.write_bytes(gzip.decompress(next(d.glob("validation.jsonl.gz")).read_bytes()))
+    d = RESULTS / "accuracy_matrix_m26loop" / "micro-dlrm-loopback"
+    records = next(d.glob("validation.jsonl.gz"))  # read gzipped, as stored
     stored = Params.load(next(d.glob("validation.params*.json")))
     check = {"individual_one_channel_s": 0.0258, "individual_two_channels_s": 0.0165}
     probes = {**stored.probes, "channels_marginal": True, "async_speedup_ci": [1.04, 1.47], "channels_check": check}
