@@ -29,6 +29,16 @@ def gain_line(v: Verification) -> str:
     )
 
 
+def best_line(v: Verification) -> str:
+    """The recommended setting against the best measured one, with the gap's interval and whether it is noise."""
+    line = f"recommended vs best measured ({v.best_measured_setting}): {v.recommended_vs_best_measured_pct:+.2f}%"
+    if v.recommended_vs_best_ci_pct is not None:
+        lo, hi = v.recommended_vs_best_ci_pct
+        verdict = "behind beyond the noise" if v.recommended_behind_beyond_noise else "within the noise"
+        line += f" (95% interval {lo:+.1f}% to {hi:+.1f}%, steps paired: {verdict})"
+    return line
+
+
 def write_outputs(res: TuneResult, prof: GradProfile, cost: CostModel, out_dir: Path) -> dict[str, str]:
     from simulator.predict import predict
     from simulator.sweep_plot import plot_sweep
@@ -85,11 +95,7 @@ def format_verify(v: Verification) -> str:
         )
     lines += [
         textwrap.fill(retimed_note(v), 110, initial_indent="  * ", subsequent_indent="    "),
-        *(
-            [f"  recommended vs best measured ({v.best_measured_setting}): {v.recommended_vs_best_measured_pct:+.2f}%"]
-            if len(v.rows) > 1
-            else []
-        ),
+        *([f"  {best_line(v)}"] if len(v.rows) > 1 else []),
         f"  {gain_line(v)}",
     ]
     from calibration.validate import noise_warning  # here: the sweep commands' start-up stays without it
@@ -119,8 +125,7 @@ def report_md(res: TuneResult) -> str:
             "",
             f"\\* {retimed_note(v)}.",
             "",
-            f"Recommended setting measured {v.recommended_vs_best_measured_pct:+.2f}% vs the best setting measured "
-            f"({v.best_measured_setting}); {gain_line(v)}.",
+            f"{best_line(v)[0].upper()}{best_line(v)[1:]}; {gain_line(v)}.",
             "",
         ]
         from calibration.validate import noise_warning

@@ -76,7 +76,7 @@ def _verify(
     from realrun.bench_ddp import _loadavg
     from realrun.cpushare import OtherWork
     from realrun.records import RecordWriter, environment
-    from realrun.stats import percentile, summarize
+    from realrun.stats import paired_gap_interval, percentile, summarize
     from simulator.predict import predict
 
     bs = prof.samples_per_step
@@ -148,8 +148,11 @@ def _verify(
             f"verify {label}: measured {m.median_s * 1e3:.2f} ms (p10 {m.p10_s * 1e3:.2f}, p90 {m.p90_s * 1e3:.2f}), "
             f"predicted {pred * 1e3:.2f} ms, re-timed to the measured compute {retimed * 1e3:.2f} ms"
         )
-    best = min(rows, key=lambda r: r.measured_median_s)
-    recm, dflt = rows[0], rows[i_dflt]
+    i_best = min(range(len(rows)), key=lambda i: rows[i].measured_median_s)
+    best, recm, dflt = rows[i_best], rows[0], rows[i_dflt]
+    # how sure the gap to the best is: step k of each setting ran side by side, so they are resampled in pairs
+    # (the best is picked as the lowest of several noisy medians, which favours finding a gap)
+    gap_ci = paired_gap_interval(times[0], times[i_best]) if i_best != 0 else None
     # the gain step by step: the settings ran interleaved, so step k of each saw the same load
     paired = [(d - r) / d * 100 for r, d in zip(times[0], times[i_dflt])]
     gain_lo, gain_hi = percentile(paired, 10), percentile(paired, 90)
@@ -178,6 +181,8 @@ def _verify(
         measured_gain_within_noise=gain_lo <= 0 <= gain_hi,
         median_abs_error_pct=statistics.median(abs(r.error_pct) for r in rows),
         machine_noise=noise,
+        recommended_vs_best_ci_pct=gap_ci,
+        recommended_behind_beyond_noise=None if gap_ci is None else gap_ci[0] > 0,
     )
 
 

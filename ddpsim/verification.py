@@ -66,6 +66,12 @@ class Verification:
     # the compute-only baseline's spread and the cores other work kept busy while measuring
     # (``calibration.validate.machine_noise``); None in results written before it was kept
     machine_noise: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    # the 95 % interval of recommended_vs_best_measured_pct, the steps resampled in pairs
+    # (``realrun.stats.paired_gap_interval``), and whether it lies above 0: the best measured setting is
+    # faster beyond what these steps' noise can make. None where the recommended setting is the best
+    # measured (no gap) or in results written before it was kept (2026-11-27)
+    recommended_vs_best_ci_pct: tuple[float, float] | None = None
+    recommended_behind_beyond_noise: bool | None = None
 
     @property
     def recommended_is_default(self) -> bool:

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from simulator.jsonio import from_fields, to_fields
 
 
@@ -100,6 +102,39 @@ def median_ci(times_s: Sequence[float], level: float = 0.95) -> tuple[float, flo
         j += 1
     j = max(j, 1)
     return xs[j - 1], xs[n - j]
+
+
+def paired_gap_interval(
+    times_s: Sequence[float], ref_s: Sequence[float], level: float = 0.95, seed: int = 0
+) -> tuple[float, float] | None:
+    """A ``level`` percentile-bootstrap interval of ``median(times_s) / median(ref_s) - 1``, in %, the steps
+    resampled in pairs (``scipy.stats.bootstrap``, ``paired=True``): step ``k`` of both ran side by side
+    (``calibration.validate.measure_beside_compute`` steps its settings in turn), so a slow moment of the
+    machine moves both and the interval is of the gap, not of two medians' noise added. None with fewer
+    than 3 pairs or lists of different lengths."""
+    from scipy.stats import bootstrap
+
+    a, b = [float(t) for t in times_s], [float(t) for t in ref_s]
+    if len(a) != len(b) or len(a) < 3:
+        return None
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+
+    def gap(x: Any, y: Any) -> float:
+        return (float(np.median(x)) / float(np.median(y)) - 1.0) * 100.0
+
+    res = bootstrap(
+        (a, b),
+        gap,
+        paired=True,
+        n_resamples=999,
+        confidence_level=level,
+        method="percentile",
+        vectorized=False,
+        rng=np.random.default_rng(seed),
+    )
+    lo, hi = (float(x) for x in res.confidence_interval)
+    return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else None
 
 
 def max_over_ranks(per_rank_times_s: Sequence[Sequence[float]]) -> list[float]:

@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from calibration.validate import RowPrediction, ValidationRow, make_row, summarize_rows
-from realrun.stats import median_ci, summarize
+from realrun.stats import median_ci, paired_gap_interval, summarize
 from simulator.jsonio import dumps_finite
 from simulator.strategies import StrategySpec
 
@@ -86,6 +87,25 @@ def test_median_ci_is_the_sign_test_interval():
     assert median_ci([0.3]) == (0.3, 0.3)
     with pytest.raises(ValueError):
         median_ci([])
+
+
+def test_paired_gap_interval_is_narrow_where_the_machine_moves_both_settings_alike():
+    """Two settings stepped in turn on a machine that drifts: setting a is 5 % slower than b at every step,
+    while the steps themselves move +-30 %. Paired, the gap's interval is tight around +5 %; the same steps
+    with one list's order shuffled (the pairs broken) give an interval many times wider."""
+    rng = np.random.default_rng(3)
+    drift = 0.2 * np.exp(rng.normal(0.0, 0.3, 40))
+    a, b = drift * 1.05 * np.exp(rng.normal(0.0, 0.01, 40)), drift
+    lo, hi = paired_gap_interval(a, b)
+    assert 2.0 < lo < 5.0 < hi < 8.0  # (2.9, 5.8) with this seed
+    lo_u, hi_u = paired_gap_interval(a, rng.permutation(b))
+    assert (hi_u - lo_u) > 5 * (hi - lo)
+    assert paired_gap_interval(a, b, seed=1) != (lo, hi) and paired_gap_interval(a, b) == (lo, hi)  # seeded
+    # equal settings: the interval holds 0
+    lo0, hi0 = paired_gap_interval(drift * np.exp(rng.normal(0.0, 0.01, 40)), drift)
+    assert lo0 < 0.0 < hi0
+    assert paired_gap_interval([0.1, 0.2], [0.1, 0.2]) is None  # too few pairs
+    assert paired_gap_interval([0.1] * 4, [0.1] * 5) is None  # not pairs
 
 
 def test_row_noise_is_the_two_medians_intervals_in_quadrature():

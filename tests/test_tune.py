@@ -461,6 +461,10 @@ def test_verify_judges_the_default_where_tune_says_keep_it_and_measures_one_conf
     assert "recommended = default = grid 4" in text
     assert "recommended = default: one configuration, no gain to measure" in text
     assert "recommended vs best measured (grid 64): +5.26%" in text
+    # the gap's interval, its steps paired: 0.19 against 0.19-0.21 step by step, behind at 3 steps of 5
+    lo, hi = v.recommended_vs_best_ci_pct
+    assert 0.0 <= lo <= 5.27 <= hi and v.recommended_behind_beyond_noise is (lo > 0)
+    assert f"(95% interval {lo:+.1f}% to {hi:+.1f}%, steps paired: " in text
     # with no grid the one row is the whole verify: no "best" to compare against
     args.verify_grid = None
     v1 = _verify(pool, args, res, prof, cost, lambda m: None, os.devnull)
@@ -549,6 +553,8 @@ def test_verify_rows_show_the_headline_prediction_and_label_the_retimed_one(monk
         "measured_gain_within_noise",
         "median_abs_error_pct",
         "machine_noise",  # added 2026-11-26, last: the keys before it keep their order
+        "recommended_vs_best_ci_pct",  # added 2026-11-27, after it
+        "recommended_behind_beyond_noise",
     ]
     assert list(d["rows"][0]) == [
         "setting",
