@@ -36,6 +36,20 @@ from realrun.records import environment  # noqa: E402
 from realrun.timeline import measure_recording_overhead  # noqa: E402
 
 
+def parse_config(item: str) -> tuple[str, str, float | None]:
+    """``model:strategy[:bucket_mb]``, read from the right: a user module's spec holds a colon of its own
+    (``benchmarks/models/torch_transformer.py:build:torch-ddp:1``)."""
+    parts = item.split(":")
+    try:
+        bucket: float | None = float(parts[-1])
+        parts = parts[:-1]
+    except ValueError:
+        bucket = None
+    if len(parts) < 2:
+        raise SystemExit(f"--configs: {item!r} is not model:strategy[:bucket_mb]")
+    return ":".join(parts[:-1]), parts[-1], bucket
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
@@ -56,9 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         net = EmulatedNetwork(2, args.link_mbit)
     with net as n, RankPool(2, timeout_s=1800, **(n.pool_kwargs() if n is not None else {})) as pool:
         for item in args.configs.split(","):
-            parts = item.split(":")
-            model, strategy = parts[0], parts[1]
-            bucket = float(parts[2]) if len(parts) > 2 else None
+            model, strategy, bucket = parse_config(item)
             load0 = [round(x, 2) for x in os.getloadavg()]
             t0 = time.time()
             r = measure_recording_overhead(pool, model, strategy, bucket, steps=args.steps, warmup=args.warmup)
