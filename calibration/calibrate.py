@@ -40,8 +40,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from simulator.units import KIB, MIB
 
 from .contention import fit_contention
@@ -253,7 +251,7 @@ def speedup_interval(streams: list[dict[str, Any]], level: float = 0.95, seed: i
     itself. Over four micro-DLRM calibrations on this VM's loopback within 15 minutes the speed-up ran
     x1.20-1.35 (2026-11-27): the channel count it decides flipped between them (BENCHMARKS.md, "Eighth
     session")."""
-    from scipy.stats import bootstrap
+    from realrun.stats import bootstrap_interval
 
     data = []
     for r in streams:
@@ -268,17 +266,7 @@ def speedup_interval(streams: list[dict[str, Any]], level: float = 0.95, seed: i
     def stat(*xs: Any) -> float:
         return statistics.median(statistics.median(xs[i]) / statistics.median(xs[i + 1]) for i in range(0, len(xs), 2))
 
-    res = bootstrap(
-        data,
-        stat,
-        n_resamples=999,
-        confidence_level=level,
-        method="percentile",
-        vectorized=False,
-        rng=np.random.default_rng(seed),
-    )
-    lo, hi = (float(x) for x in res.confidence_interval)
-    return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else None  # NaN: NaN times
+    return bootstrap_interval(data, stat, level, seed)  # None: NaN times
 
 
 def stream_pipelined(streams: list[dict[str, Any]], o_s: float, w_bytes_per_s: float) -> bool:

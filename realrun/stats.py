@@ -8,7 +8,7 @@ quantile sits at position ``q * (n - 1)``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,8 +112,6 @@ def paired_gap_interval(
     (``calibration.validate.measure_beside_compute`` steps its settings in turn), so a slow moment of the
     machine moves both and the interval is of the gap, not of two medians' noise added. None with fewer
     than 3 pairs or lists of different lengths."""
-    from scipy.stats import bootstrap
-
     a, b = [float(t) for t in times_s], [float(t) for t in ref_s]
     if len(a) != len(b) or len(a) < 3:
         return None
@@ -123,10 +121,25 @@ def paired_gap_interval(
     def gap(x: Any, y: Any) -> float:
         return (float(np.median(x)) / float(np.median(y)) - 1.0) * 100.0
 
+    return bootstrap_interval((a, b), gap, level, seed, paired=True)
+
+
+def bootstrap_interval(
+    samples: Sequence[Sequence[float]],
+    statistic: Callable[..., float],
+    level: float = 0.95,
+    seed: int = 0,
+    paired: bool = False,
+) -> tuple[float, float] | None:
+    """The ``level`` percentile-bootstrap interval of ``statistic(*samples)`` (``scipy.stats.bootstrap``,
+    999 resamples, seeded): each sample resampled on its own, or index by index together (``paired``).
+    None where an end is not finite (NaN data)."""
+    from scipy.stats import bootstrap
+
     res = bootstrap(
-        (a, b),
-        gap,
-        paired=True,
+        tuple(samples),
+        statistic,
+        paired=paired,
         n_resamples=999,
         confidence_level=level,
         method="percentile",
