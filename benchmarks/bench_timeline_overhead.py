@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -45,8 +46,8 @@ def parse_config(item: str) -> tuple[str, str, float | None]:
         parts = parts[:-1]
     except ValueError:
         bucket = None
-    if len(parts) < 2:
-        raise SystemExit(f"--configs: {item!r} is not model:strategy[:bucket_mb]")
+    if len(parts) < 2 or not all(parts) or (bucket is not None and not (math.isfinite(bucket) and bucket > 0)):
+        raise SystemExit(f"--configs: {item!r} is not model:strategy[:bucket_mb] (bucket_mb a number > 0)")
     return ":".join(parts[:-1]), parts[-1], bucket
 
 

@@ -45,7 +45,14 @@ def gap_interval(run: Path, v: dict) -> tuple[float, float] | None:
     if recs is None:
         return None
     steps = steps_by_setting(recs)
-    return paired_gap_interval(steps[rec], steps[best])
+    a, b = steps.get(rec, []), steps.get(best, [])
+    if not len(a) == len(b) == v["steps"]:  # a folder written twice appends its records: not this run's steps
+        print(
+            f"{run}: verify.jsonl does not hold this run's {v['steps']} steps of {rec!r} and {best!r}; no interval",
+            file=sys.stderr,
+        )
+        return None
+    return paired_gap_interval(a, b)
 
 
 def main(out: Path) -> None:

@@ -34,8 +34,8 @@ def best_line(v: Verification) -> str:
     line = f"recommended vs best measured ({v.best_measured_setting}): {v.recommended_vs_best_measured_pct:+.2f}%"
     if v.recommended_vs_best_ci_pct is not None:
         lo, hi = v.recommended_vs_best_ci_pct
-        verdict = "behind beyond the noise" if v.recommended_behind_beyond_noise else "within the noise"
-        line += f" (95% interval {lo:+.1f}% to {hi:+.1f}%, steps paired: {verdict})"
+        verdict = "behind beyond the noise" if v.recommended_behind_beyond_noise else "no gap is inside it"
+        line += f" (95% interval {lo:+.2f}% to {hi:+.2f}%, steps paired: {verdict})"
     return line
 
 

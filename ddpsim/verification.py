@@ -69,7 +69,8 @@ class Verification:
     # the 95 % interval of recommended_vs_best_measured_pct, the steps resampled in pairs
     # (``realrun.stats.paired_gap_interval``), and whether it lies above 0: the best measured setting is
     # faster beyond what these steps' noise can make. None where the recommended setting is the best
-    # measured (no gap) or in results written before it was kept (2026-11-27)
+    # measured (no gap), with fewer than 3 steps, where the bootstrap gave no finite interval, or in results
+    # written before it was kept (2026-11-27)
     recommended_vs_best_ci_pct: tuple[float, float] | None = None
     recommended_behind_beyond_noise: bool | None = None
 
