@@ -11,7 +11,7 @@ set -euo pipefail
 OUT=${1:-runs/tune}
 LINK=${2:-1000}
 GRID=${GRID:-0.25,1,4,16,64}
-STEPS=${STEPS:-16}  # per setting; at 16 the gap to the best had 95 % half-widths of 3.5-15 % on this VM (2026-11-27)
+STEPS=${STEPS:-16}  # per setting; at 16 the gap to the best had 95 % half-widths of 3.4-15.1 % on this VM (2026-11-27)
 mkdir -p "$OUT"
 # "lib" is torch's own nn.TransformerEncoder (benchmarks/models/torch_transformer.py, 13 MiB of gradients:
 # the grid makes 4 settings of it); tests/data/tune_model.py:build (0.24 MiB, one bucket at every size)
