@@ -12,12 +12,12 @@ wholly above 3 %: a miss these steps resolve; the others are misses the measurem
 
 from __future__ import annotations
 
-import gzip
 import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from realrun.records import iter_records  # noqa: E402
 from realrun.stats import paired_gap_interval  # noqa: E402
 
 GOAL_PCT = 3.0  # issue 10: the recommended setting within 3 % of the best of the grid
@@ -25,13 +25,10 @@ GOAL_PCT = 3.0  # issue 10: the recommended setting within 3 % of the best of th
 
 def steps_by_setting(path: Path) -> dict[str, list[float]]:
     """Each setting's step times in the order `tune --verify` collected them (round by round)."""
-    opener = gzip.open if path.suffix == ".gz" else open
     out: dict[str, list[float]] = {}
-    with opener(path, "rt") as f:
-        for line in f:
-            r = json.loads(line)
-            if r.get("kind") == "ddp_step" and r.get("setting") != "compute":
-                out.setdefault(r["setting"], []).extend(float(t) for t in r["step_times_s"])
+    for r in iter_records(path, "ddp_step"):
+        if r.get("setting") != "compute":
+            out.setdefault(r["setting"], []).extend(float(t) for t in r["step_times_s"])
     return out
 
 

@@ -39,6 +39,10 @@ def best_line(v: Verification) -> str:
     return line
 
 
+def _first_upper(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def write_outputs(res: TuneResult, prof: GradProfile, cost: CostModel, out_dir: Path) -> dict[str, str]:
     from simulator.predict import predict
     from simulator.sweep_plot import plot_sweep
@@ -125,7 +129,7 @@ def report_md(res: TuneResult) -> str:
             "",
             f"\\* {retimed_note(v)}.",
             "",
-            f"{best_line(v)[0].upper()}{best_line(v)[1:]}; {gain_line(v)}.",
+            f"{_first_upper(best_line(v))}; {gain_line(v)}.",
             "",
         ]
         from calibration.validate import noise_warning

@@ -6,22 +6,19 @@ Per workload folder: the gap of the medians and its 95 % interval with the steps
 (`realrun.stats.paired_gap_interval`; validate steps its configurations in turn).
 """
 
-import gzip
-import json
 import statistics as st
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+from realrun.records import iter_records  # noqa: E402
 from realrun.stats import paired_gap_interval  # noqa: E402
 
 for cell in sorted(p for p in Path(sys.argv[1]).iterdir() if (p / "validation.jsonl.gz").exists()):
     steps: dict[str, list[float]] = {}
-    with gzip.open(cell / "validation.jsonl.gz", "rt") as f:
-        for line in f:
-            r = json.loads(line)
-            if r.get("kind") == "ddp_step" and r["strategy"] != "compute":
-                steps.setdefault(r["setting"], []).extend(r["step_times_s"])
+    for r in iter_records(cell / "validation.jsonl.gz", "ddp_step"):
+        if r["strategy"] != "compute":
+            steps.setdefault(r["setting"], []).extend(r["step_times_s"])
     a, b = steps["individual"], next(v for k, v in steps.items() if k.startswith("torch-ddp 0.000"))
     lo, hi = paired_gap_interval(a, b)
     print(
