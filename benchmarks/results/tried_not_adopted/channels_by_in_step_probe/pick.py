@@ -12,20 +12,16 @@ cell's median / worst |error| as decided and as picked, and `individual`'s signe
 """
 
 import json
-import math
 import statistics as st
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[4]))
+from calibration.params import probe_step_residual  # noqa: E402
+
 
 def residual(params: dict) -> float:
-    ins = params["probes"]["in_step"]
-    r = [
-        math.log(p["simulated_at_fit"]["step_s"] / p["measured"]["step_s"])
-        for p in (ins, ins.get("fine"))
-        if p and "simulated_at_fit" in p
-    ]
-    return math.sqrt(sum(x * x for x in r) / len(r))
+    return probe_step_residual(params["probes"]["in_step"])
 
 
 if len(sys.argv) != 2:
