@@ -2,6 +2,7 @@
 
 import gzip
 import importlib.util
+import json
 import shutil
 from pathlib import Path
 
@@ -46,7 +47,7 @@ def test_a_folder_written_twice_gives_no_interval(tmp_path, capsys):
     """Records append: a verify.jsonl holding two runs' steps is not this run's, and says so."""
     run = tmp_path / "lib-loopback"
     shutil.copytree(STORED / "lib-loopback", run)
-    v = table.json.loads((run / "tune.json").read_text())["verify"]
+    v = json.loads((run / "tune.json").read_text())["verify"]
     assert table.gap_interval(run, v) is not None
     with gzip.open(run / "verify.jsonl.gz", "rt") as f:
         twice = f.read() * 2
