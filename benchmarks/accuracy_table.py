@@ -4,7 +4,8 @@
 
 Per cell: configurations, median and worst |error| of the predicted step (the worst named), the
 share of measured medians inside the predicted 80 % interval, the best torch-ddp bucket predicted
-and measured with the measured cost of taking the predicted one, the in-step probe's factors, the
+and measured with the measured cost of taking the predicted one (and its 95 % interval, where validate
+kept it: ``calibration.validate.summarize_rows``), the in-step probe's factors, the
 compute-only baseline's own p10-p90 spread (how noisy the machine was), how many errors are larger than
 the measured and compute-only medians' own 95 % intervals can make (``noise_pct`` of validate's rows);
 then every row that misses 10 %, with its error and that noise. Goals (issue 10): median < 3 %, worst
@@ -88,8 +89,11 @@ def main(out: Path) -> None:
         w = c["worst"]
         cov = "-" if c["coverage"] is None else f"{c['coverage']:.0%}"
         bb = c["best"]
+        ci = bb.get("gap_ci_pct")
         best = (
-            f"{bb['predicted_best_mb']:g} / {bb['measured_best_mb']:g} ({bb['predicted_best_measured_gap_pct']:+.1f}%)"
+            f"{bb['predicted_best_mb']:g} / {bb['measured_best_mb']:g} ({bb['predicted_best_measured_gap_pct']:+.1f}%"
+            + (f", 95% {ci[0]:+.1f}..{ci[1]:+.1f}" if ci else "")
+            + ")"
             if bb
             else "-"
         )

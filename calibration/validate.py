@@ -9,8 +9,9 @@ exposed overhead, and the signed error. Step records are appended to a JSONL
 file after every round, so an interrupted validation keeps what it had.
 
 Summary: median and worst absolute error; per bucketed strategy, the predicted
-best bucket, the measured best, and whether the predicted best's measured time
-is within the measured noise (p10-p90 overlap) or within 3% of the best.
+best bucket, the measured best, and the predicted best's measured gap to the
+best with a 95 % bootstrap interval (steps paired where the two ran in one
+group): within the noise, or behind beyond it.
 """
 
 from __future__ import annotations
@@ -205,9 +206,21 @@ def make_row(
     )
 
 
-def summarize_rows(rows: Sequence[ValidationRow]) -> dict[str, Any]:
+def summarize_rows(
+    rows: Sequence[ValidationRow], steps: Sequence[tuple[Sequence[float], Sequence[float]]] | None = None
+) -> dict[str, Any]:
+    """Errors, coverage and, per bucketed strategy, the predicted best bucket against the measured best.
+
+    ``steps``: per row, its measured step times and its group's compute-only step times (as
+    ``measure_beside_compute`` returns them). With them the predicted best's gap to the measured best gets a
+    95 % bootstrap interval (``realrun.stats.gap_interval``): the steps resampled in pairs where the two
+    configurations were stepped in turn in one group (the same compute-only steps and as many steps),
+    each on its own otherwise; ``within_noise`` is then "the interval reaches 0". Without them (rows read
+    from a summary) it is the p10-p90 overlap of the two rows."""
     if not rows:
         raise ValueError("no configuration was measured")
+    if steps is not None and len(steps) != len(rows):
+        raise ValueError(f"{len(steps)} rows of steps for {len(rows)} rows")
     errs = [abs(r.error_pct) for r in rows]
     with_iv = [r for r in rows if r.interval_sources]
     covered = [r for r in with_iv if r.predicted_p10_s <= r.measured_median_s <= r.predicted_p90_s]
@@ -224,19 +237,24 @@ def summarize_rows(rows: Sequence[ValidationRow]) -> dict[str, Any]:
     }
     first_bucketed = None
     for strat in dict.fromkeys(r.strategy for r in rows):
-        rs = [r for r in rows if r.strategy == strat and r.bucket_mb is not None]
-        if len(rs) < 2:
+        ks = [k for k, r in enumerate(rows) if r.strategy == strat and r.bucket_mb is not None]
+        if len(ks) < 2:
             continue
-        pb = min(rs, key=lambda r: r.predicted_step_s)
-        mb = min(rs, key=lambda r: r.measured_median_s)
+        kp = min(ks, key=lambda k: rows[k].predicted_step_s)
+        km = min(ks, key=lambda k: rows[k].measured_median_s)
+        pb, mb = rows[kp], rows[km]
         gap = (pb.measured_median_s - mb.measured_median_s) / mb.measured_median_s * 100.0
-        within_noise = pb.measured_p10_s <= mb.measured_p90_s
+        ci, by = _best_gap_interval(kp, km, steps) if kp != km else (None, None)
         out["best_bucket"][strat] = {
             "predicted_best_mb": pb.bucket_mb,
             "measured_best_mb": mb.bucket_mb,
             "predicted_best_measured_gap_pct": gap,
             "same": pb.bucket_mb == mb.bucket_mb,
-            "within_noise": within_noise,
+            "within_noise": kp == km or (ci[0] <= 0 if ci is not None else pb.measured_p10_s <= mb.measured_p90_s),
+            # the gap's 95 % interval and how it was drawn ("paired", "unpaired"); None where the two are one
+            # row, or without the steps (then within_noise is the p10-p90 overlap)
+            "gap_ci_pct": ci,
+            "gap_ci_steps": by,
         }
         if first_bucketed is None or strat == "torch-ddp":
             first_bucketed = strat
@@ -248,6 +266,22 @@ def summarize_rows(rows: Sequence[ValidationRow]) -> dict[str, Any]:
     else:
         out["best_bucket_mb_predicted"] = out["best_bucket_mb_measured"] = None
     return out
+
+
+def _best_gap_interval(
+    i_pred: int, i_meas: int, steps: Sequence[tuple[Sequence[float], Sequence[float]]] | None
+) -> tuple[tuple[float, float] | None, str | None]:
+    """The 95 % interval of row ``i_pred``'s measured median over row ``i_meas``'s, less 1, in %, and
+    "paired" or "unpaired": paired where both rows hold the same compute-only steps (one group, stepped in
+    turn) and as many steps of their own."""
+    from realrun.stats import gap_interval
+
+    if steps is None:
+        return None, None
+    (a, comp_a), (b, comp_b) = steps[i_pred], steps[i_meas]
+    paired = len(a) == len(b) and list(comp_a) == list(comp_b)
+    ci = gap_interval(a, b, paired=paired)
+    return ci, (None if ci is None else ("paired" if paired else "unpaired"))
 
 
 def check_profile_matches(params: Params, model: str, batch_size: int | None) -> GradProfile:
@@ -494,6 +528,7 @@ def validate_on_pool(
         baseline,
         load_before,
         other.cores,
+        steps=list(zip(times, compute)),
     )
     res["omp_note"] = getattr(pool, "omp_note", None)  # said while calibrating; in the result's text and JSON
     if warning := noise_warning(res["machine_noise"]):
@@ -546,8 +581,10 @@ def validation_result(
     baseline: Sequence[float],
     loadavg: Sequence[float] | None,
     other_cores: float | None = None,
+    steps: Sequence[tuple[Sequence[float], Sequence[float]]] | None = None,
 ) -> dict[str, Any]:
-    """``validate``'s result: its rows, their summary, the machine's noise and the params used."""
+    """``validate``'s result: its rows, their summary, the machine's noise and the params used. ``steps``:
+    per row, its step times and its group's compute-only ones (``summarize_rows``)."""
     from .calibrate import channel_warning
 
     return {
@@ -568,7 +605,7 @@ def validation_result(
         },
         "measured_compute_s": summarize(list(baseline)).median_s,
         "predicted_compute_s": prof.compute_s,
-        **summarize_rows(rows),
+        **summarize_rows(rows, steps),
         "machine_noise": machine_noise(baseline, loadavg, other_cores),
         "channel_warning": channel_warning(params.probes),
         "rows": rows,
@@ -603,6 +640,7 @@ def replay_validation(path: str | Path, params: Params, rescale: bool = True) ->
         raise ValueError(f"{path}: the records do not say their world size")
     prof = check_profile_matches(params, str(model), None)
     rows: list[ValidationRow] = []
+    steps: list[tuple[list[float], tuple[float, ...]]] = []
     seen: set[tuple[Any, ...]] = set()
     groups: dict[tuple[float, ...], None] = {}
     scales: list[float] = []
@@ -620,6 +658,7 @@ def replay_validation(path: str | Path, params: Params, rescale: bool = True) ->
         seen.add(key)
         comp = tuple(float(t) for t in r["compute_step_times_s"])
         row = row_of(cfg, r["step_times_s"], comp, prof, params, p, rescale, link)
+        steps.append(([float(t) for t in r["step_times_s"]], comp))
         if comp not in groups:
             groups[comp] = None
             scales.append(row.compute_scale)
@@ -639,6 +678,7 @@ def replay_validation(path: str | Path, params: Params, rescale: bool = True) ->
         rows,
         baseline,
         None,
+        steps=steps,
     )
 
 
@@ -786,12 +826,24 @@ def format_validation(res: dict[str, Any]) -> str:
     if res.get("omp_note"):
         lines.append(res["omp_note"])
     for strat, bb in res["best_bucket"].items():
-        verdict = "same" if bb["same"] else ("within measured noise" if bb["within_noise"] else "differs")
         lines.append(
             f"best bucket ({strat}): predicted {bb['predicted_best_mb']:g} MiB, measured {bb['measured_best_mb']:g} MiB "
-            f"({verdict}; the predicted best measures {bb['predicted_best_measured_gap_pct']:+.1f}% vs the measured best)"
+            f"({best_bucket_verdict(bb)})"
         )
     return "\n".join(lines)
+
+
+def best_bucket_verdict(bb: Mapping[str, Any]) -> str:
+    """How the predicted best bucket measured against the measured best, in words (``summarize_rows``'s
+    ``best_bucket`` entry; entries written before the gap had an interval say it by the p10-p90 overlap)."""
+    gap = f"the predicted best measures {bb['predicted_best_measured_gap_pct']:+.1f}% vs the measured best"
+    if bb["same"]:
+        return f"same; {gap}"
+    ci = bb.get("gap_ci_pct")
+    if ci is None:
+        return f"{'within measured noise' if bb['within_noise'] else 'differs'} (p10-p90 overlap); {gap}"
+    where = "within the noise" if bb["within_noise"] else "behind beyond the noise"
+    return f"{where}; {gap}, 95% interval {ci[0]:+.1f}% to {ci[1]:+.1f}%, steps {bb['gap_ci_steps']}"
 
 
 def save_validation(res: dict[str, Any], path: str | Path) -> Path:

@@ -112,8 +112,17 @@ def paired_gap_interval(
     (``calibration.validate.measure_beside_compute`` steps its settings in turn), so a slow moment of the
     machine moves both and the interval is of the gap, not of two medians' noise added. None with fewer
     than 3 pairs or lists of different lengths."""
+    return gap_interval(times_s, ref_s, level, seed, paired=True)
+
+
+def gap_interval(
+    times_s: Sequence[float], ref_s: Sequence[float], level: float = 0.95, seed: int = 0, paired: bool = True
+) -> tuple[float, float] | None:
+    """``paired_gap_interval``, or with ``paired`` False each list resampled on its own: for steps that did
+    not run side by side (``validate``'s configurations in different groups). None with fewer than 3 steps
+    in a list, or (paired) lists of different lengths."""
     a, b = [float(t) for t in times_s], [float(t) for t in ref_s]
-    if len(a) != len(b) or len(a) < 3:
+    if min(len(a), len(b)) < 3 or (paired and len(a) != len(b)):
         return None
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1), got {level}")
@@ -121,7 +130,7 @@ def paired_gap_interval(
     def gap(x: Any, y: Any) -> float:
         return (float(np.median(x)) / float(np.median(y)) - 1.0) * 100.0
 
-    return bootstrap_interval((a, b), gap, level, seed, paired=True)
+    return bootstrap_interval((a, b), gap, level, seed, paired=paired)
 
 
 def bootstrap_interval(

@@ -320,7 +320,11 @@ def test_validation_summary_recompute(validated):
         gap = (pb.measured_median_s - mb.measured_median_s) / mb.measured_median_s * 100
         assert bb["predicted_best_measured_gap_pct"] == pytest.approx(gap, abs=1e-12) and gap >= 0
         assert bb["same"] == (pb.bucket_mb == mb.bucket_mb)
-        assert bb["within_noise"] == (pb.measured_p10_s <= mb.measured_p90_s)
+        # validate kept every row's steps: the gap has an interval (paired: one group), the verdict is its
+        if bb["same"]:
+            assert bb["gap_ci_pct"] is None and bb["within_noise"]
+        else:
+            assert bb["gap_ci_steps"] == "paired" and bb["within_noise"] == (bb["gap_ci_pct"][0] <= 0)
     # the headline best bucket is torch DDP's
     assert res["best_bucket_strategy"] == "torch-ddp"
     assert res["best_bucket_mb_predicted"] == res["best_bucket"]["torch-ddp"]["predicted_best_mb"]

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calibration.validate import RowPrediction, ValidationRow, make_row, summarize_rows
-from realrun.stats import median_ci, paired_gap_interval, summarize
+from calibration.validate import RowPrediction, ValidationRow, best_bucket_verdict, make_row, summarize_rows
+from realrun.stats import gap_interval, median_ci, paired_gap_interval, summarize
 from simulator.jsonio import dumps_finite
 from simulator.strategies import StrategySpec
 
@@ -106,6 +106,44 @@ def test_paired_gap_interval_is_narrow_where_the_machine_moves_both_settings_ali
     assert lo0 < 0.0 < hi0
     assert paired_gap_interval([0.1, 0.2], [0.1, 0.2]) is None  # too few pairs
     assert paired_gap_interval([0.1] * 4, [0.1] * 5) is None  # not pairs
+
+
+def test_best_bucket_gap_interval_pairs_the_steps_of_one_group_only():
+    """validate's best-bucket verdict on steps of a drifting machine: 4 MiB predicted best, 1 MiB measured best,
+    4 MiB 5 % slower at every step while the steps move +-30 %. Stepped in one group (the same compute-only
+    steps), the pairs resolve the gap: behind beyond the noise. In two groups the same steps are not pairs:
+    each list is resampled on its own, the interval reaches 0 and the verdict is "within the noise". Rows
+    without their steps keep the p10-p90 overlap."""
+    rng = np.random.default_rng(3)
+    drift = 0.2 * np.exp(rng.normal(0.0, 0.3, 40))
+    slow, fast = drift * 1.05 * np.exp(rng.normal(0.0, 0.01, 40)), drift
+    rows = [_row(bucket_mb=1.0, times=fast, pred_s=0.3), _row(bucket_mb=4.0, times=slow, pred_s=0.1)]
+    comp = list(0.1 * drift)
+    one_group = summarize_rows(rows, [(list(fast), comp), (list(slow), comp)])["best_bucket"]["torch-ddp"]
+    assert (one_group["predicted_best_mb"], one_group["measured_best_mb"]) == (4.0, 1.0)
+    assert one_group["gap_ci_steps"] == "paired" and one_group["gap_ci_pct"] == paired_gap_interval(slow, fast)
+    lo, hi = one_group["gap_ci_pct"]
+    assert 0.0 < lo < 5.0 < hi and one_group["within_noise"] is False
+    assert "behind beyond the noise" in best_bucket_verdict(one_group) and "steps paired" in best_bucket_verdict(
+        one_group
+    )
+    two_groups = summarize_rows(rows, [(list(fast), comp), (list(slow), comp[::-1])])["best_bucket"]["torch-ddp"]
+    assert two_groups["gap_ci_steps"] == "unpaired"
+    assert two_groups["gap_ci_pct"] == gap_interval(slow, fast, paired=False)
+    lo_u, hi_u = two_groups["gap_ci_pct"]
+    assert lo_u < 0.0 < hi_u and two_groups["within_noise"] is True
+    assert "within the noise" in best_bucket_verdict(two_groups)
+    # no steps: the p10-p90 overlap, said as such
+    bare = summarize_rows(rows)["best_bucket"]["torch-ddp"]
+    assert bare["gap_ci_pct"] is None and bare["within_noise"] == (rows[1].measured_p10_s <= rows[0].measured_p90_s)
+    assert "(p10-p90 overlap)" in best_bucket_verdict(bare)
+    # the predicted best measured best: one row, no interval
+    same = summarize_rows([rows[0], _row(bucket_mb=4.0, times=slow, pred_s=0.4)], [(list(fast), comp)] * 2)
+    assert same["best_bucket"]["torch-ddp"]["gap_ci_pct"] is None and same["best_bucket"]["torch-ddp"]["same"]
+    with pytest.raises(ValueError, match="1 rows of steps for 2 rows"):
+        summarize_rows(rows, [(list(fast), comp)])
+    assert gap_interval([0.1] * 4, [0.1] * 5, paired=False) is not None  # unpaired: lengths may differ
+    assert gap_interval([0.1] * 2, [0.1] * 5, paired=False) is None
 
 
 def test_row_noise_is_the_two_medians_intervals_in_quadrature():
