@@ -8,7 +8,8 @@ and measured with the measured cost of taking the predicted one (and its 95 % in
 kept it: ``calibration.validate.summarize_rows``), the in-step probe's factors, the
 compute-only baseline's own p10-p90 spread (how noisy the machine was), how many errors are larger than
 the measured and compute-only medians' own 95 % intervals can make (``noise_pct`` of validate's rows);
-then every row that misses 10 %, with its error and that noise. Goals (issue 10): median < 3 %, worst
+then every row that misses 10 %, with its error and that noise, and, where ``explain_misses.py`` ran, the
+largest wrong part of its re-run's recorded step. Goals (issue 10): median < 3 %, worst
 < 10 %, coverage 75-90 %.
 """
 
@@ -18,6 +19,10 @@ import json
 import statistics
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from explain_misses import SUMMARY, describe  # noqa: E402
 
 
 def _cell(d: Path) -> dict | None:
@@ -48,7 +53,16 @@ def _cell(d: Path) -> dict | None:
         "model": v.get("model"),
         "link": v.get("link_mbit"),
         "beyond": (v["n_beyond_noise"], v["n_with_noise"]) if v.get("n_with_noise") else None,
+        "explained": _explained(d),
     }
+
+
+def _explained(d: Path) -> dict[tuple[str, float | None], dict]:
+    """``explain_misses.py``'s timelines of the cell's misses, by (strategy, bucket); {} where it did not run."""
+    p = d / "explain" / SUMMARY
+    if not p.is_file():
+        return {}
+    return {(e["strategy"], e["bucket_mb"]): e for e in json.loads(p.read_text())}
 
 
 def _labels(folder: str, c: dict | None) -> tuple[str, str]:
@@ -113,10 +127,10 @@ def main(out: Path) -> None:
         )
         for r in c["rows"]:
             if abs(r["error_pct"]) >= 10:
-                misses.append((model, net_name, _name(r), r))
+                misses.append((model, net_name, _name(r), r, c["explained"].get((r["strategy"], r.get("bucket_mb")))))
     if misses:
         print("\nRows missing 10 % (predicted vs measured median, p10-p90 measured, the two medians' noise):\n")
-        for model, net, name, r in misses:
+        for model, net, name, r, e in misses:
             print(
                 f"- {model}, {net}, {name}: {r['predicted_step_s'] * 1e3:.1f} vs {r['measured_median_s'] * 1e3:.1f} ms "
                 f"({r['error_pct']:+.1f}%; measured {r['measured_p10_s'] * 1e3:.1f}-{r['measured_p90_s'] * 1e3:.1f}"
@@ -127,6 +141,7 @@ def main(out: Path) -> None:
                     + ("" if abs(r["error_pct"]) > r["noise_pct"] else ": within it")
                 )
                 + ")"
+                + ("" if e is None else f"\n  - timeline (benchmarks/explain_misses.py): {describe(e)}")
             )
 
 

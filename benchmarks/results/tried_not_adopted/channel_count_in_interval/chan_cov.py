@@ -6,6 +6,7 @@ steps twice: without the share (as before) and with it.
     git apply benchmarks/results/tried_not_adopted/channel_count_in_interval/channel_draw.patch
     python benchmarks/results/tried_not_adopted/channel_count_in_interval/chan_cov.py [RUN_DIR ...] > OUT
 """
+
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -32,7 +33,11 @@ print("run cell channels share cov_before cov_after rows_in->out rows_out->in ma
 tot = {"b": 0, "a": 0, "n": 0}
 for run in runs:
     for cell in sorted(p for p in run.iterdir() if p.is_dir()):
-        cal, par, meas = first(cell, "validation.calibration*.jsonl*"), first(cell, "validation.params*.json"), first(cell, "validation.jsonl*")
+        cal, par, meas = (
+            first(cell, "validation.calibration*.jsonl*"),
+            first(cell, "validation.params*.json"),
+            first(cell, "validation.jsonl*"),
+        )
         if not (cal and par and meas):
             continue
         try:
@@ -49,7 +54,9 @@ for run in runs:
             continue
         cb, ca = covered(before), covered(after)
         many = [k for k, r in enumerate(before["rows"]) if r.strategy == "individual" or (r.bucket_mb == 0.25)]
-        tot["b"] += sum(cb); tot["a"] += sum(ca); tot["n"] += len(cb)
+        tot["b"] += sum(cb)
+        tot["a"] += sum(ca)
+        tot["n"] += len(cb)
         print(
             f"{run.name} {cell.name} {params.channels}{' pipelined' if params.pipelined else ''} "
             f"{'-' if share is None else f'{share:.2f}'} {sum(cb) / len(cb):.0%} {sum(ca) / len(ca):.0%} "
