@@ -16,6 +16,8 @@
 # Per cell OUT/<model>-<network>/ holds validation.json (summary + rows), validation.params.json
 # (the calibration), its records and plots; OUT/matrix.md is the table (benchmarks/accuracy_table.py).
 # A failed cell is logged and the others still run; the table says which are missing.
+# EXPLAIN (default 1): then every row missing 10 % is run again alone with per-bucket timelines
+# (benchmarks/explain_misses.py; OUT/<cell>/explain/), and the table names its largest wrong term.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${1:-runs/accuracy-matrix}
@@ -43,5 +45,10 @@ for net in $NETWORKS; do
       --plot-dir "$cell/plots" > "$cell/validate.log" 2>&1 || echo "   cell $m $net failed: see $cell/validate.log" >&2
   done
 done
+# each row missing 10 % run again with per-bucket timelines: which term of the step is wrong (EXPLAIN=0: not)
+if [ "${EXPLAIN:-1}" != 0 ]; then
+  echo "== $(date +%T) timelines of the misses (benchmarks/explain_misses.py)" >&2
+  python "$HERE/explain_misses.py" "$OUT" > "$OUT/explain.md" || echo "   some misses not explained: see $OUT/*/explain/*/validate.log" >&2
+fi
 python "$HERE/accuracy_table.py" "$OUT" > "$OUT/matrix.md"
 cat "$OUT/matrix.md"
