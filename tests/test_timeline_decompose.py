@@ -145,3 +145,9 @@ def test_predicted_timeline_from_the_simulator():
         tl["step_s"]
     )
     assert t["optimizer_s"] == pytest.approx(0.001)
+    # sharded: the measured optimizer marks span ShardedOptimizer.step, broadcasts included; so does the prediction's
+    sh = predicted_timeline(prof, cost, StrategySpec("sharded", bucket_mb=2.0), 2)
+    ts = step_terms(sh)
+    opt_events = [e for e in sh["events"] if e[3] == "optimizer"]
+    assert sh["optimizer_end_s"] == pytest.approx(sh["step_s"]) and ts["other_s"] == pytest.approx(0.0)
+    assert ts["optimizer_s"] > (opt_events[0][1] - opt_events[0][0]) + 8 * 0.0005  # the local step and 8 broadcasts
