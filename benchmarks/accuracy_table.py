@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from explain_misses import SUMMARY, describe  # noqa: E402
+from explain_misses import SUMMARY, cell_params, describe  # noqa: E402
 
 
 def _cell(d: Path) -> dict | None:
@@ -31,7 +31,7 @@ def _cell(d: Path) -> dict | None:
         return None
     v = json.loads(p.read_text())
     rows = v["rows"]
-    params = next(iter(sorted(d.glob("validation.params*.json")) or sorted(d.glob("params.json"))), None)
+    params = cell_params(d) or next(iter(sorted(d.glob("params.json"))), None)
     noise = v.get("machine_noise") or {}
     fit = {}
     if params is not None:
@@ -57,12 +57,18 @@ def _cell(d: Path) -> dict | None:
     }
 
 
-def _explained(d: Path) -> dict[tuple[str, float | None], dict]:
-    """``explain_misses.py``'s timelines of the cell's misses, by (strategy, bucket); {} where it did not run."""
+def _explained(d: Path) -> dict[tuple[str, float | None, float], dict]:
+    """``explain_misses.py``'s timelines of the cell's misses, by (strategy, bucket, the matrix row's error:
+    an explanation of another run into the same folder matches no row); {} where it did not run or its
+    summary cannot be read (said on stderr)."""
     p = d / "explain" / SUMMARY
     if not p.is_file():
         return {}
-    return {(e["strategy"], e["bucket_mb"]): e for e in json.loads(p.read_text())}
+    try:
+        return {(e["strategy"], e["bucket_mb"], e["matrix_error_pct"]): e for e in json.loads(p.read_text())}
+    except (ValueError, TypeError, KeyError) as err:
+        print(f"accuracy_table: {p}: not read ({err})", file=sys.stderr)
+        return {}
 
 
 def _labels(folder: str, c: dict | None) -> tuple[str, str]:
@@ -89,7 +95,7 @@ def main(out: Path) -> None:
     print(f"# Accuracy matrix ({out})\n")
     print(
         "| workload | network | configs | median abs. error | signed median | worst (config) | 80% interval coverage "
-        "| torch-ddp best bucket pred. / meas. (gap) | in-step fit: compute x, comm x | baseline spread (other work) "
+        "| torch-ddp best bucket pred. / meas. (gap, its 95% interval) | in-step fit: compute x, comm x | baseline spread (other work) "
         "| errors beyond noise |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -106,7 +112,7 @@ def main(out: Path) -> None:
         ci = bb.get("gap_ci_pct")
         best = (
             f"{bb['predicted_best_mb']:g} / {bb['measured_best_mb']:g} ({bb['predicted_best_measured_gap_pct']:+.1f}%"
-            + (f", 95% {ci[0]:+.1f}..{ci[1]:+.1f}" if ci else "")
+            + (f", 95% {ci[0]:+.2f}..{ci[1]:+.2f}" + ("" if bb.get("within_noise") else ": behind") if ci else "")
             + ")"
             if bb
             else "-"
@@ -127,7 +133,8 @@ def main(out: Path) -> None:
         )
         for r in c["rows"]:
             if abs(r["error_pct"]) >= 10:
-                misses.append((model, net_name, _name(r), r, c["explained"].get((r["strategy"], r.get("bucket_mb")))))
+                key = (r["strategy"], r.get("bucket_mb"), r["error_pct"])
+                misses.append((model, net_name, _name(r), r, c["explained"].get(key)))
     if misses:
         print("\nRows missing 10 % (predicted vs measured median, p10-p90 measured, the two medians' noise):\n")
         for model, net, name, r, e in misses:

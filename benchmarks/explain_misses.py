@@ -1,26 +1,34 @@
 """Per-bucket timelines of an accuracy matrix's misses: which term of the step is wrong, and by how much.
 
-    python benchmarks/explain_misses.py RUN_DIR [--threshold 10] [--steps 16] [--dry-run]
+    python benchmarks/explain_misses.py RUN_DIR [--threshold 10] [--steps 16] [--min-seconds 6] [--rerun] [--dry-run]
 
 For every cell of ``accuracy_matrix.sh``'s RUN_DIR and every row whose |error| is ``--threshold`` % or more
 (issue 10's worst-row goal), the configuration is run again with ``ddpsim validate --timeline`` from the
-cell's own params (nothing refitted): interleaved beside a compute-only baseline as in the matrix, then
-alone with each bucket's ready, launch and completion stamped, and decomposed against its predicted
+cell's own params (nothing refitted): at least ``--min-seconds`` (6 s, as the matrix) of steps interleaved
+beside a compute-only baseline (its error is given with its noise: did the miss repeat?), then ``--steps``
+steps alone with each bucket's ready, launch and completion stamped, and decomposed against its predicted
 timeline (``calibration.timeline.decompose``: compute, exposed tail, finalize, optimizer, other, and the
-summed per-call durations and launch delays). Each miss gets ``RUN_DIR/<cell>/explain/<config>/``;
-``RUN_DIR/<cell>/explain/summary.json`` lists them, and ``accuracy_table.py`` prints each miss's largest
-term beside it. A miss already explained (its folder holds a validation.json) is kept, not run again.
+summed per-call durations). Each miss gets ``RUN_DIR/<cell>/explain/<config>/`` (``matrix_row.json`` says
+which row it explains); ``RUN_DIR/<cell>/explain/summary.json`` lists them, and ``accuracy_table.py`` prints
+each miss's largest wrong part beside it. A miss explained before for the same row is kept; one explained
+for another row (another run into the same folder) is reported and left, or run again with ``--rerun``.
+Rows with a list of caps are not re-run (``validate --timeline`` takes one cap). ``DDPSIM`` names the
+``ddpsim`` command (default: on PATH). Exit status 1 where a miss could not be explained, each said in one
+line; the other cells still run.
 
 The recorded steps are not the matrix's: they ran minutes later, alone, with a Python comm hook (about
 0.3 ms a call, BENCHMARKS.md "Ninth session"), so their step error is shown beside the matrix row's; where
-the two differ much, the miss did not repeat and its decomposition explains the re-run, not the row.
+the two differ much, the miss did not repeat and its decomposition explains the re-run, not the row. Each
+part is a median over the recorded steps, so the parts add up to the step's error only roughly.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,15 +40,42 @@ sys.path.insert(0, str(ROOT))
 from calibration.timeline import STEP_TERMS  # noqa: E402
 
 SUMMARY = "summary.json"
+ROW = "matrix_row.json"  # which matrix row an explain folder explains
+
+
+class Skip(Exception):
+    """A miss that is not re-run, for a reason said in one line (not a failure)."""
+
+
+def cell_params(cell: Path) -> Path | None:
+    """The calibration a cell used: ``validation.params.json``, or the one ``validation.params-*.json``
+    ``validate`` writes beside a link's results; None if there is none."""
+    plain = cell / "validation.params.json"
+    if plain.is_file():
+        return plain
+    return next(iter(sorted(cell.glob("validation.params*.json"))), None)
 
 
 def misses(cell: Path, threshold: float) -> list[dict[str, Any]]:
-    """The cell's rows whose |error| is ``threshold`` % or more, worst first ([] without a validation.json)."""
+    """The cell's rows whose |error| is ``threshold`` % or more, worst first ([] without a validation.json).
+    ValueError for a file that is not a validate result."""
     path = cell / "validation.json"
     if not path.is_file():
         return []
-    rows = json.loads(path.read_text()).get("rows") or []
-    return sorted((r for r in rows if abs(r["error_pct"]) >= threshold), key=lambda r: -abs(r["error_pct"]))
+    try:
+        rows = json.loads(path.read_text()).get("rows")
+    except (ValueError, AttributeError) as e:
+        raise ValueError(f"{path}: not a validate result ({e})") from None
+    if not isinstance(rows, list):
+        raise ValueError(f"{path}: not a validate result (no rows)")
+    out = []
+    for r in rows:
+        err = r.get("error_pct") if isinstance(r, dict) else None
+        if not isinstance(err, (int, float)) or not math.isfinite(err) or "strategy" not in r:
+            raise ValueError(f"{path}: a row without a strategy or a finite error_pct: {r!r:.80}")
+        if abs(err) >= threshold:
+            out.append(r)
+    return sorted(out, key=lambda r: -abs(r["error_pct"]))
 
 
 def label(row: dict[str, Any]) -> str:
@@ -48,22 +83,33 @@ def label(row: dict[str, Any]) -> str:
     return f"{row['strategy']}_{'default' if b is None else f'{b:g}MB'}"
 
 
-def command(cell: Path, row: dict[str, Any], steps: int, ddpsim: str) -> list[str]:
+def command(cell: Path, row: dict[str, Any], steps: int, ddpsim: str, min_seconds: float = 6.0) -> list[str]:
     """``ddpsim validate`` of the one configuration from the cell's params, with timelines, into explain/."""
+    if row.get("bucket_cap_mb_list"):
+        raise Skip(f"{label(row)} has a list of caps; validate --timeline takes one: not re-run")
     res = json.loads((cell / "validation.json").read_text())
-    params = sorted(cell.glob("validation.params*.json"))
-    if not params:
+    params = cell_params(cell)
+    if params is None:
         raise ValueError(f"{cell}: no validation.params*.json (the calibration the cell used)")
     out = cell / "explain" / label(row)
     cmd = [ddpsim, "validate", "--model", str(res["model"]), "--world-size", str(res.get("world_size") or 2)]
     if res.get("link_mbit"):
         cmd += ["--link-mbit", f"{float(res['link_mbit']):g}"]
-    cmd += ["--params", str(params[0]), "--strategy", row["strategy"]]
+    cmd += ["--params", str(params), "--strategy", row["strategy"]]
     if row.get("bucket_mb") is not None:
         cmd += ["--bucket-mb", f"{row['bucket_mb']:g}"]
-    cmd += ["--steps", str(steps), "--min-seconds", "0", "--out", str(out / "validation.json")]
+    cmd += ["--steps", str(steps), "--min-seconds", f"{min_seconds:g}", "--out", str(out / "validation.json")]
     cmd += ["--records", str(out / "validation.jsonl"), "--timeline", str(out / "timeline")]
     return cmd
+
+
+def explains(folder: Path, row: dict[str, Any]) -> bool:
+    """Whether an explain folder was made for this very row (its matrix error recorded the same)."""
+    try:
+        was = json.loads((folder / ROW).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(was, dict) and was.get("matrix_error_pct") == row["error_pct"]
 
 
 def explained(cell: Path, row: dict[str, Any]) -> dict[str, Any] | None:
@@ -82,10 +128,12 @@ def explained(cell: Path, row: dict[str, Any]) -> dict[str, Any] | None:
         "bucket_mb": row.get("bucket_mb"),
         "matrix_error_pct": row["error_pct"],
         "rerun_error_pct": rerun["error_pct"],
+        # what the re-run's two medians alone can make of its error (None in results that do not say)
+        "rerun_noise_pct": rerun.get("noise_pct"),
         "timeline_steps": dec["n_measured_steps"],
         "timeline_step_error_pct": terms["step_s"]["error_pct_of_step"],
         "largest_term": dec["largest_term"],
-        # each part's error in % of the recorded step (predicted - measured); the parts sum to the step's
+        # each part's error in % of the recorded step (predicted - measured), a median over the recorded steps
         "parts_pct_of_step": {k: terms[k]["error_pct_of_step"] for k in STEP_TERMS},
         "comm_sum_ms": [terms["comm_sum_s"]["measured_s"] * 1e3, terms["comm_sum_s"]["predicted_s"] * 1e3],
         "n_buckets": [dec["n_buckets_measured"], dec["n_buckets_predicted"]],
@@ -101,53 +149,103 @@ def describe(e: dict[str, Any]) -> str:
         if v is not None and abs(v) >= 0.5
     )
     m, p = e["comm_sum_ms"]
+    noise = e.get("rerun_noise_pct")
     return (
-        f"re-run {e['rerun_error_pct']:+.1f}%, recorded alone ({e['timeline_steps']} steps) "
-        f"{e['timeline_step_error_pct']:+.1f}%: largest part {e['largest_term'].removesuffix('_s').replace('_', ' ')}"
-        f" ({parts or 'no part over 0.5%'}; calls' summed time {m:.1f} ms measured, {p:.1f} predicted)"
+        f"re-run {e['rerun_error_pct']:+.1f}%"
+        + ("" if noise is None else f" (noise +-{noise:.1f}%)")
+        + f", recorded alone ({e['timeline_steps']} steps) {e['timeline_step_error_pct']:+.1f}%: largest part "
+        f"{e['largest_term'].removesuffix('_s').replace('_', ' ')} ({parts or 'no part over 0.5%'}; "
+        f"calls' summed time {m:.1f} ms measured, {p:.1f} predicted)"
     )
+
+
+def explain_row(cell: Path, row: dict[str, Any], a: argparse.Namespace, ddpsim: str) -> dict[str, Any] | None:
+    """Re-run one miss unless a folder explains it already; its summary, None on a dry run. Raises Skip, or
+    ValueError/OSError with the reason a miss could not be explained."""
+    out = cell / "explain" / label(row)
+    if out.is_dir() and any(out.iterdir()):
+        if not explains(out, row):
+            if not a.rerun:
+                raise ValueError(f"{out} explains another run of this cell: pass --rerun to run it again")
+            if a.dry_run:
+                print(f"== {cell.name} {label(row)}: would remove {out} and run it again", file=sys.stderr)
+                return None
+            shutil.rmtree(out)
+        elif (out / "validation.json").is_file():
+            print(f"== {cell.name} {label(row)}: explained before, kept", file=sys.stderr)
+        elif not a.dry_run:  # this row's re-run that failed before: its partial files go, it runs again
+            shutil.rmtree(out)
+    if not (out / "validation.json").is_file():
+        cmd = command(cell, row, a.steps, ddpsim, a.min_seconds)
+        print(f"== {cell.name} {label(row)} ({row['error_pct']:+.1f}%): {' '.join(cmd)}", file=sys.stderr)
+        if a.dry_run:
+            return None
+        out.mkdir(parents=True, exist_ok=True)
+        (out / ROW).write_text(
+            json.dumps(
+                {"strategy": row["strategy"], "bucket_mb": row.get("bucket_mb"), "matrix_error_pct": row["error_pct"]}
+            )
+            + "\n"
+        )
+        with open(out / "validate.log", "w") as log:
+            rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
+        if rc != 0:
+            raise ValueError(f"the re-run failed (rc {rc}): see {out / 'validate.log'}")
+    e = explained(cell, row)
+    if e is None:
+        raise ValueError(f"the re-run recorded no timeline: see {out / 'validate.log'}")
+    return e
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run", type=Path, help="a folder written by benchmarks/accuracy_matrix.sh")
     ap.add_argument("--threshold", type=float, default=10.0, help="|error| in %% from which a row is a miss")
-    ap.add_argument("--steps", type=int, default=16, help="timed steps of each re-run (and of its timeline)")
+    ap.add_argument(
+        "--steps", type=int, default=16, help="recorded steps of each re-run's timeline (and the fewest timed)"
+    )
+    ap.add_argument(
+        "--min-seconds",
+        type=float,
+        default=6.0,
+        help="timed seconds of each re-run at least, as the matrix (default 6)",
+    )
+    ap.add_argument("--rerun", action="store_true", help="run again a miss whose folder explains another run")
     ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     a = ap.parse_args(argv)
     if not a.run.is_dir():
         ap.error(f"{a.run} is not a folder")
-    if not (a.threshold > 0 and a.steps >= 2):
-        ap.error("--threshold must be > 0 and --steps >= 2")
+    if not (math.isfinite(a.threshold) and a.threshold > 0 and a.steps >= 2):
+        ap.error("--threshold must be a number > 0 and --steps >= 2")
+    if not (math.isfinite(a.min_seconds) and a.min_seconds >= 0):
+        ap.error("--min-seconds must be a number >= 0")
     ddpsim = os.environ.get("DDPSIM", "ddpsim")
     failed = 0
     for cell in sorted(p for p in a.run.iterdir() if p.is_dir()):
-        rows = misses(cell, a.threshold)
-        if not rows:
+        try:
+            rows = misses(cell, a.threshold)
+        except ValueError as err:
+            failed += 1
+            print(f"explain_misses: {cell.name}: {err}", file=sys.stderr)
             continue
         summary = []
         for row in rows:
-            out = cell / "explain" / label(row)
-            if (out / "validation.json").is_file():
-                print(f"== {cell.name} {label(row)}: explained before, kept", file=sys.stderr)
-            else:
-                cmd = command(cell, row, a.steps, ddpsim)
-                print(f"== {cell.name} {label(row)} ({row['error_pct']:+.1f}%): {' '.join(cmd)}", file=sys.stderr)
-                if a.dry_run:
-                    continue
-                out.mkdir(parents=True, exist_ok=True)
-                with open(out / "validate.log", "w") as log:
-                    rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
-                if rc != 0:
-                    failed += 1
-                    print(f"   failed (rc {rc}): see {out / 'validate.log'}", file=sys.stderr)
-                    continue
-            e = explained(cell, row)
+            try:
+                e = explain_row(cell, row, a, ddpsim)
+            except Skip as why:
+                print(f"explain_misses: {cell.name}: {why}", file=sys.stderr)
+                continue
+            except (OSError, ValueError, KeyError, TypeError) as err:
+                failed += 1
+                print(f"explain_misses: {cell.name} {label(row)}: {err}", file=sys.stderr)
+                continue
             if e is not None:
                 summary.append(e)
                 print(f"- {cell.name}, {label(row)} ({row['error_pct']:+.1f}% in the matrix): {describe(e)}")
-        if summary and not a.dry_run:
-            (cell / "explain" / SUMMARY).write_text(json.dumps(summary, indent=1) + "\n")
+        path = cell / "explain" / SUMMARY
+        if not a.dry_run and (summary or path.exists()):
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(json.dumps(summary, indent=1) + "\n")  # this run's, even empty: no stale one kept
     return 1 if failed else 0
 
 

@@ -50,11 +50,10 @@ def predicted_timeline(profile: GradProfile, cost: Any, spec: StrategySpec, worl
     Per bucket: ``ready_s`` = end of the backward segment in which its last gradient becomes
     ready (from the recorded events; the launch time if no segment matches), ``launch_s`` = the
     row's ``ready_s`` (every rank launched it), ``start_s`` = it holds a channel, ``complete_s``
-    = the row's ``end_s``. Collectives after the optimizer (``sharded``'s broadcasts) are left out,
-    as the measured side records only the gradient all-reduces; their time counts in the optimizer's
-    part, as on the measured side, whose optimizer marks span ``ShardedOptimizer.step`` with its
-    broadcasts (before, the predicted broadcasts fell in "other": micro-DLRM's sharded rows over
-    1000 Mbit/s read "other +54 %, optimizer -43 %" for a step 12 % long).
+    = the row's ``end_s``. Collectives after the optimizer (``sharded``'s broadcasts) are not among
+    ``buckets`` (the measured side records only the gradient all-reduces), but their time counts in the
+    optimizer's part, ``optimizer_end_s`` being the step's end: the measured optimizer marks span
+    ``ShardedOptimizer.step``, broadcasts included (BENCHMARKS.md, "Tenth session").
     """
     res = predict(profile, cost, spec, world_size, record_events=True)
     plan = comm_plan(profile, spec, world_size)

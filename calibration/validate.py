@@ -23,7 +23,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from realrun.stats import TimeSummary, median_ci, steps_for_time, summarize
+from realrun.stats import TimeSummary, gap_interval, median_ci, steps_for_time, summarize
 from simulator.jsonio import from_fields, to_fields
 from simulator.predict import predict
 from simulator.profile import GradProfile
@@ -216,7 +216,9 @@ def summarize_rows(
     95 % bootstrap interval (``realrun.stats.gap_interval``): the steps resampled in pairs where the two
     configurations were stepped in turn in one group (the same compute-only steps and as many steps),
     each on its own otherwise; ``within_noise`` is then "the interval reaches 0". Without them (rows read
-    from a summary) it is the p10-p90 overlap of the two rows."""
+    from a summary), or with fewer than 3 steps a row, it is the p10-p90 overlap of the two rows. The measured
+    best is the lowest of several noisy medians, which leans the gap up: "behind beyond the noise" with a
+    lower end near 0 is weak evidence (``tune --verify``'s interval has the same lean)."""
     if not rows:
         raise ValueError("no configuration was measured")
     if steps is not None and len(steps) != len(rows):
@@ -274,8 +276,6 @@ def _best_gap_interval(
     """The 95 % interval of row ``i_pred``'s measured median over row ``i_meas``'s, less 1, in %, and
     "paired" or "unpaired": paired where both rows hold the same compute-only steps (one group, stepped in
     turn) and as many steps of their own."""
-    from realrun.stats import gap_interval
-
     if steps is None:
         return None, None
     (a, comp_a), (b, comp_b) = steps[i_pred], steps[i_meas]
@@ -640,7 +640,7 @@ def replay_validation(path: str | Path, params: Params, rescale: bool = True) ->
         raise ValueError(f"{path}: the records do not say their world size")
     prof = check_profile_matches(params, str(model), None)
     rows: list[ValidationRow] = []
-    steps: list[tuple[list[float], tuple[float, ...]]] = []
+    row_steps: list[tuple[list[float], tuple[float, ...]]] = []  # per row its steps and its group's baseline
     seen: set[tuple[Any, ...]] = set()
     groups: dict[tuple[float, ...], None] = {}
     scales: list[float] = []
@@ -658,7 +658,7 @@ def replay_validation(path: str | Path, params: Params, rescale: bool = True) ->
         seen.add(key)
         comp = tuple(float(t) for t in r["compute_step_times_s"])
         row = row_of(cfg, r["step_times_s"], comp, prof, params, p, rescale, link)
-        steps.append(([float(t) for t in r["step_times_s"]], comp))
+        row_steps.append(([float(t) for t in r["step_times_s"]], comp))
         if comp not in groups:
             groups[comp] = None
             scales.append(row.compute_scale)
@@ -678,7 +678,7 @@ def replay_validation(path: str | Path, params: Params, rescale: bool = True) ->
         rows,
         baseline,
         None,
-        steps=steps,
+        steps=row_steps,
     )
 
 
@@ -843,7 +843,7 @@ def best_bucket_verdict(bb: Mapping[str, Any]) -> str:
     if ci is None:
         return f"{'within measured noise' if bb['within_noise'] else 'differs'} (p10-p90 overlap); {gap}"
     where = "within the noise" if bb["within_noise"] else "behind beyond the noise"
-    return f"{where}; {gap}, 95% interval {ci[0]:+.1f}% to {ci[1]:+.1f}%, steps {bb['gap_ci_steps']}"
+    return f"{where}; {gap}, 95% interval {ci[0]:+.2f}% to {ci[1]:+.2f}%, steps {bb['gap_ci_steps']}"
 
 
 def save_validation(res: dict[str, Any], path: str | Path) -> Path:

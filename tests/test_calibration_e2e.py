@@ -324,7 +324,8 @@ def test_validation_summary_recompute(validated):
         if bb["same"]:
             assert bb["gap_ci_pct"] is None and bb["within_noise"]
         else:
-            assert bb["gap_ci_steps"] == "paired" and bb["within_noise"] == (bb["gap_ci_pct"][0] <= 0)
+            assert bb["gap_ci_steps"] == "paired", bb  # one group, as many steps: an interval of paired steps
+            assert bb["within_noise"] == (bb["gap_ci_pct"][0] <= 0)
     # the headline best bucket is torch DDP's
     assert res["best_bucket_strategy"] == "torch-ddp"
     assert res["best_bucket_mb_predicted"] == res["best_bucket"]["torch-ddp"]["predicted_best_mb"]
@@ -368,6 +369,8 @@ def test_replay_of_the_records_with_the_same_params_gives_the_same_rows(validate
     for k in ("interval_coverage", "median_abs_error_pct", "worst_abs_error_pct", "compute_scale", "model"):
         assert again[k] == res[k], k
     assert again["machine_noise"]["baseline_spread_pct"] == res["machine_noise"]["baseline_spread_pct"]
+    # the best-bucket verdicts from the records' steps: the same intervals, paired the same way
+    assert again["best_bucket"] == res["best_bucket"]
     # other params: the same measured medians, other predictions
     slower = replace(params, copy_bytes_per_s=params.copy_bytes_per_s / 100)
     other = replay_validation(path, slower)

@@ -50,8 +50,9 @@ def test_misses_are_the_rows_past_the_threshold_worst_first_and_their_command_re
     assert "--link-mbit" not in cmd  # loopback
     at = {k: cmd[i + 1] for i, k in enumerate(cmd) if k.startswith("--") and i + 1 < len(cmd)}
     assert at["--params"] == str(cell / "validation.params.json")
-    assert (at["--strategy"], at["--bucket-mb"], at["--steps"], at["--min-seconds"]) == ("bucketed", "0.25", "16", "0")
+    assert (at["--strategy"], at["--bucket-mb"], at["--steps"]) == ("bucketed", "0.25", "16")
     assert at["--timeline"] == str(cell / "explain" / "bucketed_0.25MB" / "timeline")
+    assert at["--min-seconds"] == "6"  # timed as long as the matrix times a configuration
     assert "--bucket-mb" not in explain.command(cell, rows[0], 16, "ddpsim")  # individual: no cap
 
 
@@ -60,8 +61,98 @@ def test_dry_run_prints_and_writes_nothing(tmp_path, capsys):
     assert explain.main([str(run), "--dry-run"]) == 0
     err = capsys.readouterr().err
     assert err.count("ddpsim validate") == 3 and not (run / CELL.name / "explain").exists()
-    with pytest.raises(SystemExit):
-        explain.main([str(run), "--steps", "1"])
+    for bad in (["--steps", "1"], ["--threshold", "nan"], ["--min-seconds", "-1"]):
+        with pytest.raises(SystemExit) as exc:
+            explain.main([str(run), *bad])
+        assert exc.value.code == 2
+
+
+def test_bad_cells_and_failed_reruns_are_one_line_each_and_the_other_cells_still_run(tmp_path, capsys, monkeypatch):
+    """A validation.json that is not JSON, a row without an error, a cell without its params, a ddpsim that is not
+    there, a re-run that records no timeline, a list of caps: one line each on stderr, exit 1, no traceback; the
+    good cell beside them still gets its dry-run commands."""
+    run = _run(tmp_path)
+    (run / "broken").mkdir()
+    (run / "broken" / "validation.json").write_text("{not json")
+    (run / "nulls").mkdir()
+    (run / "nulls" / "validation.json").write_text(json.dumps({"rows": [{"strategy": "flat", "error_pct": None}]}))
+    (run / "noparams").mkdir()
+    shutil.copy(CELL / "validation.json", run / "noparams" / "validation.json")
+    monkeypatch.setenv("DDPSIM", str(tmp_path / "no-such-ddpsim"))
+    assert explain.main([str(run), "--threshold", "20"]) == 1
+    err = capsys.readouterr().err
+    assert "explain_misses: broken: " in err and "not a validate result" in err
+    assert "explain_misses: nulls: " in err and "finite error_pct" in err
+    assert "explain_misses: noparams individual_default: " in err and "no validation.params" in err
+    assert f"explain_misses: {CELL.name} individual_default: " in err and "No such file" in err
+    assert "Traceback" not in err
+    # a re-run that exits 0 but recorded no timeline is a failure, said so
+    monkeypatch.setenv("DDPSIM", "true")
+    good = _run(tmp_path / "again")
+    stale = good / CELL.name / "explain" / explain.SUMMARY
+    stale.parent.mkdir()
+    stale.write_text(json.dumps([_summary_entry()]))  # left by an earlier run into the same folder
+    assert explain.main([str(good), "--threshold", "20"]) == 1
+    assert capsys.readouterr().err.count("the re-run recorded no timeline") == 2
+    # the summary written is this run's, empty: no stale one left for the table
+    assert json.loads(stale.read_text()) == []
+    # a row with a list of caps is skipped with a line, not failed
+    caps = {"strategy": "torch-ddp", "bucket_mb": None, "bucket_cap_mb_list": [1.0, 4.0], "error_pct": -30.0}
+    with pytest.raises(explain.Skip, match="list of caps"):
+        explain.command(good / CELL.name, caps, 16, "ddpsim")
+
+
+def test_a_folder_explaining_another_run_is_not_reused(tmp_path, capsys, monkeypatch):
+    """The same cell measured again into the same folder: an explain folder made for the earlier row (its matrix
+    error differs) is reported and left, not shown in the table, and run again only with --rerun."""
+    run = _run(tmp_path)
+    cell = run / CELL.name
+    _explained_folder(cell, "individual", None)
+    folder = cell / "explain" / "individual_default"
+    (folder / explain.ROW).write_text(
+        json.dumps({"strategy": "individual", "bucket_mb": None, "matrix_error_pct": 5.0})
+    )
+    monkeypatch.setenv("DDPSIM", "false")
+    assert explain.main([str(run), "--threshold", "23.5"]) == 1  # only individual (-23.9 %) is a miss at 23.5
+    assert "explains another run of this cell: pass --rerun" in capsys.readouterr().err
+    assert (folder / "validation.json").is_file()  # left as it was
+    assert explain.main([str(run), "--threshold", "23.5", "--rerun", "--dry-run"]) == 0
+    assert "would remove" in capsys.readouterr().err and (folder / "validation.json").is_file()
+    assert explain.main([str(run), "--threshold", "23.5", "--rerun"]) == 1  # removed, run again with `false`: fails
+    assert not (folder / "validation.json").exists() and json.loads((folder / explain.ROW).read_text())[
+        "matrix_error_pct"
+    ] == pytest.approx(-23.95, abs=0.01)
+    # the table shows no explanation made for another row
+    (cell / "explain" / explain.SUMMARY).write_text(json.dumps([dict(_summary_entry(), matrix_error_pct=5.0)]))
+    table.main(run)
+    assert "timeline (benchmarks/explain_misses.py)" not in capsys.readouterr().out
+
+
+def _summary_entry() -> dict:
+    return {
+        "strategy": "individual",
+        "bucket_mb": None,
+        "matrix_error_pct": -23.95,
+        "rerun_error_pct": -20.0,
+        "rerun_noise_pct": 5.0,
+        "timeline_steps": 16,
+        "timeline_step_error_pct": -18.0,
+        "largest_term": "compute_s",
+        "parts_pct_of_step": {k: 0.0 for k in explain.STEP_TERMS},
+        "comm_sum_ms": [10.0, 9.0],
+    }
+
+
+def test_the_table_shows_the_best_bucket_interval_and_its_verdict(capsys):
+    """Run m32 as stored: intervals printed to two decimals, "behind" where the interval lies above 0 (micro-DLRM over
+    200 Mbit/s, +0.02..+1.06, which one decimal would print as +0.0)."""
+    table.main(RESULTS / "accuracy_matrix_m32")
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("| micro-dlrm | tbf 200 Mbit/s |"))
+    assert "0.25 / 1 (+0.6%, 95% +0.02..+1.06: behind)" in row
+    row = next(line for line in out.splitlines() if line.startswith("| lib | loopback |"))
+    assert "16 / 4 (+2.1%, 95% -4.65..+3.92)" in row
+    assert out.count("  - timeline (benchmarks/explain_misses.py): re-run") == 6
 
 
 def _explained_folder(cell: Path, strategy: str, bucket_mb) -> None:
@@ -72,6 +163,10 @@ def _explained_folder(cell: Path, strategy: str, bucket_mb) -> None:
     out = cell / "explain" / explain.label({"strategy": strategy, "bucket_mb": bucket_mb})
     out.mkdir(parents=True)
     (out / "validation.json").write_text(json.dumps({**stored, "rows": [row], "timelines": [tl]}))
+    matrix_row = next(r for r in explain.misses(cell, 0.0) if (r["strategy"], r["bucket_mb"]) == (strategy, bucket_mb))
+    (out / explain.ROW).write_text(
+        json.dumps({"strategy": strategy, "bucket_mb": bucket_mb, "matrix_error_pct": matrix_row["error_pct"]})
+    )
 
 
 def test_explained_misses_are_summarized_kept_and_named_in_the_table(tmp_path, capsys, monkeypatch):

@@ -140,6 +140,15 @@ def test_best_bucket_gap_interval_pairs_the_steps_of_one_group_only():
     # the predicted best measured best: one row, no interval
     same = summarize_rows([rows[0], _row(bucket_mb=4.0, times=slow, pred_s=0.4)], [(list(fast), comp)] * 2)
     assert same["best_bucket"]["torch-ddp"]["gap_ci_pct"] is None and same["best_bucket"]["torch-ddp"]["same"]
+    # written and read back (the interval a JSON list) the verdict reads the same; an entry from before the
+    # interval (no gap_ci_* keys) says the p10-p90 overlap
+    back = json.loads(dumps_finite(one_group))
+    assert back["gap_ci_pct"] == list(one_group["gap_ci_pct"]) and best_bucket_verdict(back) == best_bucket_verdict(
+        one_group
+    )
+    old = {k: v for k, v in bare.items() if not k.startswith("gap_ci")}
+    assert best_bucket_verdict(old) == best_bucket_verdict(bare)
+    assert f"{lo:+.2f}% to {hi:+.2f}%" in best_bucket_verdict(one_group)  # two decimals: an end near 0 shows its sign
     with pytest.raises(ValueError, match="1 rows of steps for 2 rows"):
         summarize_rows(rows, [(list(fast), comp)])
     assert gap_interval([0.1] * 4, [0.1] * 5, paired=False) is not None  # unpaired: lengths may differ
