@@ -16,7 +16,7 @@
 # Per cell OUT/<model>-<network>/ holds validation.json (summary + rows), validation.params.json
 # (the calibration), its records and plots; OUT/matrix.md is the table (benchmarks/accuracy_table.py).
 # A failed cell is logged and the others still run; the table says which are missing.
-# EXPLAIN (default 1): then every row missing 10 % is run again alone with per-bucket timelines
+# EXPLAIN (default 1): then every row missing 10 % is run again (6 s beside a baseline, then with per-bucket timelines)
 # (benchmarks/explain_misses.py; OUT/<cell>/explain/), and the table names its largest wrong term.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
