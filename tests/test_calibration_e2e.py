@@ -306,7 +306,7 @@ def test_validation_rows_recompute(validated, calibrated):
 
 
 def test_validation_summary_recompute(validated):
-    res, _ = validated
+    res, path = validated
     rows = res["rows"]
     errs = [abs(r.error_pct) for r in rows]
     assert res["median_abs_error_pct"] == statistics.median(errs) == (sorted(errs)[1] + sorted(errs)[2]) / 2
@@ -332,7 +332,18 @@ def test_validation_summary_recompute(validated):
     assert res["best_bucket_mb_measured"] == res["best_bucket"]["torch-ddp"]["measured_best_mb"]
     inside = [r.predicted_p10_s <= r.measured_median_s <= r.predicted_p90_s for r in rows]
     assert res["interval_coverage"] == sum(inside) / len(rows) and res["n_with_interval"] == len(rows)
-    assert summarize_rows(rows) == {k: res[k] for k in summarize_rows(rows)}
+    # the summary again from the rows and the steps the run recorded (its validation_row records, in row order)
+    recs = read_records(path, "validation_row")
+    steps = [(r["step_times_s"], r["compute_step_times_s"]) for r in recs]
+    assert [ValidationRow.from_dict(r["validation"]) for r in recs] == list(rows)
+    again = summarize_rows(rows, steps)
+    assert again == {k: res[k] for k in again}
+    # without the steps the same, but for the verdict's interval (the p10-p90 overlap instead)
+    bare = summarize_rows(rows)
+    assert {k: v for k, v in bare.items() if k != "best_bucket"} == {
+        k: v for k, v in again.items() if k != "best_bucket"
+    }
+    assert all(bb["gap_ci_pct"] is None for bb in bare["best_bucket"].values())
     text = format_validation(res)
     assert "interval coverage:" in text
     assert text.count("\n  torch-ddp ") == 2 and text.count("\n  bucketed ") == 2 and "best bucket (torch-ddp)" in text
