@@ -16,6 +16,8 @@
 # Per cell OUT/<model>-<network>/ holds validation.json (summary + rows), validation.params.json
 # (the calibration), its records and plots; OUT/matrix.md is the table (benchmarks/accuracy_table.py).
 # A failed cell is logged and the others still run; the table says which are missing.
+# BLOCK (default 1): timed steps a configuration takes in a row after one untimed step (validate --block; 1: each
+# timed step follows another configuration's, as every run to m33 was measured).
 # EXPLAIN (default 1): then every row missing 10 % is run again (6 s beside a baseline, then with per-bucket timelines)
 # (benchmarks/explain_misses.py; OUT/<cell>/explain/), and the table names its largest wrong term.
 set -uo pipefail
@@ -27,6 +29,7 @@ STEPS=${STEPS:-8}
 RANKS=${RANKS:-2}  # not WORLD_SIZE: torchrun and SLURM export that one
 ROUNDS=${ROUNDS:-2}
 MIN_SECONDS=${MIN_SECONDS:-6}
+BLOCK=${BLOCK:-1}
 BUCKETS=${BUCKETS:-0.25,1,4,16,64}
 STRATEGIES=${STRATEGIES:-torch-ddp,flat,individual,bucketed,sharded}
 DDPSIM=${DDPSIM:-ddpsim}
@@ -41,7 +44,7 @@ for net in $NETWORKS; do
     [ "$net" != loopback ] && link=(--link-mbit "$net")
     echo "== $(date +%T) $m on $net, p = $RANKS (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
     $DDPSIM validate --model "$spec" --world-size "$RANKS" "${link[@]}" --strategy "$STRATEGIES" --bucket-mb "$BUCKETS" \
-      --steps "$STEPS" --min-seconds "$MIN_SECONDS" --rounds "$ROUNDS" --out "$cell/validation.json" --records "$cell/validation.jsonl" \
+      --steps "$STEPS" --min-seconds "$MIN_SECONDS" --rounds "$ROUNDS" --block "$BLOCK" --out "$cell/validation.json" --records "$cell/validation.jsonl" \
       --plot-dir "$cell/plots" > "$cell/validate.log" 2>&1 || echo "   cell $m $net failed: see $cell/validate.log" >&2
   done
 done

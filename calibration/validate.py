@@ -51,6 +51,8 @@ class ValidateSpec:
     rounds: int = 2
     group_size: int = 12
     rescale_compute: bool = True
+    block: int = 1  # timed steps a turn (``measure_interleaved``); 1: every step follows another model's
+
 
     def __post_init__(self) -> None:
         for s in self.strategies:
@@ -63,6 +65,8 @@ class ValidateSpec:
             raise ValueError(f"--min-seconds must be a finite number >= 0, got {self.min_seconds!r}")
         if self.rounds < 1 or self.group_size < 1:
             raise ValueError(f"rounds and group size must be >= 1, got {self.rounds}, {self.group_size}")
+        if self.block < 1:
+            raise ValueError(f"--block must be >= 1, got {self.block}")
 
     def configs(self) -> list[StrategySpec]:
         out = []
@@ -347,6 +351,7 @@ def measure_beside_compute(
     say: Callable[[str], None],
     min_seconds: float = 0.0,
     est_step_s: float | None = None,
+    block: int = 1,
 ) -> tuple[int, list[list[float]], list[list[float]]]:
     """Step ``configs`` for real beside a compute-only baseline; the measuring half of ``validate``
     and ``tune --verify``.
@@ -389,7 +394,7 @@ def measure_beside_compute(
                 else (configs[k].name, configs[k].bucket_mb, configs[k].bucket_cap_mb_list)
                 for k in order
             ]
-            res = measure_interleaved(pool, model, cfgs, batch_size, steps_per_round, warmup, optimizer)
+            res = measure_interleaved(pool, model, cfgs, batch_size, steps_per_round, warmup, optimizer, block)
             copy = 0
             for k, r in zip(order, res):
                 if k is None:
@@ -486,6 +491,7 @@ def validate_on_pool(
                 link_mbit=link_mbit,
                 say=say,
                 min_seconds=spec.min_seconds,
+                block=spec.block,
                 est_step_s=typical_step_s(prof, params.cost_model(world_size=p), configs, p)
                 if spec.min_seconds
                 else None,
@@ -518,7 +524,8 @@ def validate_on_pool(
         link_mbit,
         bs,
         f"interleaved: {spec.rounds} rounds x {steps_per_round} steps, groups of <= {spec.group_size} "
-        f"configurations beside a compute-only baseline (round(sqrt(n)) copies among n)",
+        f"configurations beside a compute-only baseline (round(sqrt(n)) copies among n)"
+        + (f", turns of {spec.block} timed steps after an untimed one" if spec.block > 1 else ""),
         spec.rescale_compute,
         scales,
         params,

@@ -242,6 +242,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         rounds=args.rounds,
         group_size=args.group_size,
         rescale_compute=not args.no_rescale,
+        block=args.block,
     )
     from realrun.workloads import load_workload
 
@@ -556,6 +557,13 @@ def add_commands(sub: Any) -> None:
         type=number(int, 1, 1000),
         default=12,
         help="configurations built side by side and stepped in turn (default 12)",
+    )
+    v.add_argument(
+        "--block",
+        type=number(int, 1, 100_000),
+        default=1,
+        help="timed steps a configuration takes in a row, after one untimed step, before the next one's turn "
+        "(default 1: every timed step follows another configuration's)",
     )
     v.add_argument(
         "--replay",

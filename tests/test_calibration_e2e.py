@@ -599,7 +599,7 @@ def test_validation_keeps_rounds_measured_before_a_failure(calibrated, tmp_path,
     params = calibrated[0]
     calls = []
 
-    def fake_interleaved(pool, model, cfgs, bs, steps, warmup, optimizer):
+    def fake_interleaved(pool, model, cfgs, bs, steps, warmup, optimizer, block=1):
         calls.append([c[:2] for c in cfgs])
         if len(calls) == 2:
             raise RunFailure("rank 1 died (simulated)")

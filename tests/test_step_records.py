@@ -122,15 +122,21 @@ def test_validate_writes_interleaved_steps_with_their_keys(tmp_path, monkeypatch
 
     comp = (0.10, 0.12)
 
-    def fake(pool, model, cfgs, bs, steps, warmup, optimizer):
-        assert steps == 2 and [c[0] for c in cfgs] == ["compute", "torch-ddp"]
+    def fake(pool, model, cfgs, bs, steps, warmup, optimizer, block=1):
+        assert steps == 2 and [c[0] for c in cfgs] == ["compute", "torch-ddp"] and block == 5  # --block passed on
         return [_interleaved("compute", None, comp, comp), _interleaved("torch-ddp", 4.0, (0.15, 0.18), comp)]
 
     monkeypatch.setattr(bench_ddp, "measure_interleaved", fake)
     out = tmp_path / "v.jsonl"
     with RecordWriter(out) as w:
         per_round, times, compute = _beside(
-            w, StrategySpec("torch-ddp", bucket_mb=4.0), "torch-ddp 4 MiB", steps=4, env={"host": "h"}, link_mbit=100.0
+            w,
+            StrategySpec("torch-ddp", bucket_mb=4.0),
+            "torch-ddp 4 MiB",
+            steps=4,
+            env={"host": "h"},
+            link_mbit=100.0,
+            block=5,
         )
     assert per_round == 2 and times == [[0.15, 0.18, 0.15, 0.18]] and compute == [[0.10, 0.12, 0.10, 0.12]]
     recs = read_records(out)
@@ -175,7 +181,7 @@ def test_short_steps_are_measured_longer(tmp_path, monkeypatch):
 
     asked = []
 
-    def fake(pool, model, cfgs, bs, steps, warmup, optimizer):
+    def fake(pool, model, cfgs, bs, steps, warmup, optimizer, block=1):
         asked.append(steps)
         return [_interleaved(c[0], c[1], (0.01,) * steps, (0.01,) * steps) for c in cfgs]
 
@@ -227,7 +233,7 @@ def test_baseline_copies_are_pooled_and_recorded(tmp_path, monkeypatch):
     are both copies' steps, and each copy is recorded with its index."""
     import realrun.bench_ddp as bench_ddp
 
-    def fake(pool, model, cfgs, bs, steps, warmup, optimizer):
+    def fake(pool, model, cfgs, bs, steps, warmup, optimizer, block=1):
         assert [c[0] for c in cfgs] == ["flat", "compute", "individual", "compute", "naive"]
         base = iter([(0.10, 0.11), (0.12, 0.13)])
         return [_interleaved(c[0], c[1], next(base) if c[0] == "compute" else (0.2, 0.2), (0.1, 0.1)) for c in cfgs]
