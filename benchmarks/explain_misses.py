@@ -1,12 +1,15 @@
 """Per-bucket timelines of an accuracy matrix's misses: which term of the step is wrong, and by how much.
 
-    python benchmarks/explain_misses.py RUN_DIR [--threshold 10] [--steps 16] [--min-seconds 6] [--rerun] [--dry-run]
+    python benchmarks/explain_misses.py RUN_DIR [--threshold 10] [--steps 16] [--min-seconds 6] [--no-company]
+                                            [--rerun] [--dry-run]
 
-For every cell of ``accuracy_matrix.sh``'s RUN_DIR and every row whose |error| is ``--threshold`` % or more
-(issue 10's worst-row goal), the configuration is run again with ``ddpsim validate --timeline`` from the
-cell's own params (nothing refitted): at least ``--min-seconds`` (6 s, as the matrix) of steps interleaved
-beside a compute-only baseline (its error is given with its noise: did the miss repeat?), then ``--steps``
-steps alone with each bucket's ready, launch and completion stamped, and decomposed against its predicted
+For every cell of ``accuracy_matrix.sh``'s RUN_DIR with a row whose |error| is ``--threshold`` % or more
+(issue 10's worst-row goal), the cell's whole configuration set is measured again as the matrix measured it
+(``ddpsim validate`` from the cell's own params, nothing refitted: the same configurations in the same groups,
+``--min-seconds`` of steps each; ``RUN_DIR/<cell>/explain/_cell/``), so each miss's error is given again in its
+own company, with its noise: did the miss repeat? (``--no-company`` skips this.) Then each miss alone: at least
+``--min-seconds`` of steps interleaved beside a compute-only baseline, then ``--steps`` steps with each
+bucket's ready, launch and completion stamped (``ddpsim validate --timeline``), decomposed against its predicted
 timeline (``calibration.timeline.decompose``: compute, exposed tail, finalize, optimizer, other, and the
 summed per-call durations). Each miss gets ``RUN_DIR/<cell>/explain/<config>/`` (``matrix_row.json`` says
 which row it explains); ``RUN_DIR/<cell>/explain/summary.json`` lists them, and ``accuracy_table.py`` prints
@@ -16,9 +19,13 @@ Rows with a list of caps are not re-run (``validate --timeline`` takes one cap).
 ``ddpsim`` command (default: on PATH). Exit status 1 where a miss could not be explained, each said in one
 line; the other cells still run.
 
-The recorded steps are not the matrix's: they ran minutes later, alone, with a Python comm hook (about
-0.3 ms a call, BENCHMARKS.md "Ninth session"), so their step error is shown beside the matrix row's; where
-the two differ much, the miss did not repeat and its decomposition explains the re-run, not the row. Each
+Alone is not the matrix's company: there every timed step follows a compute-only step, and a DDP step leaves
+work that the step after it pays (micro-DLRM on loopback: a compute-only step after one runs 0.3-0.5 ms
+longer, a one-bucket DDP step after one 0.9-1.2 ms longer; ``benchmarks/results/micro_dlrm_context/``). The
+matrix's rows and its compute-only copies mostly follow DDP steps, so a miss that repeats in its company may
+vanish alone (m33's one-bucket rows: -10 to -12 % in company, -1 to -5 % alone). The recorded steps also carry
+a Python comm hook (about 0.3 ms a call, BENCHMARKS.md "Ninth session"), so their step error is shown beside
+the others; where they differ much, the decomposition explains the re-run, not the row. Each
 part is a median over the recorded steps, so the parts add up to the step's error only roughly.
 """
 
@@ -28,6 +35,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -41,6 +49,8 @@ from calibration.timeline import STEP_TERMS  # noqa: E402
 
 SUMMARY = "summary.json"
 ROW = "matrix_row.json"  # which matrix row an explain folder explains
+COMPANY = "_cell"  # the cell measured again as a whole: each miss in its matrix company
+CELL_ROWS = "matrix_rows.json"  # which measurement of the cell the company re-run repeats
 
 
 class Skip(Exception):
@@ -103,6 +113,76 @@ def command(cell: Path, row: dict[str, Any], steps: int, ddpsim: str, min_second
     return cmd
 
 
+def _unique(xs: list[Any]) -> list[Any]:
+    return list(dict.fromkeys(xs))
+
+
+def company_command(cell: Path, ddpsim: str, min_seconds: float = 6.0) -> list[str]:
+    """``ddpsim validate`` of the cell's every configuration, as the matrix ran them: the same strategies and
+    caps in the same order (so the same groups), rounds and turns, from the cell's params, into explain/_cell/."""
+    res = json.loads((cell / "validation.json").read_text())
+    params = cell_params(cell)
+    if params is None:
+        raise ValueError(f"{cell}: no validation.params*.json (the calibration the cell used)")
+    rows = res["rows"]
+    if any(r.get("bucket_cap_mb_list") for r in rows):
+        raise Skip("the cell holds a list of caps, which validate's --bucket-mb cannot repeat: no company re-run")
+    method = str(res.get("method") or "")
+    rounds = re.search(r"(\d+) rounds x (\d+) steps", method)
+    block = re.search(r"turns of (\d+) timed steps", method)
+    out = cell / "explain" / COMPANY
+    cmd = [ddpsim, "validate", "--model", str(res["model"]), "--world-size", str(res.get("world_size") or 2)]
+    if res.get("link_mbit"):
+        cmd += ["--link-mbit", f"{float(res['link_mbit']):g}"]
+    cmd += ["--params", str(params), "--strategy", ",".join(_unique([r["strategy"] for r in rows]))]
+    caps = _unique([r["bucket_mb"] for r in rows if r.get("bucket_mb") is not None])
+    if caps:
+        cmd += ["--bucket-mb", ",".join(f"{b:g}" for b in caps)]
+    if rounds:  # exactly as many steps as the matrix timed
+        n, per = int(rounds.group(1)), int(rounds.group(2))
+        cmd += ["--steps", str(n * per), "--min-seconds", "0", "--rounds", str(n)]
+    else:
+        cmd += ["--steps", "8", "--min-seconds", f"{min_seconds:g}", "--rounds", "2"]
+    if block:
+        cmd += ["--block", block.group(1)]
+    cmd += ["--out", str(out / "validation.json"), "--records", str(out / "validation.jsonl")]
+    return cmd
+
+
+def _cell_errors(cell: Path) -> list[Any]:
+    return [r.get("error_pct") for r in json.loads((cell / "validation.json").read_text())["rows"]]
+
+
+def in_company(cell: Path, a: argparse.Namespace, ddpsim: str) -> dict[tuple[str, Any], dict[str, Any]]:
+    """The cell measured again as a whole (unless a re-run of this very measurement is there): its rows by
+    (strategy, cap); {} on a dry run. Raises Skip, or ValueError/OSError with the reason it failed."""
+    out = cell / "explain" / COMPANY
+    errors = _cell_errors(cell)
+    try:
+        same = json.loads((out / CELL_ROWS).read_text()).get("matrix_error_pcts") == errors
+    except (OSError, ValueError, AttributeError):
+        same = False
+    if same and (out / "validation.json").is_file():
+        print(f"== {cell.name}: the cell's re-run in company was made before, kept", file=sys.stderr)
+    elif out.is_dir() and not same and (out / "validation.json").is_file() and not a.rerun:
+        raise ValueError(f"{out} repeats another run of this cell: pass --rerun to run it again")
+    else:
+        cmd = company_command(cell, ddpsim, a.min_seconds)
+        print(f"== {cell.name}, the whole cell again: {' '.join(cmd)}", file=sys.stderr)
+        if a.dry_run:
+            return {}
+        if out.exists():
+            shutil.rmtree(out)
+        out.mkdir(parents=True)
+        (out / CELL_ROWS).write_text(json.dumps({"matrix_error_pcts": errors}) + "\n")
+        with open(out / "validate.log", "w") as log:
+            rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
+        if rc != 0 or not (out / "validation.json").is_file():
+            raise ValueError(f"the cell's re-run in company failed (rc {rc}): see {out / 'validate.log'}")
+    rows = json.loads((out / "validation.json").read_text()).get("rows") or []
+    return {(r["strategy"], r.get("bucket_mb")): r for r in rows if isinstance(r, dict) and "strategy" in r}
+
+
 def explains(folder: Path, row: dict[str, Any]) -> bool:
     """Whether an explain folder was made for this very row (its matrix error recorded the same)."""
     try:
@@ -150,8 +230,15 @@ def describe(e: dict[str, Any]) -> str:
     )
     m, p = e["comm_sum_ms"]
     noise = e.get("rerun_noise_pct")
+    company = e.get("company_error_pct")
+    cn = e.get("company_noise_pct")
     return (
-        f"re-run {e['rerun_error_pct']:+.1f}%"
+        (
+            ""
+            if company is None
+            else f"in its company again {company:+.1f}%" + ("" if cn is None else f" (noise +-{cn:.1f}%)") + ", alone "
+        )
+        + f"re-run {e['rerun_error_pct']:+.1f}%"
         + ("" if noise is None else f" (noise +-{noise:.1f}%)")
         + f", recorded alone ({e['timeline_steps']} steps) {e['timeline_step_error_pct']:+.1f}%: largest part "
         f"{e['largest_term'].removesuffix('_s').replace('_', ' ')} ({parts or 'no part over 0.5%'}; "
@@ -210,6 +297,9 @@ def main(argv: list[str] | None = None) -> int:
         default=6.0,
         help="timed seconds of each re-run at least, as the matrix (default 6)",
     )
+    ap.add_argument(
+        "--no-company", action="store_true", help="do not measure the cell again as a whole (each miss alone only)"
+    )
     ap.add_argument("--rerun", action="store_true", help="run again a miss whose folder explains another run")
     ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     a = ap.parse_args(argv)
@@ -229,6 +319,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"explain_misses: {cell.name}: {err}", file=sys.stderr)
             continue
         summary = []
+        company: dict[tuple[str, Any], dict[str, Any]] = {}
+        if rows and not a.no_company:
+            try:
+                company = in_company(cell, a, ddpsim)
+            except Skip as why:
+                print(f"explain_misses: {cell.name}: {why}", file=sys.stderr)
+            except (OSError, ValueError, KeyError, TypeError) as err:
+                failed += 1
+                print(f"explain_misses: {cell.name}: {err}", file=sys.stderr)
         for row in rows:
             try:
                 e = explain_row(cell, row, a, ddpsim)
@@ -240,6 +339,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"explain_misses: {cell.name} {label(row)}: {err}", file=sys.stderr)
                 continue
             if e is not None:
+                again = company.get((row["strategy"], row.get("bucket_mb")))
+                if again is not None:
+                    e = {**e, "company_error_pct": again.get("error_pct"), "company_noise_pct": again.get("noise_pct")}
                 summary.append(e)
                 print(f"- {cell.name}, {label(row)} ({row['error_pct']:+.1f}% in the matrix): {describe(e)}")
         path = cell / "explain" / SUMMARY
