@@ -16,8 +16,8 @@
 # Per cell OUT/<model>-<network>/ holds validation.json (summary + rows), validation.params.json
 # (the calibration), its records and plots; OUT/matrix.md is the table (benchmarks/accuracy_table.py).
 # A failed cell is logged and the others still run; the table says which are missing.
-# BLOCK (default 1): timed steps a configuration takes in a row after one untimed step (validate --block; 1: each
-# timed step follows another configuration's, as every run to m33 was measured).
+# BLOCK (default 10, as validate's): timed steps a configuration takes in a row after one untimed step, a training
+# job's order (validate --block); 1: each timed step follows another configuration's, as runs m18-m33 were measured.
 # EXPLAIN (default 1): then every row missing 10 % is run again (6 s beside a baseline, then with per-bucket timelines)
 # (benchmarks/explain_misses.py; OUT/<cell>/explain/), and the table names its largest wrong term.
 set -uo pipefail
@@ -29,7 +29,7 @@ STEPS=${STEPS:-8}
 RANKS=${RANKS:-2}  # not WORLD_SIZE: torchrun and SLURM export that one
 ROUNDS=${ROUNDS:-2}
 MIN_SECONDS=${MIN_SECONDS:-6}
-BLOCK=${BLOCK:-1}
+BLOCK=${BLOCK:-10}
 BUCKETS=${BUCKETS:-0.25,1,4,16,64}
 STRATEGIES=${STRATEGIES:-torch-ddp,flat,individual,bucketed,sharded}
 DDPSIM=${DDPSIM:-ddpsim}

@@ -108,13 +108,21 @@ def command(cell: Path, row: dict[str, Any], steps: int, ddpsim: str, min_second
     cmd += ["--params", str(params), "--strategy", row["strategy"]]
     if row.get("bucket_mb") is not None:
         cmd += ["--bucket-mb", f"{row['bucket_mb']:g}"]
-    cmd += ["--steps", str(steps), "--min-seconds", f"{min_seconds:g}", "--out", str(out / "validation.json")]
+    cmd += ["--steps", str(steps), "--min-seconds", f"{min_seconds:g}", "--block", matrix_block(res)]
+    cmd += ["--out", str(out / "validation.json")]
     cmd += ["--records", str(out / "validation.jsonl"), "--timeline", str(out / "timeline")]
     return cmd
 
 
 def _unique(xs: list[Any]) -> list[Any]:
     return list(dict.fromkeys(xs))
+
+
+def matrix_block(res: dict[str, Any]) -> str:
+    """The turns the matrix measured a cell in (``validate --block``): its method says "turns of N timed steps"
+    where N > 1; none is one step a turn (every run to m33)."""
+    m = re.search(r"turns of (\d+) timed steps", str(res.get("method") or ""))
+    return m.group(1) if m else "1"
 
 
 def company_command(cell: Path, ddpsim: str, min_seconds: float = 6.0) -> list[str]:
@@ -129,7 +137,6 @@ def company_command(cell: Path, ddpsim: str, min_seconds: float = 6.0) -> list[s
         raise Skip("the cell holds a list of caps, which validate's --bucket-mb cannot repeat: no company re-run")
     method = str(res.get("method") or "")
     rounds = re.search(r"(\d+) rounds x (\d+) steps", method)
-    block = re.search(r"turns of (\d+) timed steps", method)
     out = cell / "explain" / COMPANY
     cmd = [ddpsim, "validate", "--model", str(res["model"]), "--world-size", str(res.get("world_size") or 2)]
     if res.get("link_mbit"):
@@ -143,8 +150,7 @@ def company_command(cell: Path, ddpsim: str, min_seconds: float = 6.0) -> list[s
         cmd += ["--steps", str(n * per), "--min-seconds", "0", "--rounds", str(n)]
     else:
         cmd += ["--steps", "8", "--min-seconds", f"{min_seconds:g}", "--rounds", "2"]
-    if block:
-        cmd += ["--block", block.group(1)]
+    cmd += ["--block", matrix_block(res)]
     cmd += ["--out", str(out / "validation.json"), "--records", str(out / "validation.jsonl")]
     return cmd
 

@@ -33,6 +33,14 @@ from .params import Params
 
 VALIDATION_SCHEMA = "ddpsim.validation/1"
 DEFAULT_BUCKETS_MB = (0.25, 1.0, 4.0, 16.0, 64.0, 256.0)
+DEFAULT_BLOCK = 10
+"""Timed steps a configuration takes in a row (after one untimed step) before the next one's turn. A training job
+steps one configuration after itself, and a step's time depends on the step before it: on this project's 2-core
+VM a micro-DLRM DDP step leaves 0.3-0.5 ms of work running that the next step pays, and a one-bucket DDP step
+after a DDP step runs about 1 ms longer than after a compute-only one. One step a turn (every run to m33)
+measured each row after another configuration's step and the compute-only baseline after DDP steps, which hid a
+17-20 % miss of the model's on micro-DLRM's one-bucket rows and slowed its many-call rows by a third; gpt, cnn
+and lib came out the same either way (BENCHMARKS.md, "Eleventh session")."""
 
 
 @dataclass(frozen=True)
@@ -51,8 +59,7 @@ class ValidateSpec:
     rounds: int = 2
     group_size: int = 12
     rescale_compute: bool = True
-    block: int = 1  # timed steps a turn (``measure_interleaved``); 1: every step follows another model's
-
+    block: int = DEFAULT_BLOCK  # timed steps a turn (``measure_interleaved``); 1: each follows another model's
 
     def __post_init__(self) -> None:
         for s in self.strategies:
@@ -360,7 +367,10 @@ def measure_beside_compute(
     configurations are not run one after another: up to ``group_size`` of them
     and copies of the bare module (``baseline_order``) are built side by side and
     stepped in turn (A B C, C B A, ...), over ``rounds`` rounds whose ``ddp_step``
-    records are written as each round ends. Drift then hits all alike. ``steps``
+    records are written as each round ends. Drift then hits all alike. Each turn
+    is one untimed step then up to ``block`` timed ones of the same configuration
+    (a training job's order; ``DEFAULT_BLOCK``), or with ``block`` 1 one timed
+    step after another configuration's; ``warmup`` untimed steps first. ``steps``
     in all per configuration (per baseline copy), more where steps of about
     ``est_step_s`` would not fill ``min_seconds`` (``steps_for_time``). Returns
     the steps per round, and per configuration its step times and its group's
@@ -371,6 +381,8 @@ def measure_beside_compute(
 
     total = steps_for_time(steps, min_seconds, est_step_s)
     steps_per_round = max(2, total // rounds)
+    # ``warmup`` counts untimed steps; measure_interleaved counts turns of block + 1 steps where block > 1
+    warm_turns = warmup if block == 1 else -(-warmup // (block + 1))
     if total > steps and est_step_s is not None:
         say(
             f"{steps_per_round * rounds} steps per configuration instead of {steps}: steps of about "
@@ -394,7 +406,7 @@ def measure_beside_compute(
                 else (configs[k].name, configs[k].bucket_mb, configs[k].bucket_cap_mb_list)
                 for k in order
             ]
-            res = measure_interleaved(pool, model, cfgs, batch_size, steps_per_round, warmup, optimizer, block)
+            res = measure_interleaved(pool, model, cfgs, batch_size, steps_per_round, warm_turns, optimizer, block)
             copy = 0
             for k, r in zip(order, res):
                 if k is None:

@@ -561,9 +561,9 @@ def add_commands(sub: Any) -> None:
     v.add_argument(
         "--block",
         type=number(int, 1, 100_000),
-        default=1,
-        help="timed steps a configuration takes in a row, after one untimed step, before the next one's turn "
-        "(default 1: every timed step follows another configuration's)",
+        default=10,  # calibration.validate.DEFAULT_BLOCK (not imported here: the CLI starts without it)
+        help="timed steps a configuration takes in a row, after one untimed step, before the next one's turn, as a "
+        "training job steps (default 10; 1: each timed step follows another configuration's, as runs to m33 measured)",
     )
     v.add_argument(
         "--replay",

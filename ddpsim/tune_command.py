@@ -72,7 +72,7 @@ def _verify(
 ) -> Verification:
     """Run the recommended and default settings (and the grid) for real, interleaved step by step
     with a compute-only baseline so this box's drift hits all alike; records written per round."""
-    from calibration.validate import machine_noise, measure_beside_compute, typical_step_s
+    from calibration.validate import DEFAULT_BLOCK, machine_noise, measure_beside_compute, typical_step_s
     from realrun.bench_ddp import _loadavg
     from realrun.cpushare import OtherWork
     from realrun.records import RecordWriter, environment
@@ -119,6 +119,7 @@ def _verify(
             link_mbit=args.link_mbit,
             say=say,
             min_seconds=args.min_seconds,
+            block=DEFAULT_BLOCK,  # a training job's order, as validate measures
             est_step_s=typical_step_s(prof, cost, [s for _, s in settings], pool.world_size)
             if args.min_seconds
             else None,

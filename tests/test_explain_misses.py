@@ -53,6 +53,7 @@ def test_misses_are_the_rows_past_the_threshold_worst_first_and_their_command_re
     assert (at["--strategy"], at["--bucket-mb"], at["--steps"]) == ("bucketed", "0.25", "16")
     assert at["--timeline"] == str(cell / "explain" / "bucketed_0.25MB" / "timeline")
     assert at["--min-seconds"] == "6"  # timed as long as the matrix times a configuration
+    assert at["--block"] == "1"  # and in its order: m31 stepped one step a turn
     assert "--bucket-mb" not in explain.command(cell, rows[0], 16, "ddpsim")  # individual: no cap
 
 
@@ -65,7 +66,7 @@ def test_the_company_rerun_repeats_the_cells_configurations_and_steps(tmp_path):
     res = json.loads((cell / "validation.json").read_text())
     assert at["--strategy"] == "torch-ddp,flat,individual,bucketed,sharded" and at["--bucket-mb"] == "0.25,1,4,16,64"
     assert len(res["rows"]) == 17 and "interleaved: 2 rounds x 250 steps" in res["method"]
-    assert (at["--steps"], at["--min-seconds"], at["--rounds"]) == ("500", "0", "2") and "--block" not in cmd
+    assert (at["--steps"], at["--min-seconds"], at["--rounds"]) == ("500", "0", "2") and at["--block"] == "1"
     assert at["--params"] == str(cell / "validation.params.json") and "--timeline" not in cmd
     assert at["--out"] == str(cell / "explain" / explain.COMPANY / "validation.json")
     # a cell measured in turns of 10 steps is measured so again

@@ -109,9 +109,9 @@ def _beside(writer, spec, label, **kw):
     """measure_beside_compute of one configuration on no pool (measure_interleaved faked), 2 rounds."""
     from calibration.validate import measure_beside_compute
 
-    kw = {"env": {}, "link_mbit": None, "say": lambda _m: None, **kw}
+    kw = {"env": {}, "link_mbit": None, "say": lambda _m: None, "warmup": 1, **kw}
     return measure_beside_compute(
-        None, "m", [spec], [label], 4, rounds=2, warmup=1, optimizer="sgd", group_size=4, writer=writer, **kw
+        None, "m", [spec], [label], 4, rounds=2, optimizer="sgd", group_size=4, writer=writer, **kw
     )
 
 
@@ -124,6 +124,7 @@ def test_validate_writes_interleaved_steps_with_their_keys(tmp_path, monkeypatch
 
     def fake(pool, model, cfgs, bs, steps, warmup, optimizer, block=1):
         assert steps == 2 and [c[0] for c in cfgs] == ["compute", "torch-ddp"] and block == 5  # --block passed on
+        assert warmup == 1  # one untimed step asked for: one turn of block + 1 untimed steps
         return [_interleaved("compute", None, comp, comp), _interleaved("torch-ddp", 4.0, (0.15, 0.18), comp)]
 
     monkeypatch.setattr(bench_ddp, "measure_interleaved", fake)
@@ -151,6 +152,31 @@ def test_validate_writes_interleaved_steps_with_their_keys(tmp_path, monkeypatch
     r = recs[1]
     assert r["kind"] == "ddp_step" and r["step_times_s"] == [0.15, 0.18] and r["bucket_cap_mb_list"] is None
     assert r["ratios_to_first"] == pytest.approx([1.5, 1.5]) and r["link_mbit"] == 100.0
+
+
+def test_warmup_steps_become_whole_turns_where_turns_are_blocks(tmp_path, monkeypatch):
+    """``warmup`` is untimed steps; measure_interleaved counts turns, block + 1 steps each where block > 1."""
+    import realrun.bench_ddp as bench_ddp
+    from calibration.validate import DEFAULT_BLOCK, ValidateSpec
+    from ddpsim.cli import build_parser
+
+    asked = []
+
+    def fake(pool, model, cfgs, bs, steps, warmup, optimizer, block=1):
+        asked.append((warmup, block))
+        return [_interleaved(c[0], c[1], (0.1,) * steps, (0.1,) * steps) for c in cfgs]
+
+    monkeypatch.setattr(bench_ddp, "measure_interleaved", fake)
+    for warmup, block, turns in ((3, 1, 3), (3, 10, 1), (0, 10, 0), (12, 10, 2), (11, 10, 1)):
+        asked.clear()
+        with RecordWriter(tmp_path / "v.jsonl") as w:
+            _beside(w, StrategySpec("flat"), "flat", steps=4, warmup=warmup, block=block)
+        assert asked == [(turns, block)] * 2
+    # validate measures in a training job's order unless told otherwise, and its CLI says the same
+    assert ValidateSpec().block == DEFAULT_BLOCK > 1
+    assert build_parser().parse_args(["validate"]).block == DEFAULT_BLOCK
+    with pytest.raises(ValueError, match="--block"):
+        ValidateSpec(block=0)
 
 
 def test_records_are_strict_json_with_dataclasses_by_their_fields(tmp_path):
