@@ -5,8 +5,8 @@
 
 For every cell of ``accuracy_matrix.sh``'s RUN_DIR with a row whose |error| is ``--threshold`` % or more
 (issue 10's worst-row goal), the cell's whole configuration set is measured again as the matrix measured it
-(``ddpsim validate`` from the cell's own params, nothing refitted: the same configurations in the same groups,
-``--min-seconds`` of steps each; ``RUN_DIR/<cell>/explain/_cell/``), so each miss's error is given again in its
+(``ddpsim validate`` from the cell's own params, nothing refitted: the same configurations in the same groups and
+order, as many steps as the matrix timed; ``RUN_DIR/<cell>/explain/_cell/``), so each miss's error is given again in its
 own company, with its noise: did the miss repeat? (``--no-company`` skips this.) Then each miss alone: at least
 ``--min-seconds`` of steps interleaved beside a compute-only baseline, then ``--steps`` steps with each
 bucket's ready, launch and completion stamped (``ddpsim validate --timeline``), decomposed against its predicted
@@ -17,13 +17,15 @@ each miss's largest wrong part beside it. A miss explained before for the same r
 for another row (another run into the same folder) is reported and left, or run again with ``--rerun``.
 Rows with a list of caps are not re-run (``validate --timeline`` takes one cap). ``DDPSIM`` names the
 ``ddpsim`` command (default: on PATH). Exit status 1 where a miss could not be explained, each said in one
-line; the other cells still run.
+line (a cell's re-run in company that failed, or that repeats another measurement of the cell, counts too); the
+other cells still run.
 
-Alone is not the matrix's company: there every timed step follows a compute-only step, and a DDP step leaves
-work that the step after it pays (micro-DLRM on loopback: a compute-only step after one runs 0.3-0.5 ms
-longer, a one-bucket DDP step after one 0.9-1.2 ms longer; ``benchmarks/results/micro_dlrm_context/``). The
-matrix's rows and its compute-only copies mostly follow DDP steps, so a miss that repeats in its company may
-vanish alone (m33's one-bucket rows: -10 to -12 % in company, -1 to -5 % alone). The recorded steps also carry
+Alone is not the matrix's company: with one step a turn every timed step follows a compute-only step there, and
+a DDP step leaves work that the step after it pays (micro-DLRM on loopback: a compute-only step after one runs
+0.25-0.54 ms longer, a one-bucket DDP step after one 0.9-1.35 ms longer; ``benchmarks/results/
+micro_dlrm_context/``). In a cell measured one step a turn the rows and the compute-only copies mostly follow DDP
+steps, so a miss that repeats in its company may vanish alone (micro-DLRM's one-bucket rows from m33's
+calibration: -10 to -12 % in their group, -1 to -5 % alone). Both re-runs take the cell's order (``--block``). The recorded steps also carry
 a Python comm hook (about 0.3 ms a call, BENCHMARKS.md "Ninth session"), so their step error is shown beside
 the others; where they differ much, the decomposition explains the re-run, not the row. Each
 part is a median over the recorded steps, so the parts add up to the step's error only roughly.
@@ -306,7 +308,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--no-company", action="store_true", help="do not measure the cell again as a whole (each miss alone only)"
     )
-    ap.add_argument("--rerun", action="store_true", help="run again a miss whose folder explains another run")
+    ap.add_argument(
+        "--rerun",
+        action="store_true",
+        help="run again a miss whose folder explains another run (and the cell's re-run in company, likewise)",
+    )
     ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     a = ap.parse_args(argv)
     if not a.run.is_dir():

@@ -1,8 +1,9 @@
 """``ddpsim validate``: run configurations for real and in the simulator, and compare.
 
 For each (strategy, bucket size): real ranks time warm-up then many steps,
-configurations interleaved step by step beside a compute-only baseline in
-copies (``measure_beside_compute``, ``baseline_order``); the
+configurations interleaved beside a compute-only baseline in copies, one step
+a turn, or turns of several steps of one configuration where the step is short
+(``measure_beside_compute``, ``baseline_order``, ``auto_block``); the
 simulator predicts the same configuration from the fitted parameters, and a
 row records measured median and spread, predicted step, measured and predicted
 exposed overhead, and the signed error. Step records are appended to a JSONL
@@ -34,13 +35,22 @@ from .params import Params
 VALIDATION_SCHEMA = "ddpsim.validation/1"
 DEFAULT_BUCKETS_MB = (0.25, 1.0, 4.0, 16.0, 64.0, 256.0)
 DEFAULT_BLOCK = 10
-"""Timed steps a configuration takes in a row (after one untimed step) before the next one's turn. A training job
-steps one configuration after itself, and a step's time depends on the step before it: on this project's 2-core
-VM a micro-DLRM DDP step leaves 0.3-0.5 ms of work running that the next step pays, and a one-bucket DDP step
-after a DDP step runs about 1 ms longer than after a compute-only one. One step a turn (every run to m33)
-measured each row after another configuration's step and the compute-only baseline after DDP steps, which hid a
-17-20 % miss of the model's on micro-DLRM's one-bucket rows and slowed its many-call rows by a third; gpt, cnn
-and lib came out the same either way (BENCHMARKS.md, "Eleventh session")."""
+SHORT_STEP_S = 0.05
+"""Turns of ``DEFAULT_BLOCK`` timed steps of one configuration (after one untimed step) where the predicted step is
+under ``SHORT_STEP_S``; one timed step a turn otherwise (``auto_block``). A training job steps one configuration
+after itself, and a step's time depends on the step before it: on this project's 2-core VM a micro-DLRM DDP step
+on loopback leaves 0.25-0.54 ms of work running that the next step pays, and a one-bucket DDP step after a DDP
+step runs about 1 ms longer than after a compute-only one. One step a turn (every run to m33) measured its rows
+after other configurations' steps and the compute-only baseline after DDP steps, which hid a 17-20 % miss of
+the model's on micro-DLRM's one-bucket rows. Under 50 ms such work is 1 % of a step or more; over it, one step
+a turn keeps the drift between configurations cancelling step by step (in turns of 10, gpt's rows' own noise
+over 1000 Mbit/s grew from +-1.8 to +-6.2 %), and gpt, cnn and lib met both error goals in either order
+(BENCHMARKS.md, "Eleventh session")."""
+
+
+def auto_block(est_step_s: float | None) -> int:
+    """``DEFAULT_BLOCK`` for a predicted step under ``SHORT_STEP_S``, else 1 (also when none was predicted)."""
+    return DEFAULT_BLOCK if est_step_s is not None and 0 < est_step_s < SHORT_STEP_S else 1
 
 
 @dataclass(frozen=True)
@@ -59,7 +69,7 @@ class ValidateSpec:
     rounds: int = 2
     group_size: int = 12
     rescale_compute: bool = True
-    block: int = DEFAULT_BLOCK  # timed steps a turn (``measure_interleaved``); 1: each follows another model's
+    block: int | None = None  # timed steps a turn (``measure_interleaved``); None: ``auto_block``
 
     def __post_init__(self) -> None:
         for s in self.strategies:
@@ -72,7 +82,7 @@ class ValidateSpec:
             raise ValueError(f"--min-seconds must be a finite number >= 0, got {self.min_seconds!r}")
         if self.rounds < 1 or self.group_size < 1:
             raise ValueError(f"rounds and group size must be >= 1, got {self.rounds}, {self.group_size}")
-        if self.block < 1:
+        if self.block is not None and self.block < 1:
             raise ValueError(f"--block must be >= 1, got {self.block}")
 
     def configs(self) -> list[StrategySpec]:
@@ -369,7 +379,7 @@ def measure_beside_compute(
     stepped in turn (A B C, C B A, ...), over ``rounds`` rounds whose ``ddp_step``
     records are written as each round ends. Drift then hits all alike. Each turn
     is one untimed step then up to ``block`` timed ones of the same configuration
-    (a training job's order; ``DEFAULT_BLOCK``), or with ``block`` 1 one timed
+    (a training job's order; ``auto_block``), or with ``block`` 1 one timed
     step after another configuration's; ``warmup`` untimed steps first. ``steps``
     in all per configuration (per baseline copy), more where steps of about
     ``est_step_s`` would not fill ``min_seconds`` (``steps_for_time``). Returns
@@ -419,7 +429,15 @@ def measure_beside_compute(
                 label = "compute" if k is None else labels[k]
                 writer.write(
                     make_record(
-                        "ddp_step", env, round=rnd, group=g, setting=label, link_mbit=link_mbit, **extra, **r.to_dict()
+                        "ddp_step",
+                        env,
+                        round=rnd,
+                        group=g,
+                        setting=label,
+                        link_mbit=link_mbit,
+                        block=block,
+                        **extra,
+                        **r.to_dict(),
                     )
                 )
     return steps_per_round, times, [compute[k // group_size] for k in range(len(configs))]
@@ -485,6 +503,13 @@ def validate_on_pool(
     env = environment(pool.backend, p, link_mbit=link_mbit)
     rows: list[ValidationRow] = []
     scales: list[float] = []
+    est = typical_step_s(prof, params.cost_model(world_size=p), configs, p)
+    block = spec.block or auto_block(est)
+    if block > 1:
+        say(
+            f"turns of {block} timed steps of each configuration after an untimed one, as a training job steps"
+            + ("" if spec.block else f" (the predicted step, {est * 1e3:.1f} ms, is under {SHORT_STEP_S * 1e3:g} ms)")
+        )
     with RecordWriter(spec.out) as writer:
         with OtherWork(getattr(pool, "pids", [])) as other:
             steps_per_round, times, compute = measure_beside_compute(
@@ -503,10 +528,8 @@ def validate_on_pool(
                 link_mbit=link_mbit,
                 say=say,
                 min_seconds=spec.min_seconds,
-                block=spec.block,
-                est_step_s=typical_step_s(prof, params.cost_model(world_size=p), configs, p)
-                if spec.min_seconds
-                else None,
+                block=block,
+                est_step_s=est if spec.min_seconds else None,
             )
         for k, cfg in enumerate(configs):
             row = row_of(cfg, times[k], compute[k], prof, params, p, spec.rescale_compute, link_mbit)
@@ -537,7 +560,7 @@ def validate_on_pool(
         bs,
         f"interleaved: {spec.rounds} rounds x {steps_per_round} steps, groups of <= {spec.group_size} "
         f"configurations beside a compute-only baseline (round(sqrt(n)) copies among n)"
-        + (f", turns of {spec.block} timed steps after an untimed one" if spec.block > 1 else ""),
+        + (f", turns of {block} timed steps after an untimed one" if block > 1 else ""),
         spec.rescale_compute,
         scales,
         params,

@@ -52,6 +52,13 @@ def _sizes(text: str) -> tuple[int, ...]:
     return sizes
 
 
+def block_arg(text: str) -> int | None:
+    """``--block``: a whole number >= 1, or "auto" (None: ``calibration.validate.auto_block``)."""
+    if text.strip().lower() == "auto":
+        return None
+    return number(int, 1, 100_000)(text)
+
+
 def _strategies(text: str) -> tuple[str, ...]:
     try:
         return tuple(strategy_names(text))
@@ -560,10 +567,12 @@ def add_commands(sub: Any) -> None:
     )
     v.add_argument(
         "--block",
-        type=number(int, 1, 100_000),
-        default=10,  # calibration.validate.DEFAULT_BLOCK (not imported here: the CLI starts without it)
+        type=block_arg,
+        default=None,
+        metavar="N|auto",
         help="timed steps a configuration takes in a row, after one untimed step, before the next one's turn, as a "
-        "training job steps (default 10; 1: each timed step follows another configuration's, as runs to m33 measured)",
+        "training job steps (default auto: 10 where the predicted step is under 50 ms, else 1, where each timed step "
+        "follows another configuration's, as runs to m33 measured every step)",
     )
     v.add_argument(
         "--replay",

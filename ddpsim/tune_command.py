@@ -70,9 +70,10 @@ def _target_profile(args: argparse.Namespace, batch_size: int) -> tuple[GradProf
 def _verify(
     pool: Any, args: argparse.Namespace, res: TuneResult, prof: GradProfile, cost: CostModel, say: Any, records: str
 ) -> Verification:
-    """Run the recommended and default settings (and the grid) for real, interleaved step by step
-    with a compute-only baseline so this box's drift hits all alike; records written per round."""
-    from calibration.validate import DEFAULT_BLOCK, machine_noise, measure_beside_compute, typical_step_s
+    """Run the recommended and default settings (and the grid) for real, interleaved with a compute-only
+    baseline (one step a turn, or turns of several steps where the step is short, as ``validate``) so this
+    box's drift hits all alike; records written per round."""
+    from calibration.validate import auto_block, machine_noise, measure_beside_compute, typical_step_s
     from realrun.bench_ddp import _loadavg
     from realrun.cpushare import OtherWork
     from realrun.records import RecordWriter, environment
@@ -102,6 +103,8 @@ def _verify(
     say(f"verify: {len(settings)} settings and a compute-only baseline interleaved, on {pool.world_size} real ranks")
     env = environment(pool.backend, pool.world_size, link_mbit=args.link_mbit)
     load_before = _loadavg()
+    est = typical_step_s(prof, cost, [s for _, s in settings], pool.world_size)
+    block = auto_block(est)
     with RecordWriter(records) as w, OtherWork(getattr(pool, "pids", [])) as other:
         per_round, times, compute = measure_beside_compute(
             pool,
@@ -119,10 +122,8 @@ def _verify(
             link_mbit=args.link_mbit,
             say=say,
             min_seconds=args.min_seconds,
-            block=DEFAULT_BLOCK,  # a training job's order, as validate measures
-            est_step_s=typical_step_s(prof, cost, [s for _, s in settings], pool.world_size)
-            if args.min_seconds
-            else None,
+            block=block,  # as validate measures: a training job's order where the step is short
+            est_step_s=est if args.min_seconds else None,
         )
     noise = machine_noise(compute[0], load_before, other.cores)  # said under the verify table
     comp = summarize(compute[0]).median_s
@@ -154,11 +155,14 @@ def _verify(
     # how sure the gap to the best is: step k of each setting ran side by side, so they are resampled in pairs
     # (the best is picked as the lowest of several noisy medians, which favours finding a gap)
     gap_ci = paired_gap_interval(times[0], times[i_best]) if i_best != 0 else None
-    # the gain step by step: the settings ran interleaved, so step k of each saw the same load
+    # the gain step by step: the settings ran interleaved (in turns of a few steps where the step is short), so
+    # step k of each ran close in time to the others' step k
     paired = [(d - r) / d * 100 for r, d in zip(times[0], times[i_dflt])]
     gain_lo, gain_hi = percentile(paired, 10), percentile(paired, 90)
     return Verification(
-        method=f"interleaved with a compute-only baseline, {rounds} rounds x {per_round} steps; "
+        method=f"interleaved with a compute-only baseline, {rounds} rounds x {per_round} steps"
+        + (f", turns of {block} timed steps after an untimed one" if block > 1 else "")
+        + "; "
         f"error_pct compares the measured median with the prediction re-timed to the measured baseline "
         f"(compute x{scale:.3f})",
         world_size=pool.world_size,

@@ -33,6 +33,7 @@ from calibration.probes import effective_copy_rate, fit_cold_call, in_step_copy_
 from calibration.refit import refit_from_records  # noqa: E402
 from calibration.step_probe import fit_in_step, measured_targets, probe_bucket_mb  # noqa: E402
 from calibration.validate import (  # noqa: E402
+    DEFAULT_BLOCK,
     VALIDATION_SCHEMA,
     ValidateSpec,
     ValidationRow,
@@ -599,8 +600,9 @@ def test_validation_keeps_rounds_measured_before_a_failure(calibrated, tmp_path,
     params = calibrated[0]
     calls = []
 
-    def fake_interleaved(pool, model, cfgs, bs, steps, warmup, optimizer, block=1):
+    def fake_interleaved(pool, model, cfgs, bs, steps, warmup, optimizer, block):
         calls.append([c[:2] for c in cfgs])
+        assert block == DEFAULT_BLOCK  # the tiny model's step is short: a training job's order
         if len(calls) == 2:
             raise RunFailure("rank 1 died (simulated)")
         return [

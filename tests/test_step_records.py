@@ -141,7 +141,7 @@ def test_validate_writes_interleaved_steps_with_their_keys(tmp_path, monkeypatch
         )
     assert per_round == 2 and times == [[0.15, 0.18, 0.15, 0.18]] and compute == [[0.10, 0.12, 0.10, 0.12]]
     recs = read_records(out)
-    head = ["schema", "kind", "time_unix_s", "env", "round", "group", "setting", "link_mbit"]
+    head = ["schema", "kind", "time_unix_s", "env", "round", "group", "setting", "link_mbit", "block"]
     assert [list(r) for r in recs] == [head + INTERLEAVED_KEYS] * 4
     assert [(r["round"], r["setting"], r["strategy"]) for r in recs] == [
         (0, "compute", "compute"),
@@ -151,13 +151,13 @@ def test_validate_writes_interleaved_steps_with_their_keys(tmp_path, monkeypatch
     ]
     r = recs[1]
     assert r["kind"] == "ddp_step" and r["step_times_s"] == [0.15, 0.18] and r["bucket_cap_mb_list"] is None
-    assert r["ratios_to_first"] == pytest.approx([1.5, 1.5]) and r["link_mbit"] == 100.0
+    assert r["ratios_to_first"] == pytest.approx([1.5, 1.5]) and r["link_mbit"] == 100.0 and r["block"] == 5
 
 
 def test_warmup_steps_become_whole_turns_where_turns_are_blocks(tmp_path, monkeypatch):
     """``warmup`` is untimed steps; measure_interleaved counts turns, block + 1 steps each where block > 1."""
     import realrun.bench_ddp as bench_ddp
-    from calibration.validate import DEFAULT_BLOCK, ValidateSpec
+    from calibration.validate import DEFAULT_BLOCK, ValidateSpec, auto_block
     from ddpsim.cli import build_parser
 
     asked = []
@@ -172,9 +172,15 @@ def test_warmup_steps_become_whole_turns_where_turns_are_blocks(tmp_path, monkey
         with RecordWriter(tmp_path / "v.jsonl") as w:
             _beside(w, StrategySpec("flat"), "flat", steps=4, warmup=warmup, block=block)
         assert asked == [(turns, block)] * 2
-    # validate measures in a training job's order unless told otherwise, and its CLI says the same
-    assert ValidateSpec().block == DEFAULT_BLOCK > 1
-    assert build_parser().parse_args(["validate"]).block == DEFAULT_BLOCK
+    # validate measures short steps in a training job's order (turns of DEFAULT_BLOCK), long ones a step a turn,
+    # unless told; its CLI takes a number or "auto"
+    assert ValidateSpec().block is None and DEFAULT_BLOCK > 1
+    assert [auto_block(t) for t in (0.008, 0.049, 0.05, 0.2, None, 0.0)] == [DEFAULT_BLOCK, DEFAULT_BLOCK, 1, 1, 1, 1]
+    parse = build_parser().parse_args
+    assert parse(["validate"]).block is None and parse(["validate", "--block", "auto"]).block is None
+    assert parse(["validate", "--block", "1"]).block == 1
+    with pytest.raises(SystemExit):
+        parse(["validate", "--block", "0"])
     with pytest.raises(ValueError, match="--block"):
         ValidateSpec(block=0)
 
