@@ -16,9 +16,11 @@
 # Per cell OUT/<model>-<network>/ holds validation.json (summary + rows), validation.params.json
 # (the calibration), its records and plots; OUT/matrix.md is the table (benchmarks/accuracy_table.py).
 # A failed cell is logged and the others still run; the table says which are missing.
-# BLOCK (default 10, as validate's): timed steps a configuration takes in a row after one untimed step, a training
-# job's order (validate --block); 1: each timed step follows another configuration's, as runs m18-m33 were measured.
-# EXPLAIN (default 1): then every row missing 10 % is run again (6 s beside a baseline, then with per-bucket timelines)
+# BLOCK (default auto, as validate's: 10 where the predicted step is under 50 ms, else 1): timed steps a configuration
+# takes in a row after one untimed step, a training job's order (validate --block); 1: each timed step follows
+# another configuration's, as runs m18-m33 were measured; 10 for every workload, as runs m34 and m35.
+# EXPLAIN (default 1): then each cell with a row missing 10 % is measured again as a whole (each miss in its company),
+# and every such row run again alone (6 s beside a baseline, then with per-bucket timelines)
 # (benchmarks/explain_misses.py; OUT/<cell>/explain/), and the table names its largest wrong term.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -29,7 +31,7 @@ STEPS=${STEPS:-8}
 RANKS=${RANKS:-2}  # not WORLD_SIZE: torchrun and SLURM export that one
 ROUNDS=${ROUNDS:-2}
 MIN_SECONDS=${MIN_SECONDS:-6}
-BLOCK=${BLOCK:-10}
+BLOCK=${BLOCK:-auto}
 BUCKETS=${BUCKETS:-0.25,1,4,16,64}
 STRATEGIES=${STRATEGIES:-torch-ddp,flat,individual,bucketed,sharded}
 DDPSIM=${DDPSIM:-ddpsim}
