@@ -163,7 +163,8 @@ def _cell_errors(cell: Path) -> list[Any]:
 
 def in_company(cell: Path, a: argparse.Namespace, ddpsim: str) -> dict[tuple[str, Any], dict[str, Any]]:
     """The cell measured again as a whole (unless a re-run of this very measurement is there): its rows by
-    (strategy, cap); {} on a dry run. Raises Skip, or ValueError/OSError with the reason it failed."""
+    (strategy, cap); {} on a dry run. With ``--no-company`` only one made before is read ({} if none).
+    Raises Skip, or ValueError/OSError with the reason it failed."""
     out = cell / "explain" / COMPANY
     errors = _cell_errors(cell)
     try:
@@ -172,12 +173,16 @@ def in_company(cell: Path, a: argparse.Namespace, ddpsim: str) -> dict[tuple[str
         same = False
     if same and (out / "validation.json").is_file():
         print(f"== {cell.name}: the cell's re-run in company was made before, kept", file=sys.stderr)
+    elif a.no_company:
+        return {}
     elif out.is_dir() and not same and (out / "validation.json").is_file() and not a.rerun:
         raise ValueError(f"{out} repeats another run of this cell: pass --rerun to run it again")
     else:
         cmd = company_command(cell, ddpsim, a.min_seconds)
         print(f"== {cell.name}, the whole cell again: {' '.join(cmd)}", file=sys.stderr)
         if a.dry_run:
+            if out.exists():
+                print(f"== {cell.name}: would remove {out} and run it again", file=sys.stderr)
             return {}
         if out.exists():
             shutil.rmtree(out)
@@ -306,7 +311,9 @@ def main(argv: list[str] | None = None) -> int:
         help="timed seconds of each re-run at least, as the matrix (default 6)",
     )
     ap.add_argument(
-        "--no-company", action="store_true", help="do not measure the cell again as a whole (each miss alone only)"
+        "--no-company",
+        action="store_true",
+        help="do not measure the cell again as a whole (each miss alone only; one made before is still read)",
     )
     ap.add_argument(
         "--rerun",
@@ -332,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         summary = []
         company: dict[tuple[str, Any], dict[str, Any]] = {}
-        if rows and not a.no_company:
+        if rows:
             try:
                 company = in_company(cell, a, ddpsim)
             except Skip as why:

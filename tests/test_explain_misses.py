@@ -209,6 +209,9 @@ def test_explained_misses_are_summarized_kept_and_named_in_the_table(tmp_path, c
     _explained_folder(cell, "bucketed", 0.25)
     _company_folder(cell, shift_pct=2.0)
     monkeypatch.setenv("DDPSIM", "false")
+    assert explain.main([str(run), "--threshold", "20", "--no-company"]) == 0  # the one made before is still read
+    assert all("company_error_pct" in e for e in json.loads((cell / "explain" / explain.SUMMARY).read_text()))
+    capsys.readouterr()
     assert explain.main([str(run), "--threshold", "20"]) == 0
     summary = json.loads((cell / "explain" / explain.SUMMARY).read_text())
     assert [(e["strategy"], e["bucket_mb"]) for e in summary] == [("individual", None), ("bucketed", 0.25)]
@@ -237,6 +240,10 @@ def test_explained_misses_are_summarized_kept_and_named_in_the_table(tmp_path, c
     assert explain.main([str(run), "--threshold", "20"]) == 1
     assert "repeats another run of this cell: pass --rerun" in capsys.readouterr().err
     assert (cell / "explain" / explain.COMPANY / "validation.json").is_file()
+    assert explain.main([str(run), "--threshold", "20", "--rerun", "--dry-run"]) == 0
+    assert (
+        "would remove" in capsys.readouterr().err and (cell / "explain" / explain.COMPANY / "validation.json").is_file()
+    )
     # the third miss (sharded 0.25, -15.6 %) was not explained: no timeline line under it
     k = next(i for i, line in enumerate(lines) if line.startswith("- micro-dlrm, loopback, sharded 0.25:"))
     assert k + 1 == len(lines) or not lines[k + 1].startswith("  - timeline")
