@@ -95,19 +95,26 @@ def label(row: dict[str, Any]) -> str:
     return f"{row['strategy']}_{'default' if b is None else f'{b:g}MB'}"
 
 
-def command(cell: Path, row: dict[str, Any], steps: int, ddpsim: str, min_seconds: float = 6.0) -> list[str]:
-    """``ddpsim validate`` of the one configuration from the cell's params, with timelines, into explain/."""
-    if row.get("bucket_cap_mb_list"):
-        raise Skip(f"{label(row)} has a list of caps; validate --timeline takes one: not re-run")
+def _validate_head(cell: Path, ddpsim: str) -> tuple[dict[str, Any], list[str]]:
+    """The cell's validate result, and the start of a ``ddpsim validate`` that measures as it did: its model,
+    world size, link and params (the calibration it used)."""
     res = json.loads((cell / "validation.json").read_text())
     params = cell_params(cell)
     if params is None:
         raise ValueError(f"{cell}: no validation.params*.json (the calibration the cell used)")
-    out = cell / "explain" / label(row)
     cmd = [ddpsim, "validate", "--model", str(res["model"]), "--world-size", str(res.get("world_size") or 2)]
     if res.get("link_mbit"):
         cmd += ["--link-mbit", f"{float(res['link_mbit']):g}"]
-    cmd += ["--params", str(params), "--strategy", row["strategy"]]
+    return res, cmd + ["--params", str(params)]
+
+
+def command(cell: Path, row: dict[str, Any], steps: int, ddpsim: str, min_seconds: float = 6.0) -> list[str]:
+    """``ddpsim validate`` of the one configuration from the cell's params, with timelines, into explain/."""
+    if row.get("bucket_cap_mb_list"):
+        raise Skip(f"{label(row)} has a list of caps; validate --timeline takes one: not re-run")
+    res, cmd = _validate_head(cell, ddpsim)
+    out = cell / "explain" / label(row)
+    cmd += ["--strategy", row["strategy"]]
     if row.get("bucket_mb") is not None:
         cmd += ["--bucket-mb", f"{row['bucket_mb']:g}"]
     cmd += ["--steps", str(steps), "--min-seconds", f"{min_seconds:g}", "--block", matrix_block(res)]
@@ -130,20 +137,13 @@ def matrix_block(res: dict[str, Any]) -> str:
 def company_command(cell: Path, ddpsim: str, min_seconds: float = 6.0) -> list[str]:
     """``ddpsim validate`` of the cell's every configuration, as the matrix ran them: the same strategies and
     caps in the same order (so the same groups), rounds and turns, from the cell's params, into explain/_cell/."""
-    res = json.loads((cell / "validation.json").read_text())
-    params = cell_params(cell)
-    if params is None:
-        raise ValueError(f"{cell}: no validation.params*.json (the calibration the cell used)")
+    res, cmd = _validate_head(cell, ddpsim)
     rows = res["rows"]
     if any(r.get("bucket_cap_mb_list") for r in rows):
         raise Skip("the cell holds a list of caps, which validate's --bucket-mb cannot repeat: no company re-run")
-    method = str(res.get("method") or "")
-    rounds = re.search(r"(\d+) rounds x (\d+) steps", method)
+    rounds = re.search(r"(\d+) rounds x (\d+) steps", str(res.get("method") or ""))
     out = cell / "explain" / COMPANY
-    cmd = [ddpsim, "validate", "--model", str(res["model"]), "--world-size", str(res.get("world_size") or 2)]
-    if res.get("link_mbit"):
-        cmd += ["--link-mbit", f"{float(res['link_mbit']):g}"]
-    cmd += ["--params", str(params), "--strategy", ",".join(_unique([r["strategy"] for r in rows]))]
+    cmd += ["--strategy", ",".join(_unique([r["strategy"] for r in rows]))]
     caps = _unique([r["bucket_mb"] for r in rows if r.get("bucket_mb") is not None])
     if caps:
         cmd += ["--bucket-mb", ",".join(f"{b:g}" for b in caps)]
@@ -167,10 +167,7 @@ def in_company(cell: Path, a: argparse.Namespace, ddpsim: str) -> dict[tuple[str
     Raises Skip, or ValueError/OSError with the reason it failed."""
     out = cell / "explain" / COMPANY
     errors = _cell_errors(cell)
-    try:
-        same = json.loads((out / CELL_ROWS).read_text()).get("matrix_error_pcts") == errors
-    except (OSError, ValueError, AttributeError):
-        same = False
+    same = _made_for(out / CELL_ROWS, "matrix_error_pcts", errors)
     if same and (out / "validation.json").is_file():
         print(f"== {cell.name}: the cell's re-run in company was made before, kept", file=sys.stderr)
     elif a.no_company:
@@ -196,13 +193,19 @@ def in_company(cell: Path, a: argparse.Namespace, ddpsim: str) -> dict[tuple[str
     return {(r["strategy"], r.get("bucket_mb")): r for r in rows if isinstance(r, dict) and "strategy" in r}
 
 
-def explains(folder: Path, row: dict[str, Any]) -> bool:
-    """Whether an explain folder was made for this very row (its matrix error recorded the same)."""
+def _made_for(path: Path, key: str, value: Any) -> bool:
+    """Whether the JSON object at ``path`` (the note a re-run leaves of what it repeats) holds ``value`` at
+    ``key``; False where it is missing or unreadable."""
     try:
-        was = json.loads((folder / ROW).read_text())
+        was = json.loads(path.read_text())
     except (OSError, ValueError):
         return False
-    return isinstance(was, dict) and was.get("matrix_error_pct") == row["error_pct"]
+    return isinstance(was, dict) and was.get(key) == value
+
+
+def explains(folder: Path, row: dict[str, Any]) -> bool:
+    """Whether an explain folder was made for this very row (its matrix error recorded the same)."""
+    return _made_for(folder / ROW, "matrix_error_pct", row["error_pct"])
 
 
 def explained(cell: Path, row: dict[str, Any]) -> dict[str, Any] | None:

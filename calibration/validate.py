@@ -53,6 +53,12 @@ def auto_block(est_step_s: float | None) -> int:
     return DEFAULT_BLOCK if est_step_s is not None and 0 < est_step_s < SHORT_STEP_S else 1
 
 
+def turns_note(block: int) -> str:
+    """What a result's method adds for turns of ``block`` timed steps ("" for one step a turn); read back by
+    ``benchmarks/explain_misses.py``."""
+    return f", turns of {block} timed steps after an untimed one" if block > 1 else ""
+
+
 @dataclass(frozen=True)
 class ValidateSpec:
     model: str = "gpt"
@@ -559,8 +565,7 @@ def validate_on_pool(
         link_mbit,
         bs,
         f"interleaved: {spec.rounds} rounds x {steps_per_round} steps, groups of <= {spec.group_size} "
-        f"configurations beside a compute-only baseline (round(sqrt(n)) copies among n)"
-        + (f", turns of {block} timed steps after an untimed one" if block > 1 else ""),
+        f"configurations beside a compute-only baseline (round(sqrt(n)) copies among n)" + turns_note(block),
         spec.rescale_compute,
         scales,
         params,

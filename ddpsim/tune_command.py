@@ -73,7 +73,7 @@ def _verify(
     """Run the recommended and default settings (and the grid) for real, interleaved with a compute-only
     baseline (one step a turn, or turns of several steps where the step is short, as ``validate``) so this
     box's drift hits all alike; records written per round."""
-    from calibration.validate import auto_block, machine_noise, measure_beside_compute, typical_step_s
+    from calibration.validate import auto_block, machine_noise, measure_beside_compute, turns_note, typical_step_s
     from realrun.bench_ddp import _loadavg
     from realrun.cpushare import OtherWork
     from realrun.records import RecordWriter, environment
@@ -161,7 +161,7 @@ def _verify(
     gain_lo, gain_hi = percentile(paired, 10), percentile(paired, 90)
     return Verification(
         method=f"interleaved with a compute-only baseline, {rounds} rounds x {per_round} steps"
-        + (f", turns of {block} timed steps after an untimed one" if block > 1 else "")
+        + turns_note(block)
         + "; "
         f"error_pct compares the measured median with the prediction re-timed to the measured baseline "
         f"(compute x{scale:.3f})",

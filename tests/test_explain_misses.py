@@ -69,8 +69,11 @@ def test_the_company_rerun_repeats_the_cells_configurations_and_steps(tmp_path):
     assert (at["--steps"], at["--min-seconds"], at["--rounds"]) == ("500", "0", "2") and at["--block"] == "1"
     assert at["--params"] == str(cell / "validation.params.json") and "--timeline" not in cmd
     assert at["--out"] == str(cell / "explain" / explain.COMPANY / "validation.json")
-    # a cell measured in turns of 10 steps is measured so again
-    res["method"] += ", turns of 10 timed steps after an untimed one"
+    # a cell measured in turns of 10 steps is measured so again: the method as validate writes it
+    from calibration.validate import turns_note
+
+    assert turns_note(1) == "" and explain.matrix_block({"method": res["method"] + turns_note(1)}) == "1"
+    res["method"] += turns_note(10)
     (cell / "validation.json").write_text(json.dumps(res))
     cmd = explain.company_command(cell, "ddpsim")
     assert cmd[cmd.index("--block") + 1] == "10"
