@@ -489,9 +489,11 @@ def timelines_on_pool(
     say: Any = lambda _m: None,
     write: bool = True,
     meta: dict[str, Any] | None = None,
+    block: int = 1,
 ) -> list[dict[str, Any]]:
     """Per configuration ``(strategy, bucket_mb, ...)``: ``steps`` steps with timelines recorded
-    (``realrun.bench_ddp.measure_timeline``), the predicted timeline from ``params`` (a
+    (``realrun.bench_ddp.measure_timeline``; with ``block`` > 1 in turns of ``block`` timed steps, as
+    ``validate --block`` measures, ``warmup`` untimed steps made whole turns), the predicted timeline from ``params`` (a
     ``calibration.params.Params``; with ``rescale`` its profile scaled, as ``validate`` does, to the
     compute-only steps measured alternately with the recorded ones, configuration by
     configuration), and ``timeline_outputs`` in ``out_dir``
@@ -500,7 +502,7 @@ def timelines_on_pool(
     """
     from realrun.bench_ddp import measure_timeline
 
-    from .validate import check_profile_matches
+    from .validate import check_profile_matches, order_cost, warmup_turns
 
     base_prof = check_profile_matches(params, model, batch_size) if params is not None else None
     cost = params.cost_model() if params is not None else None
@@ -510,7 +512,9 @@ def timelines_on_pool(
             say(f"timeline: skipped {strategy} with a bucket_cap_mb_list (not recorded)")
             continue
         name = timeline_name(model, strategy, bucket, pool.world_size)
-        rec = measure_timeline(pool, model, strategy, bucket, batch_size, steps, warmup, optimizer)
+        rec = measure_timeline(
+            pool, model, strategy, bucket, batch_size, steps, warmup_turns(warmup, block), optimizer, block=block
+        )
         if not write:
             continue
         written = rec.to_dict()  # as <name>.timeline.json holds it
@@ -519,7 +523,9 @@ def timelines_on_pool(
             if rescale and rec.compute_median_s and prof.compute_s > 0:
                 scale = rec.compute_median_s / prof.compute_s
                 prof = prof.scaled(scale)
-            pred = predicted_timeline(prof, cost, StrategySpec(strategy, bucket_mb=bucket), pool.world_size)
+            pred = predicted_timeline(
+                prof, order_cost(cost, rescale, block), StrategySpec(strategy, bucket_mb=bucket), pool.world_size
+            )
         info = {
             "compute_scale": scale,
             "compute_only_median_s": rec.compute_median_s,
@@ -528,6 +534,7 @@ def timelines_on_pool(
             "loadavg_after": written["loadavg_after"],
             "steps": steps,
             "warmup": warmup,
+            "block": block,
             "batch_size": rec.batch_size,
             "params": params.fitted_terms(None) if params is not None else None,
             **(meta or {}),
@@ -538,7 +545,9 @@ def timelines_on_pool(
         b = "" if bucket is None else f" {bucket:g} MiB"
         comp = rec.compute_median_s
         title = (
-            f"{model} {strategy}{b}: measured median of {steps} steps (each event at its last rank) vs predicted; "
+            f"{model} {strategy}{b}: measured median of {steps} steps"
+            + (f" (turns of {block})" if block > 1 else "")
+            + " (each event at its last rank) vs predicted; "
             f"compute-only steps beside {'-' if comp is None else f'{comp * 1e3:.2f}'} ms, profile scaled "
             f"x{scale:.3f}; load {written['loadavg_before']}"
         )

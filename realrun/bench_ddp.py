@@ -431,11 +431,14 @@ def measure_timeline(
     warmup: int = DEFAULT_WARMUP,
     optimizer: str = "sgd",
     baseline: bool = True,
+    block: int = 1,
 ) -> TimelineRecord:
     """Steps of one configuration with per-bucket timelines recorded (``realrun.timeline``) on every rank.
 
     With ``baseline`` every recorded step alternates with a compute-only step of a bare copy of
-    the module on the same ranks (``compute_step_times_s``, slowest rank per step). Returns a
+    the module on the same ranks (``compute_step_times_s``, slowest rank per step); with ``block`` > 1
+    the two take turns of one untimed step then ``block`` timed ones, a training job's order
+    (``warmup`` then counts turns). Returns a
     ``TimelineRecord``: ``step_times_s`` (slowest rank per step), ``rank_step_times_s``,
     ``rank_timelines`` (``rank_timelines[r][k]`` is rank ``r``'s timeline of timed step ``k``, times
     relative to that rank's step start), the compute-only steps and their median, and the load
@@ -448,11 +451,15 @@ def measure_timeline(
     bucket_mb = spec_for(strategy, bucket_mb).bucket_mb  # the simulator's registry checks it, before ranks
     if steps < 1 or warmup < 0:
         raise ValueError(f"need steps >= 1 and warmup >= 0, got steps={steps}, warmup={warmup}")
+    if not isinstance(block, int) or isinstance(block, bool) or block < 1:
+        raise ValueError(f"block must be a whole number >= 1, got {block!r}")
     from .timeline import _timeline_task
 
     bs = batch_size or load_workload(workload_spec).default_batch_size
     load_before = _loadavg()
-    per_rank = pool.run(_timeline_task, workload_spec, strategy, bucket_mb, bs, steps, warmup, optimizer, baseline)
+    per_rank = pool.run(
+        _timeline_task, workload_spec, strategy, bucket_mb, bs, steps, warmup, optimizer, baseline, block
+    )
     load_after = _loadavg()
     rank_times = [r["step_times_s"] for r in per_rank]
     comp = max_over_ranks([r["compute_step_times_s"] for r in per_rank]) if baseline else []
@@ -466,6 +473,7 @@ def measure_timeline(
         optimizer=optimizer,
         steps=steps,
         warmup=warmup,
+        block=block,
         step_times_s=tuple(max_over_ranks(rank_times)),
         rank_step_times_s=tuple(tuple(ts) for ts in rank_times),
         rank_timelines=tuple(tuple(r["timeline"]) for r in per_rank),

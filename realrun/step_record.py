@@ -142,6 +142,7 @@ class TimelineRecord:
     env: Mapping[str, Any]
     loadavg_before: tuple[float, ...] | None = None
     loadavg_after: tuple[float, ...] | None = None
+    block: int = 1  # timed steps a turn (``measure_timeline``); records before it had one
 
     def to_dict(self) -> dict[str, Any]:
         return to_fields(self, schema=TIMELINE_SCHEMA)

@@ -355,10 +355,14 @@ def _timeline_task(
     warmup: int,
     optimizer: str,
     baseline: bool,
+    block: int = 1,
 ) -> dict[str, Any]:
     """On one rank: recorded steps of one configuration; with ``baseline``, each recorded step alternates
     with a compute-only step of a bare copy of the module (no wrapper, no communication), so the
-    baseline sees the same load as the recorded steps (this machine's drifts by tens of percent in minutes)."""
+    baseline sees the same load as the recorded steps (this machine's drifts by tens of percent in minutes).
+    With ``block`` > 1 the sides take turns of one untimed step then ``block`` timed ones (a training job's
+    order: a DDP step after a DDP step, a compute-only step after a compute-only one), the turns' order
+    reversing each time; ``warmup`` then counts turns."""
     import gc
 
     from .bench_ddp import N_BATCHES, _loadavg, _sync
@@ -382,31 +386,35 @@ def _timeline_task(
     times: list[float] = []
     compute: list[float] = []
     steps_tl: list[dict[str, Any]] = []
-    for i in range(warmup + steps):
+    for i in range(warmup + -(-steps // block)):
         batch = batches[i % N_BATCHES]
         order = ("ddp", "bare") if i % 2 == 0 else ("bare", "ddp")
         for side in order:
             if side == "bare" and bare is None:
                 continue
-            o = opt if side == "ddp" else bare_opt
-            o.zero_grad(set_to_none=True)
-            dist.barrier()
-            _sync(device)
-            t0 = _perf()
-            if side == "ddp":
-                recorded_step(rec, t0, net, opt, batch, w.loss)
-            else:
-                w.loss(bare, batch).backward()
-                bare_opt.step()
-            _sync(device)
-            t = _perf() - t0
-            if side == "ddp":
-                tl = rec.end_step(t)
-                if i >= warmup:
-                    steps_tl.append(tl)
-                    times.append(t)
-            elif i >= warmup:
-                compute.append(t)
+            done = len(times) if side == "ddp" else len(compute)
+            n = 1 if block == 1 else 1 + (block if i < warmup else min(block, steps - done))
+            for j in range(n):
+                timed = i >= warmup and (block == 1 or j > 0)
+                o = opt if side == "ddp" else bare_opt
+                o.zero_grad(set_to_none=True)
+                dist.barrier()
+                _sync(device)
+                t0 = _perf()
+                if side == "ddp":
+                    recorded_step(rec, t0, net, opt, batch, w.loss)
+                else:
+                    w.loss(bare, batch).backward()
+                    bare_opt.step()
+                _sync(device)
+                t = _perf() - t0
+                if side == "ddp":
+                    tl = rec.end_step(t)
+                    if timed:
+                        steps_tl.append(tl)
+                        times.append(t)
+                elif timed:
+                    compute.append(t)
     rec.detach()
     out: dict[str, Any] = {"step_times_s": times, "compute_step_times_s": compute, "timeline": steps_tl}
     if ctx.rank == 0:

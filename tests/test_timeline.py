@@ -85,6 +85,19 @@ def test_torch_ddp_timeline_matches_buckets_and_trace(pool, tmp_path):
     assert (tmp_path / "tiny.png").exists() and (tmp_path / "tiny.decomposition.json").exists()
 
 
+def test_timeline_in_turns_times_block_steps_of_each_side_after_an_untimed_one(pool):
+    """``block`` 2: turns of one untimed step then 2 timed ones, DDP and compute-only alike, 5 timed steps
+    of each from 3 turns a side (the last turn cut to what is left); the record says its turns."""
+    rec = measure_timeline(pool, TINY_MLP, "torch-ddp", 0.1, batch_size=4, steps=5, warmup=1, block=2)
+    _check_consistent(rec)
+    assert rec.block == 2 and rec.steps == 5
+    assert len(rec.step_times_s) == len(rec.compute_step_times_s) == 5
+    assert all(len(r) == 5 for r in rec.rank_step_times_s)
+    assert rec.to_dict()["block"] == 2
+    with pytest.raises(ValueError, match="block"):
+        measure_timeline(pool, TINY_MLP, "torch-ddp", 0.1, batch_size=4, steps=2, block=0)
+
+
 def test_hand_written_wrappers_record_natively(pool):
     prof = _profile(TINY_MLP)
     cost = CostModel.linear(3e-4, 1e9, 2)
