@@ -183,6 +183,11 @@ class Params:
         probe did not run or its records predate it."""
         return float(self._in_step_at(world_size)[1].get("finalize_s_per_param") or 0.0)
 
+    def leftover_at(self, world_size: int | None) -> float:
+        """The work a DDP step leaves to the next (``CostModel.leftover_s``) fitted by the in-step probe serving
+        ``world_size``; 0 where the probe did not run, predates it, or could not tell it from its noise."""
+        return float(self._in_step_at(world_size)[1].get("leftover_s") or 0.0)
+
     @property
     def pipelined(self) -> bool:
         """One channel whose queued calls' hand-offs overlap the transfer before (``CostModel.pipelined``),
@@ -208,6 +213,7 @@ class Params:
             "call_cpu_s": k,
             "call_cpu_s_per_byte": kb,
             "finalize_s_per_param": self.finalize_at(world_size),
+            "leftover_s": self.leftover_at(world_size),
             "cold_call_s": cold,
             "cold_tau_s": tau,
             "channels": self.channels,
@@ -240,6 +246,7 @@ class Params:
             copy_bytes_per_s=self.copy_bytes_per_s,
             hook_s_per_param=self.hook_s_per_param(),
             finalize_s_per_param=fin,
+            leftover_s=self.leftover_at(world_size),
             cold_call_s=cold,
             cold_tau_s=tau,
             broadcast_o_s=self.broadcast.o_s if self.broadcast is not None else None,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,24 @@ over 1000 Mbit/s grew from +-1.8 to +-6.2 %), and gpt, cnn and lib met both erro
 def auto_block(est_step_s: float | None) -> int:
     """``DEFAULT_BLOCK`` for a predicted step under ``SHORT_STEP_S``, else 1 (also when none was predicted)."""
     return DEFAULT_BLOCK if est_step_s is not None and 0 < est_step_s < SHORT_STEP_S else 1
+
+
+def warmup_turns(warmup: int, block: int) -> int:
+    """``warmup`` untimed steps as the whole turns of ``block`` + 1 steps that a measurement in turns counts
+    (``warmup`` itself for one step a turn)."""
+    return warmup if block == 1 else -(-warmup // (block + 1))
+
+
+def order_cost(cost: Any, rescale: bool, block: int) -> Any:
+    """``cost`` as a measurement in this order sees it: without ``leftover_s`` where the profile is rescaled
+    to compute-only steps measured one step a turn (``block`` 1). Those follow DDP steps, as the DDP steps
+    beside them do, so both carry what a DDP step leaves to the next and the rescale counts it once
+    (BENCHMARKS.md, "Eleventh session"). In turns (a training job's order) the compute-only steps follow
+    their own, and without a rescale the profile is the calibration's own compute-only steps: there the
+    leftover is the model's to add."""
+    if rescale and block == 1 and getattr(cost, "leftover_s", 0.0):
+        return replace(cost, leftover_s=0.0)
+    return cost
 
 
 def turns_note(block: int) -> str:
@@ -171,13 +189,17 @@ def predicted_row(
     world_size: int,
     compute_steps_s: Sequence[float] = (),
     steps: int | None = 1,
+    leftover: bool = True,
 ) -> RowPrediction:
     """The prediction of one configuration, with its 80 % interval (of one step, or of the median of
     ``steps`` measured steps) over the fit's and the in-step probe's errors and the step-to-step
-    spread of ``compute_steps_s`` (the compute-only steps measured beside it)."""
+    spread of ``compute_steps_s`` (the compute-only steps measured beside it). ``leftover`` False: without
+    the work a DDP step leaves to the next (``order_cost``)."""
     from simulator.interval import step_interval
 
     cost = params.cost_model(world_size=world_size)
+    if not leftover:
+        cost = replace(cost, leftover_s=0.0)
     res = predict(profile, cost, spec, world_size)
     unc = params.uncertainty(compute_steps_s, world_size=world_size)
     iv = step_interval(profile, cost, spec, world_size, unc, steps=steps)
@@ -397,8 +419,7 @@ def measure_beside_compute(
 
     total = steps_for_time(steps, min_seconds, est_step_s)
     steps_per_round = max(2, total // rounds)
-    # ``warmup`` counts untimed steps; measure_interleaved counts turns of block + 1 steps where block > 1
-    warm_turns = warmup if block == 1 else -(-warmup // (block + 1))
+    warm_turns = warmup_turns(warmup, block)  # measure_interleaved counts turns where block > 1
     if total > steps and est_step_s is not None:
         say(
             f"{steps_per_round * rounds} steps per configuration instead of {steps}: steps of about "
@@ -538,7 +559,7 @@ def validate_on_pool(
                 est_step_s=est if spec.min_seconds else None,
             )
         for k, cfg in enumerate(configs):
-            row = row_of(cfg, times[k], compute[k], prof, params, p, spec.rescale_compute, link_mbit)
+            row = row_of(cfg, times[k], compute[k], prof, params, p, spec.rescale_compute, link_mbit, block)
             if k % spec.group_size == 0:
                 scales.append(row.compute_scale)
             rows.append(row)
@@ -578,6 +599,7 @@ def validate_on_pool(
         steps=list(zip(times, compute)),
     )
     res["omp_note"] = getattr(pool, "omp_note", None)  # said while calibrating; in the result's text and JSON
+    res["block"] = block  # --timeline measures in the same order
     if warning := noise_warning(res["machine_noise"]):
         say(warning)
     return res
@@ -592,14 +614,22 @@ def row_of(
     world_size: int,
     rescale: bool,
     link_mbit: float | None,
+    block: int = 1,
 ) -> ValidationRow:
     """One configuration's row from its measured steps and the compute-only steps measured beside it:
     the profile rescaled to their median (``rescale``), predicted with the interval of the median of
-    as many steps as were measured."""
+    as many steps as were measured; ``block``, the turns they were measured in, says whether the rescale
+    took in the leftover work of DDP steps (``order_cost``)."""
     comp = summarize(list(compute_s))
     scale = comp.median_s / prof.compute_s if rescale and prof.compute_s > 0 else 1.0
     pred = predicted_row(
-        prof.scaled(scale) if scale != 1.0 else prof, params, cfg, world_size, compute_s, steps=len(times_s)
+        prof.scaled(scale) if scale != 1.0 else prof,
+        params,
+        cfg,
+        world_size,
+        compute_s,
+        steps=len(times_s),
+        leftover=not (rescale and block == 1),
     )
     return make_row(
         cfg,
@@ -659,12 +689,17 @@ def validation_result(
     }
 
 
-def replay_validation(path: str | Path, params: Params, rescale: bool = True) -> dict[str, Any]:
+def replay_validation(
+    path: str | Path, params: Params, rescale: bool = True, block: int | None = None
+) -> dict[str, Any]:
     """A past ``validate`` run's measured steps (its ``validation_row`` records) predicted again from
     ``params``, measuring nothing (``ddpsim validate --replay``): the same rows, summary and coverage
     as if the run had used these params. A run that stopped before its rows were written (killed, or a
     failure while predicting) is replayed from its ``ddp_step`` records (``rows_from_steps``). Refuses
-    a file holding one configuration twice (appended runs)."""
+    a file holding one configuration twice (appended runs). ``block``: the turns the steps were measured
+    in (``validate --block``; whether the leftover work is the model's, ``order_cost``), read from the step
+    records where they say it; for records from before they did, given here (None: one step a turn), and
+    refused where it contradicts them."""
     from realrun.records import read_records
 
     every = read_records(path)
@@ -682,6 +717,13 @@ def replay_validation(path: str | Path, params: Params, rescale: bool = True) ->
     links = {(r.get("validation") or {}).get("link_mbit") for r in recs}
     if len(models) > 1 or len(envs) > 1 or len(links) > 1:
         raise ValueError(f"{path}: validation rows of several runs (models, world sizes or links differ)")
+    blocks = {int(r["block"]) for r in steps if r.get("block") is not None}
+    if len(blocks) > 1:
+        raise ValueError(f"{path}: steps measured in turns of different lengths {sorted(blocks)}: replay one run")
+    if blocks and block is not None and blocks != {block}:
+        raise ValueError(f"{path}: the steps were measured in turns of {blocks.pop()}, not {block} (--block)")
+    block = blocks.pop() if blocks else (block or 1)  # records before --block: one step a turn, unless told
+    method += turns_note(block)
     (model,), ((p, backend),), (link,) = models, envs, links
     if not isinstance(p, int) or p < 1:
         raise ValueError(f"{path}: the records do not say their world size")
@@ -704,7 +746,7 @@ def replay_validation(path: str | Path, params: Params, rescale: bool = True) ->
             )
         seen.add(key)
         comp = tuple(float(t) for t in r["compute_step_times_s"])
-        row = row_of(cfg, r["step_times_s"], comp, prof, params, p, rescale, link)
+        row = row_of(cfg, r["step_times_s"], comp, prof, params, p, rescale, link, block)
         row_steps.append(([float(t) for t in r["step_times_s"]], comp))
         if comp not in groups:
             groups[comp] = None

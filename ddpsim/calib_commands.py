@@ -327,7 +327,7 @@ def _replay(args: argparse.Namespace) -> int:
 
     if not args.params:
         raise ValueError("--replay predicts a past run's measurements from --params: give --params")
-    res = replay_validation(args.replay, Params.load(args.params), rescale=not args.no_rescale)
+    res = replay_validation(args.replay, Params.load(args.params), rescale=not args.no_rescale, block=args.block)
     res_path = save_validation(res, args.out)
     res["result_file"] = str(res_path)
     csv_file = emit_csv(args, validation_csv_rows([res]))
@@ -358,7 +358,8 @@ def _validate_timelines(
     say: Any,
 ) -> list[dict[str, Any]]:
     """``--timeline DIR``: each configuration once more with per-bucket timelines recorded (after the
-    interleaved validation, so the recording cannot disturb it), compared with its prediction."""
+    interleaved validation, so the recording cannot disturb it; in turns as long as validation's), compared
+    with its prediction."""
     from calibration.timeline import timelines_on_pool
 
     out = Path(args.timeline) / (f"{link:g}mbit" if multi and link else "")
@@ -376,6 +377,7 @@ def _validate_timelines(
         rescale=spec.rescale_compute,
         say=say,
         meta={"command": "validate", "link_mbit": link},
+        block=res.get("block", 1),
     )
     for d in decs:
         if not args.json:

@@ -73,7 +73,14 @@ def _verify(
     """Run the recommended and default settings (and the grid) for real, interleaved with a compute-only
     baseline (one step a turn, or turns of several steps where the step is short, as ``validate``) so this
     box's drift hits all alike; records written per round."""
-    from calibration.validate import auto_block, machine_noise, measure_beside_compute, turns_note, typical_step_s
+    from calibration.validate import (
+        auto_block,
+        machine_noise,
+        measure_beside_compute,
+        order_cost,
+        turns_note,
+        typical_step_s,
+    )
     from realrun.bench_ddp import _loadavg
     from realrun.cpushare import OtherWork
     from realrun.records import RecordWriter, environment
@@ -132,7 +139,7 @@ def _verify(
     for (label, spec), ts in zip(settings, times):
         m = summarize(ts)
         pred = predict(prof, cost, spec, pool.world_size).step_time_s  # the headline's prediction of this setting
-        retimed = predict(prof.scaled(scale), cost, spec, pool.world_size).step_time_s
+        retimed = predict(prof.scaled(scale), order_cost(cost, True, block), spec, pool.world_size).step_time_s
         rows.append(
             VerifyRow(
                 setting=label,

@@ -35,6 +35,11 @@ for communication pays nothing). So a call costs compute all its work where
 compute goes on long enough, and at most the compute left where it does not:
 the last bucket, launched at backward's tail.
 
+A step that communicates begins with ``cost.leftover_s`` of work on every rank before its forward: what
+the step before it, of the same configuration, left running past its own end (in a training job every
+step follows one of its own), fitted by calibration from the in-step probe's compute-only steps (one
+after a DDP step against one after a compute-only step).
+
 A collective that starts with none in flight waits ``cost.cold_extra_s(idle)``
 before its latency part, ``idle`` the time since the last one ended (for the
 step's first: since the previous step's last, taken to end where its
@@ -235,6 +240,8 @@ class _Setup:
         self.seg_starts = seg_starts
         self.seg_work = np.add.reduceat(work, seg_starts)
         self.tail = profile.backward_tail_s
+        # what the step before (of the same plan) left running, paid first: only where a step communicates
+        self.lead = cost.leftover_s if (n or plan.n_post) else 0.0
 
     def seg_name(self, k: int) -> str:
         ps, order = self.profile.params, self.order
@@ -281,7 +288,7 @@ def _analytic(st: _Setup, factors: list[float], accum_steps: int) -> RunOutcome:
     bwd_total = float(st.seg_work.sum()) + st.tail
     starts_bwd, bwd_ends = [], []
     for f in factors:
-        t = prof.forward_s * f
+        t = st.lead + prof.forward_s * f
         for _ in range(accum_steps - 1):
             t += bwd_total * f
             t += prof.forward_s * f
@@ -603,6 +610,8 @@ class _Step:
         seg_work = st.seg_work.tolist()
         bwd_total = sum(seg_work) + st.tail
         fwd = prof.forward_s * f
+        if st.lead:
+            yield from self._span(r, "leftover", lambda: "the step before's leftover work", st.lead)
         yield from self._span(r, "forward", lambda: "forward", fwd)
         for m in range(st_accum(self) - 1):  # no_sync micro-steps: no communication
             yield from self._span(r, "backward", lambda m=m: f"backward(no_sync {m})", bwd_total * f)

@@ -346,6 +346,11 @@ class CostModel:
     ``finalize_s_per_param``: torch DDP's reducer work between the last bucket's
     copy-out and ``backward()`` returning, per parameter it reduces (fitted by
     calibration from the in-step probe's timelines; 0 = none).
+    ``leftover_s``: work a communicating step leaves running past its own end,
+    paid by the next step before its forward (in a training job the next step
+    is one of the same configuration): fitted by calibration from the in-step
+    probe's compute-only steps, one after a DDP step against one after a
+    compute-only step (``calibration.step_probe.leftover_fit``; 0 = none).
     ``cold_call_s``, ``cold_tau_s``: what a collective that starts on idle
     channels costs beyond one that follows another call, ``cold_call_s * (1 -
     exp(-idle / cold_tau_s))`` after ``idle`` seconds with no collective in
@@ -369,6 +374,7 @@ class CostModel:
     finalize_s_per_param: float = 0.0
     cold_call_s: float = 0.0
     cold_tau_s: float = 0.0
+    leftover_s: float = 0.0
     broadcast_o_s: float | None = None
     broadcast_w_bytes_per_s: float | None = None
     latency_share: float | None = None
@@ -411,6 +417,10 @@ class CostModel:
         _require(
             math.isfinite(self.finalize_s_per_param) and self.finalize_s_per_param >= 0,
             f"finalize cost must be >= 0 s per parameter, got {self.finalize_s_per_param}",
+        )
+        _require(
+            math.isfinite(self.leftover_s) and self.leftover_s >= 0,
+            f"leftover work must be >= 0 s, got {self.leftover_s}",
         )
         _require(
             math.isfinite(self.cold_call_s) and self.cold_call_s >= 0,
@@ -638,6 +648,8 @@ class CostModel:
             d["call_cpu_s_per_byte"] = self.call_cpu_s_per_byte
         if self.cold_call_s or self.cold_tau_s:
             d.update(cold_call_s=self.cold_call_s, cold_tau_s=self.cold_tau_s)
+        if self.leftover_s:
+            d["leftover_s"] = self.leftover_s
         if self.pipelined:
             d["pipelined"] = True
         if self.measured_world_sizes:
@@ -665,6 +677,7 @@ class CostModel:
             finalize_s_per_param=_num(d, "finalize_s_per_param", 0.0),
             cold_call_s=_num(d, "cold_call_s", 0.0),
             cold_tau_s=_num(d, "cold_tau_s", 0.0),
+            leftover_s=_num(d, "leftover_s", 0.0),
             broadcast_o_s=_num(d, "broadcast_o_s"),
             broadcast_w_bytes_per_s=_num(d, "broadcast_w_bytes_per_s"),
             latency_share=_num(d, "latency_share"),

@@ -570,3 +570,38 @@ def test_a_pipelined_hand_off_lands_its_work_on_compute_a_serial_start_would_mis
     serial = simulate_step(_SHORT_A, plan, CostModel.linear(0.5, 500.0, **kw), 2)
     assert serial.backward_end_s == pytest.approx(3.8, abs=1e-12)
     assert serial.step_time_s == pytest.approx(11.25, abs=1e-12)
+
+
+@pytest.mark.parametrize("strategy", ["torch-ddp", "individual", "flat", "sharded"])
+@pytest.mark.parametrize("contention", [0.0, 0.5])
+def test_leftover_work_delays_a_communicating_step_by_exactly_itself(strategy, contention):
+    """``leftover_s`` runs before forward on every rank of a step that communicates: the step, every span
+    and every collective move by it (nothing is in flight then, so contention cannot stretch it), the
+    compute-only time does not, and a step with nothing to communicate (one rank) pays none."""
+    kw = {"bucket_mb": 1500 / MIB} if strategy in ("torch-ddp", "sharded") else {}
+    spec = StrategySpec(strategy, **kw)
+    base = CostModel.linear(0.5, 1000.0, contention=contention)
+    left = dataclasses.replace(base, leftover_s=0.3)
+    a = predict(PROF, base, spec, 2, record_events=True)
+    b = predict(PROF, left, spec, 2, record_events=True)
+    assert b.step_time_s == pytest.approx(a.step_time_s + 0.3, abs=1e-12)
+    assert b.compute_s == a.compute_s and b.overhead_s == pytest.approx(a.overhead_s + 0.3, abs=1e-12)
+    assert [(r.ready_s + 0.3, r.start_s + 0.3, r.end_s + 0.3) for r in a.rows] == [
+        pytest.approx((r.ready_s, r.start_s, r.end_s), abs=1e-12) for r in b.rows
+    ]
+    lead = [e for e in b.events if e[3] == "leftover"]
+    assert [(e[0], e[1]) for e in lead] == [(0.0, pytest.approx(0.3))]
+    assert [e[:2] for e in b.events if e[3] != "leftover"] == [
+        pytest.approx((e[0] + 0.3, e[1] + 0.3), abs=1e-12) for e in a.events
+    ]
+    one = predict(PROF, left, spec, 1)
+    assert one.step_time_s == predict(PROF, base, spec, 1).step_time_s
+
+
+def test_leftover_must_be_finite_and_not_negative():
+    for bad in (-1e-3, math.inf, math.nan):
+        with pytest.raises(ValueError, match="leftover"):
+            CostModel.linear(0.5, 1000.0, leftover_s=bad)
+    c = CostModel.linear(0.5, 1000.0, leftover_s=2e-4)
+    assert CostModel.from_dict(c.to_dict()).leftover_s == 2e-4
+    assert "leftover_s" not in CostModel.linear(0.5, 1000.0).to_dict()  # files without it read as before

@@ -324,3 +324,38 @@ def test_finalize_per_parameter_is_the_measured_gap_over_what_the_model_has_per_
     fit["measured"]["finalize_s"] = 0.05e-3
     assert finalize_per_param(fit) == 0.0
     assert finalize_per_param({"measured": {}, "simulated_at_fit": {"finalize_s": 0.0, "n_params": 3}}) == 0.0
+
+
+def _probe_record(after_ddp, after_bare, warmup=3, block=1):
+    """A probe record's step lists as ``measure_timeline`` lays them out: timed step ``j`` is turn
+    ``warmup + j``, whose compute-only step follows a DDP step when the turn is even."""
+    comp = []
+    a, b = iter(after_ddp), iter(after_bare)
+    for j in range(len(after_ddp) + len(after_bare)):
+        comp.append(next(a) if (warmup + j) % 2 == 0 else next(b))
+    return {"warmup": warmup, "block": block, "step_times_s": [0.01] * len(comp), "compute_step_times_s": comp}
+
+
+def test_leftover_is_the_compute_only_step_after_a_ddp_step_less_the_one_after_its_own():
+    import numpy as np
+
+    from calibration.step_probe import leftover_fit
+
+    rng = np.random.default_rng(1)
+    noise = lambda n: list(rng.normal(0, 1e-4, n))  # noqa: E731
+    coarse = _probe_record([3.0e-3 + x for x in noise(30)], [2.5e-3 + x for x in noise(30)])
+    fine = _probe_record([3.0e-3 + x for x in noise(20)], [2.5e-3 + x for x in noise(20)], warmup=4)
+    f = leftover_fit(coarse, fine)
+    assert f["identified"] and f["n_after_ddp"] == f["n_after_compute"] == 50
+    assert f["leftover_s"] == pytest.approx(0.5e-3, abs=0.1e-3)
+    lo, hi = f["ci95_s"]
+    assert 0 < lo < f["leftover_s"] < hi
+    # the same steps with no difference: within the noise, not kept
+    same = leftover_fit(_probe_record([2.5e-3 + x for x in noise(30)], [2.5e-3 + x for x in noise(30)]))
+    assert not same["identified"] and same["leftover_s"] == 0.0 and same["ci95_s"][0] <= 0
+    # a clear difference from too few steps a side is not kept either (the bootstrap of a median under-covers)
+    few = leftover_fit(_probe_record([3e-3] * 10, [2e-3] * 10))
+    assert few["difference_s"] == pytest.approx(1e-3) and not few["identified"] and few["leftover_s"] == 0.0
+    # a record measured in turns has no compute-only steps after DDP steps among its timed ones
+    turns = leftover_fit(_probe_record([3e-3] * 30, [2e-3] * 30, block=10), None)
+    assert turns["n_after_ddp"] == 0 and turns["leftover_s"] == 0.0

@@ -508,3 +508,43 @@ def test_validate_summary_repeats_the_channel_warning():
     assert res["channel_warning"] in format_validation(res).splitlines()
     settled = replay_validation(records, replace(stored, probes={**probes, "channels_marginal": False}))
     assert settled["channel_warning"] is None and "channel count" not in format_validation(settled)
+
+
+def test_replay_adds_the_leftover_only_where_the_order_leaves_it_to_the_model(tmp_path):
+    """Stored micro-DLRM loopback steps of run m34 (turns of 10; its records predate the ``block`` field),
+    replayed from its params with a leftover of 0.4 ms put in the in-step fit: read as one step a turn
+    the rescale has taken it in and no row moves; told ``--block 10`` every communicating row's
+    prediction moves by 0.4 ms; records that say their turns are read as they say, and a
+    ``--block`` that contradicts them is refused."""
+    import gzip
+    from dataclasses import replace
+
+    from calibration.params import Params
+    from calibration.validate import order_cost, replay_validation
+
+    d = RESULTS / "accuracy_matrix_m34loop_block10" / "micro-dlrm-loopback"
+    records = d / "validation.jsonl.gz"
+    stored = Params.load(d / "validation.params.json")
+    probes = {**stored.probes, "in_step": {**stored.probes["in_step"], "leftover_s": 4e-4}}
+    params = replace(stored, probes=probes)
+    assert params.cost_model().leftover_s == 4e-4 and params.fitted_terms(2)["leftover_s"] == 4e-4
+    assert order_cost(params.cost_model(), True, 1).leftover_s == 0.0
+    assert order_cost(params.cost_model(), True, 10).leftover_s == order_cost(params.cost_model(), False, 1).leftover_s
+    base = replay_validation(records, stored)
+    one = replay_validation(records, params)
+    assert [r.predicted_step_s for r in one["rows"]] == [r.predicted_step_s for r in base["rows"]]
+    ten = replay_validation(records, params, block=10)
+    assert ten["method"].endswith(", turns of 10 timed steps after an untimed one")
+    for a, b in zip(base["rows"], ten["rows"]):
+        # the whole step moves by it; the first call's cold-call cost sees the longer idle (a few us)
+        assert b.predicted_step_s - a.predicted_step_s == pytest.approx(4e-4, rel=0.05)
+    said = tmp_path / "said.jsonl"
+    with gzip.open(records, "rt") as f, open(said, "w") as g:
+        for line in f:
+            r = json.loads(line)
+            g.write(json.dumps({**r, "block": 10} if r["kind"] == "ddp_step" else r) + "\n")
+    assert [r.predicted_step_s for r in replay_validation(said, params)["rows"]] == [
+        r.predicted_step_s for r in ten["rows"]
+    ]
+    with pytest.raises(ValueError, match="turns of 10, not 1"):
+        replay_validation(said, params, block=1)
