@@ -396,12 +396,13 @@ def probe_steps(
 
 
 def measure_step_probe(
-    pool: Any, model: str, batch_size: int, bucket_mb: float, steps: int, warmup: int = 3
+    pool: Any, model: str, batch_size: int, bucket_mb: float, steps: int, warmup: int = 3, block: int = 1
 ) -> TimelineRecord:
-    """The probe's measurement alone: torch DDP steps at ``bucket_mb`` with timelines, beside compute-only steps."""
+    """The probe's measurement alone: torch DDP steps at ``bucket_mb`` with timelines, beside compute-only steps
+    (in turns of ``block`` timed steps where ``block`` > 1; ``warmup`` counts turns then)."""
     from realrun.bench_ddp import measure_timeline
 
-    return measure_timeline(pool, model, "torch-ddp", bucket_mb, batch_size, steps, warmup)
+    return measure_timeline(pool, model, "torch-ddp", bucket_mb, batch_size, steps, warmup, block=block)
 
 
 LEFTOVER_BOOT = 2000
