@@ -145,7 +145,8 @@ class TimelineRecord:
     block: int = 1  # timed steps a turn (``measure_timeline``); records before it had one
 
     def to_dict(self) -> dict[str, Any]:
-        return to_fields(self, schema=TIMELINE_SCHEMA)
+        # one step a turn is written as records before the field were: the same bytes
+        return to_fields(self, schema=TIMELINE_SCHEMA, omit_default=("block",))
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TimelineRecord:
