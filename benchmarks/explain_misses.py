@@ -52,7 +52,7 @@ from calibration.timeline import STEP_TERMS  # noqa: E402
 SUMMARY = "summary.json"
 ROW = "matrix_row.json"  # which matrix row an explain folder explains
 COMPANY = "_cell"  # the cell measured again as a whole: each miss in its matrix company
-CELL_ROWS = "matrix_rows.json"  # which measurement of the cell the company re-run repeats
+CELL_ROWS = "matrix_rows.json"  # which measurement of the cell the company re-run repeats, and its command
 
 
 class Skip(Exception):
@@ -136,12 +136,15 @@ def matrix_block(res: dict[str, Any]) -> str:
 
 def company_command(cell: Path, ddpsim: str, min_seconds: float = 6.0) -> list[str]:
     """``ddpsim validate`` of the cell's every configuration, as the matrix ran them: the same strategies and
-    caps in the same order (so the same groups), rounds and turns, from the cell's params, into explain/_cell/."""
+    caps in the same order, groups of the same size (so the same groups), rounds and turns, from the cell's params,
+    into explain/_cell/."""
     res, cmd = _validate_head(cell, ddpsim)
     rows = res["rows"]
     if any(r.get("bucket_cap_mb_list") for r in rows):
         raise Skip("the cell holds a list of caps, which validate's --bucket-mb cannot repeat: no company re-run")
-    rounds = re.search(r"(\d+) rounds x (\d+) steps", str(res.get("method") or ""))
+    method = str(res.get("method") or "")
+    rounds = re.search(r"(\d+) rounds x (\d+) steps", method)
+    group = re.search(r"groups of <= (\d+) configurations", method)
     out = cell / "explain" / COMPANY
     cmd += ["--strategy", ",".join(_unique([r["strategy"] for r in rows]))]
     caps = _unique([r["bucket_mb"] for r in rows if r.get("bucket_mb") is not None])
@@ -152,6 +155,8 @@ def company_command(cell: Path, ddpsim: str, min_seconds: float = 6.0) -> list[s
         cmd += ["--steps", str(n * per), "--min-seconds", "0", "--rounds", str(n)]
     else:
         cmd += ["--steps", "8", "--min-seconds", f"{min_seconds:g}", "--rounds", "2"]
+    if group:  # the same groups of configurations side by side
+        cmd += ["--group-size", group.group(1)]
     cmd += ["--block", matrix_block(res)]
     cmd += ["--out", str(out / "validation.json"), "--records", str(out / "validation.jsonl")]
     return cmd
@@ -184,7 +189,7 @@ def in_company(cell: Path, a: argparse.Namespace, ddpsim: str) -> dict[tuple[str
         if out.exists():
             shutil.rmtree(out)
         out.mkdir(parents=True)
-        (out / CELL_ROWS).write_text(json.dumps({"matrix_error_pcts": errors}) + "\n")
+        (out / CELL_ROWS).write_text(json.dumps({"matrix_error_pcts": errors, "command": cmd}) + "\n")
         with open(out / "validate.log", "w") as log:
             rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
         if rc != 0 or not (out / "validation.json").is_file():

@@ -67,6 +67,7 @@ def test_the_company_rerun_repeats_the_cells_configurations_and_steps(tmp_path):
     assert at["--strategy"] == "torch-ddp,flat,individual,bucketed,sharded" and at["--bucket-mb"] == "0.25,1,4,16,64"
     assert len(res["rows"]) == 17 and "interleaved: 2 rounds x 250 steps" in res["method"]
     assert (at["--steps"], at["--min-seconds"], at["--rounds"]) == ("500", "0", "2") and at["--block"] == "1"
+    assert "groups of <= 12 configurations" in res["method"] and at["--group-size"] == "12"
     assert at["--params"] == str(cell / "validation.params.json") and "--timeline" not in cmd
     assert at["--out"] == str(cell / "explain" / explain.COMPANY / "validation.json")
     # a cell measured in turns of 10 steps is measured so again: the method as validate writes it
@@ -259,3 +260,5 @@ def test_a_failed_rerun_is_counted_and_the_others_still_run(tmp_path, monkeypatc
     logs = sorted((run / CELL.name / "explain").glob("*/validate.log"))
     assert len(logs) == 3 and not (run / CELL.name / "explain" / explain.SUMMARY).exists()  # the cell, 2 misses
     assert (run / CELL.name / "explain" / explain.COMPANY / "validate.log") in logs
+    note = json.loads((run / CELL.name / "explain" / explain.COMPANY / explain.CELL_ROWS).read_text())
+    assert note["command"] == explain.company_command(run / CELL.name, "false")  # what the re-run ran
