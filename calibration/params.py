@@ -188,6 +188,11 @@ class Params:
         ``world_size``; 0 where the probe did not run, predates it, or could not tell it from its noise."""
         return float(self._in_step_at(world_size)[1].get("leftover_s") or 0.0)
 
+    def optimizer_extra_at(self, world_size: int | None) -> float:
+        """What the optimizer of a step that communicated takes beyond the profile's (``CostModel.optimizer_extra_s``),
+        fitted by the in-step probe serving ``world_size``; 0 where it did not run, predates it, or could not tell it."""
+        return float(self._in_step_at(world_size)[1].get("optimizer_extra_s") or 0.0)
+
     @property
     def pipelined(self) -> bool:
         """One channel whose queued calls' hand-offs overlap the transfer before (``CostModel.pipelined``),
@@ -214,6 +219,7 @@ class Params:
             "call_cpu_s_per_byte": kb,
             "finalize_s_per_param": self.finalize_at(world_size),
             "leftover_s": self.leftover_at(world_size),
+            "optimizer_extra_s": self.optimizer_extra_at(world_size),
             "cold_call_s": cold,
             "cold_tau_s": tau,
             "channels": self.channels,
@@ -247,6 +253,7 @@ class Params:
             hook_s_per_param=self.hook_s_per_param(),
             finalize_s_per_param=fin,
             leftover_s=self.leftover_at(world_size),
+            optimizer_extra_s=self.optimizer_extra_at(world_size),
             cold_call_s=cold,
             cold_tau_s=tau,
             broadcast_o_s=self.broadcast.o_s if self.broadcast is not None else None,

@@ -38,7 +38,8 @@ the last bucket, launched at backward's tail.
 A step that communicates begins with ``cost.leftover_s`` of work on every rank before its forward: what
 the step before it, of the same configuration, left running past its own end (in a training job every
 step follows one of its own), fitted by calibration from the in-step probe's compute-only steps (one
-after a DDP step against one after a compute-only step).
+after a DDP step against one after a compute-only step); and its optimizer takes
+``cost.optimizer_extra_s`` beyond the profile's (the probe's timelines against the profile's optimizer).
 
 A collective that starts with none in flight waits ``cost.cold_extra_s(idle)``
 before its latency part, ``idle`` the time since the last one ended (for the
@@ -242,6 +243,7 @@ class _Setup:
         self.tail = profile.backward_tail_s
         # what the step before (of the same plan) left running, paid first: only where a step communicates
         self.lead = cost.leftover_s if (n or plan.n_post) else 0.0
+        self.opt_extra = cost.optimizer_extra_s if (n or plan.n_post) else 0.0  # the optimizer after communication
 
     def seg_name(self, k: int) -> str:
         ps, order = self.profile.params, self.order
@@ -336,7 +338,7 @@ def _analytic(st: _Setup, factors: list[float], accum_steps: int) -> RunOutcome:
         else:
             t = max(b_end, comm_end) + copy_s
         t += fin_s
-        t += prof.optimizer_s * plan.optimizer_fraction * f
+        t += prof.optimizer_s * plan.optimizer_fraction * f + st.opt_extra
         opt_ends.append(t)
     if plan.n_post:
         pl = np.full(plan.n_post, max(opt_ends))
@@ -410,7 +412,9 @@ class _Step:
         self.busy_since = 0.0
         # when the last collective in flight ended: for the step's first, the previous step's last one,
         # before its optimizer (or at its end, where collectives follow the optimizer)
-        self.idle_since = 0.0 if st.plan.n_post else -st.profile.optimizer_s * st.plan.optimizer_fraction
+        self.idle_since = (
+            0.0 if st.plan.n_post else -(st.profile.optimizer_s * st.plan.optimizer_fraction + st.opt_extra)
+        )
         self.comm_busy_s = 0.0
         self.rank_end = [0.0] * self.n_ranks
         self.bwd_end = [0.0] * self.n_ranks
@@ -663,7 +667,8 @@ class _Step:
         fin_s = plan.finalize_s(self.cost.finalize_s_per_param)
         if fin_s:
             yield from self._span(r, "copy", lambda: "DDP finalize (per parameter)", fin_s)
-        yield from self._span(r, "optimizer", lambda: "optimizer", prof.optimizer_s * plan.optimizer_fraction * f)
+        opt_s = prof.optimizer_s * plan.optimizer_fraction * f + st.opt_extra
+        yield from self._span(r, "optimizer", lambda: "optimizer", opt_s)
         for c in range(n, n + plan.n_post):
             self._launch(c)
             yield self._done(c)

@@ -351,6 +351,9 @@ class CostModel:
     is one of the same configuration): fitted by calibration from the in-step
     probe's compute-only steps, one after a DDP step against one after a
     compute-only step (``calibration.step_probe.leftover_fit``; 0 = none).
+    ``optimizer_extra_s``: what the optimizer of a step that communicated takes
+    beyond a compute-only step's (fitted by calibration from the in-step
+    probe's timelines, ``calibration.step_probe.optimizer_extra_fit``; 0 = none).
     ``cold_call_s``, ``cold_tau_s``: what a collective that starts on idle
     channels costs beyond one that follows another call, ``cold_call_s * (1 -
     exp(-idle / cold_tau_s))`` after ``idle`` seconds with no collective in
@@ -375,6 +378,7 @@ class CostModel:
     cold_call_s: float = 0.0
     cold_tau_s: float = 0.0
     leftover_s: float = 0.0
+    optimizer_extra_s: float = 0.0
     broadcast_o_s: float | None = None
     broadcast_w_bytes_per_s: float | None = None
     latency_share: float | None = None
@@ -421,6 +425,10 @@ class CostModel:
         _require(
             math.isfinite(self.leftover_s) and self.leftover_s >= 0,
             f"leftover work must be >= 0 s, got {self.leftover_s}",
+        )
+        _require(
+            math.isfinite(self.optimizer_extra_s) and self.optimizer_extra_s >= 0,
+            f"the optimizer's extra after communication must be >= 0 s, got {self.optimizer_extra_s}",
         )
         _require(
             math.isfinite(self.cold_call_s) and self.cold_call_s >= 0,
@@ -650,6 +658,8 @@ class CostModel:
             d.update(cold_call_s=self.cold_call_s, cold_tau_s=self.cold_tau_s)
         if self.leftover_s:
             d["leftover_s"] = self.leftover_s
+        if self.optimizer_extra_s:
+            d["optimizer_extra_s"] = self.optimizer_extra_s
         if self.pipelined:
             d["pipelined"] = True
         if self.measured_world_sizes:
@@ -678,6 +688,7 @@ class CostModel:
             cold_call_s=_num(d, "cold_call_s", 0.0),
             cold_tau_s=_num(d, "cold_tau_s", 0.0),
             leftover_s=_num(d, "leftover_s", 0.0),
+            optimizer_extra_s=_num(d, "optimizer_extra_s", 0.0),
             broadcast_o_s=_num(d, "broadcast_o_s"),
             broadcast_w_bytes_per_s=_num(d, "broadcast_w_bytes_per_s"),
             latency_share=_num(d, "latency_share"),

@@ -598,10 +598,30 @@ def test_leftover_work_delays_a_communicating_step_by_exactly_itself(strategy, c
     assert one.step_time_s == predict(PROF, base, spec, 1).step_time_s
 
 
-def test_leftover_must_be_finite_and_not_negative():
-    for bad in (-1e-3, math.inf, math.nan):
-        with pytest.raises(ValueError, match="leftover"):
-            CostModel.linear(0.5, 1000.0, leftover_s=bad)
-    c = CostModel.linear(0.5, 1000.0, leftover_s=2e-4)
-    assert CostModel.from_dict(c.to_dict()).leftover_s == 2e-4
-    assert "leftover_s" not in CostModel.linear(0.5, 1000.0).to_dict()  # files without it read as before
+@pytest.mark.parametrize("strategy", ["torch-ddp", "individual", "flat", "sharded"])
+def test_the_optimizers_extra_lengthens_a_communicating_steps_optimizer_by_exactly_itself(strategy):
+    """``optimizer_extra_s``: the optimizer span of a step that communicates grows by it, and so the step (the
+    broadcasts after ``sharded``'s optimizer start that much later); nothing before the optimizer moves; one
+    rank (nothing to communicate) pays none."""
+    kw = {"bucket_mb": 1500 / MIB} if strategy in ("torch-ddp", "sharded") else {}
+    spec = StrategySpec(strategy, **kw)
+    base = CostModel.linear(0.5, 1000.0)
+    extra = dataclasses.replace(base, optimizer_extra_s=0.2)
+    a = predict(PROF, base, spec, 2, record_events=True)
+    b = predict(PROF, extra, spec, 2, record_events=True, model="events")
+    assert b.step_time_s == pytest.approx(a.step_time_s + 0.2, abs=1e-12)
+    assert b.backward_end_s == a.backward_end_s and b.compute_s == a.compute_s
+    opt_a = [e for e in a.events if e[3] == "optimizer"]
+    opt_b = [e for e in b.events if e[3] == "optimizer"]
+    assert [e[1] - e[0] for e in opt_b] == [pytest.approx(e[1] - e[0] + 0.2) for e in opt_a]
+    assert predict(PROF, extra, spec, 1).step_time_s == predict(PROF, base, spec, 1).step_time_s
+
+
+def test_leftover_and_the_optimizers_extra_must_be_finite_and_not_negative():
+    for field in ("leftover_s", "optimizer_extra_s"):
+        for bad in (-1e-3, math.inf, math.nan):
+            with pytest.raises(ValueError, match="leftover|optimizer"):
+                CostModel.linear(0.5, 1000.0, **{field: bad})
+        c = CostModel.linear(0.5, 1000.0, **{field: 2e-4})
+        assert getattr(CostModel.from_dict(c.to_dict()), field) == 2e-4
+        assert field not in CostModel.linear(0.5, 1000.0).to_dict()  # files without it read as before

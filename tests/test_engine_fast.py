@@ -62,6 +62,7 @@ def _serial_cost(rng: random.Random) -> CostModel:
         "hook_s_per_param": rng.choice([0.0, 3e-6]),
         "finalize_s_per_param": rng.choice([0.0, 1e-5]),
         "leftover_s": rng.choice([0.0, 4e-4]),
+        "optimizer_extra_s": rng.choice([0.0, 1e-4]),
     }
     if rng.random() < 0.4:
         return CostModel.from_network(load_network(rng.choice(["nccl-h100-ib", "nccl-a100-ib"])), **kw)

@@ -359,3 +359,29 @@ def test_leftover_is_the_compute_only_step_after_a_ddp_step_less_the_one_after_i
     # a record measured in turns has no compute-only steps after DDP steps among its timed ones
     turns = leftover_fit(_probe_record([3e-3] * 30, [2e-3] * 30, block=10), None)
     assert turns["n_after_ddp"] == 0 and turns["leftover_s"] == 0.0
+
+
+def test_the_optimizers_extra_is_the_probe_steps_optimizer_less_the_scaled_profiles():
+    """Per probe step its optimizer less the profile's, scaled as that probe scales it; the median over both
+    caps' steps, kept where 20 or more and its 95 % interval lies above 0."""
+    import numpy as np
+
+    from calibration.step_probe import optimizer_extra_fit
+
+    rng = np.random.default_rng(2)
+
+    def targets(base_s, extra_s, n):
+        opt = PROF.optimizer_s * base_s / PROF.compute_s  # the profile's optimizer at this probe's scale
+        steps = [{"optimizer_s": opt + extra_s + x} for x in rng.normal(0, 2e-5, n)]
+        return {"compute_only_median_s": base_s, "per_step": steps}
+
+    f = optimizer_extra_fit(PROF, targets(PROF.compute_s * 1.3, 1e-4, 15), targets(PROF.compute_s * 0.8, 1e-4, 15))
+    assert f["identified"] and f["steps"] == 30 and f["optimizer_extra_s"] == pytest.approx(1e-4, abs=2e-5)
+    none = optimizer_extra_fit(PROF, targets(PROF.compute_s, 0.0, 30))
+    assert not none["identified"] and none["optimizer_extra_s"] == 0.0
+    shorter = optimizer_extra_fit(PROF, targets(PROF.compute_s, -1e-4, 30))  # never fitted negative
+    assert shorter["difference_s"] < 0 and shorter["optimizer_extra_s"] == 0.0
+    few = optimizer_extra_fit(PROF, targets(PROF.compute_s, 1e-3, 10))
+    assert few["difference_s"] == pytest.approx(1e-3, abs=1e-4) and few["optimizer_extra_s"] == 0.0
+    # records before the timelines kept the optimizer per step: nothing to fit
+    assert optimizer_extra_fit(PROF, {"per_step": [{"compute_s": 1.0}]}, None)["steps"] == 0

@@ -548,3 +548,8 @@ def test_replay_adds_the_leftover_only_where_the_order_leaves_it_to_the_model(tm
     ]
     with pytest.raises(ValueError, match="turns of 10, not 1"):
         replay_validation(said, params, block=1)
+    # the optimizer's extra is the DDP step's own, in any order: one step a turn moves every row by it too
+    probes = {**stored.probes, "in_step": {**stored.probes["in_step"], "optimizer_extra_s": 1e-4}}
+    opt = replay_validation(records, replace(stored, probes=probes))
+    for a, b in zip(base["rows"], opt["rows"]):
+        assert b.predicted_step_s - a.predicted_step_s == pytest.approx(1e-4, rel=0.05)
