@@ -52,17 +52,19 @@ def run(cmd: list[str], log: list[dict[str, Any]]) -> None:
 
 def repredict(validation: dict[str, Any], params: Any) -> list[dict[str, Any]]:
     """Each measured row predicted from ``params`` with the row's own compute rescale."""
+    from calibration.validate import order_cost
     from simulator.predict import predict
     from simulator.strategies import StrategySpec
 
     prof = params.profile()
     p = validation["world_size"]
     cost = params.cost_model(world_size=p)
+    block = int(validation.get("block") or 1)  # the turns its steps were measured in (validate's result says)
     out = []
     for r in validation["rows"]:
         spec = StrategySpec(r["strategy"], bucket_mb=r["bucket_mb"])
         scale = r.get("compute_scale", 1.0)
-        res = predict(prof.scaled(scale) if scale != 1.0 else prof, cost, spec, p)
+        res = predict(prof.scaled(scale) if scale != 1.0 else prof, order_cost(cost, scale != 1.0, block), spec, p)
         m = r["measured_median_s"]
         out.append(
             {

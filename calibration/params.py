@@ -408,10 +408,12 @@ def probe_step_residual(in_step: Mapping[str, Any]) -> float:
         return 0.0
     res = []
     fine = in_step.get("fine")
+    # the optimizer's extra is fitted after the simulated steps were taken (without it): it is the model's now
+    extra = float(in_step.get("optimizer_extra_s") or 0.0)
     for part in (in_step, fine if isinstance(fine, Mapping) else {}):
         try:
             meas = float(part["measured"]["step_s"])
-            sim = float(part["simulated_at_fit"]["step_s"])
+            sim = float(part["simulated_at_fit"]["step_s"]) + extra
         except (KeyError, TypeError, ValueError):
             continue
         if math.isfinite(meas) and math.isfinite(sim) and meas > 0 and sim > 0:

@@ -68,10 +68,14 @@ def measured_targets(record: TimelineRecord | Mapping[str, Any]) -> dict[str, An
     terms = [step_terms(tl) for tl in across_ranks_timelines(rec)]
     if not terms:
         raise ValueError("the in-step probe recorded no steps")
+    recording = recording_cost(rec)
+    if recording:  # the fit is for plain steps: the recorder's work comes off where it runs, in backward
+        terms = [{**t, "compute_s": t["compute_s"] - recording, "step_s": t["step_s"] - recording} for t in terms]
     med = {
         q: statistics.median(t[q] for t in terms)
         for q in ("step_s", "compute_s", "comm_sum_s", "exposed_tail_s", "finalize_s", "optimizer_s")
     }
+    med["recording_s"] = recording
     med["n_buckets"] = statistics.median(len(t["buckets"]) for t in terms)
     med["launch_delay_median_s"] = statistics.median(b["launch_delay_s"] for t in terms for b in t["buckets"])
     med["compute_only_median_s"] = rec["compute_median_s"]
@@ -81,6 +85,18 @@ def measured_targets(record: TimelineRecord | Mapping[str, Any]) -> dict[str, An
     ]
     med["compute_only_step_times_s"] = list(rec.get("compute_step_times_s") or ())
     return med
+
+
+def recording_cost(record: Mapping[str, Any]) -> float:
+    """What recording the timeline adds to a probe step: the median over turns of the recorded step less the
+    plain one beside it (``measure_step_probe``'s third side), 0 where none was measured (records before it) or
+    the difference is not positive. Measured on this VM (BENCHMARKS.md, "Twelfth session"): micro-DLRM's steps
+    15.6 % longer recorded at a call per gradient, 8.4 % at the coarse cap; torch's own Python all-reduce hook,
+    without stamps, 14.7 % and 3.4 %: most of it is what any Python comm hook costs."""
+    rec, plain = list(record.get("step_times_s") or ()), list(record.get("plain_step_times_s") or ())
+    if not plain or len(plain) != len(rec):
+        return 0.0
+    return max(0.0, statistics.median(a - b for a, b in zip(rec, plain)))
 
 
 def simulated_terms(profile: GradProfile, cost: CostModel, world_size: int, bucket_mb: float) -> dict[str, float]:
@@ -401,16 +417,35 @@ def measure_step_probe(
     pool: Any, model: str, batch_size: int, bucket_mb: float, steps: int, warmup: int = 3, block: int = 1
 ) -> TimelineRecord:
     """The probe's measurement alone: torch DDP steps at ``bucket_mb`` with timelines, beside compute-only steps
-    (in turns of ``block`` timed steps where ``block`` > 1; ``warmup`` counts turns then)."""
+    and the same configuration's steps without the recorder (what recording costs, taken off the targets:
+    ``measured_targets``); in turns of ``block`` timed steps where ``block`` > 1 (``warmup`` counts turns then)."""
     from realrun.bench_ddp import measure_timeline
 
-    return measure_timeline(pool, model, "torch-ddp", bucket_mb, batch_size, steps, warmup, block=block)
+    return measure_timeline(pool, model, "torch-ddp", bucket_mb, batch_size, steps, warmup, block=block, plain=True)
 
 
-LEFTOVER_BOOT = 2000
-# compute-only steps after each kind of step, at least: a percentile bootstrap of a median from fewer covers
-# too little (gpt's probes over the emulated links, 10 a side, put a "leftover" of 10-28 ms above 0 at 90 %)
-LEFTOVER_MIN_STEPS = 20
+PROBE_TERM_BOOT = 2000  # resamples for the leftover's and the optimizer's extra's intervals
+# steps a side, at least, for either to be kept: a percentile bootstrap of a median from fewer covers too
+# little (gpt's probes over the emulated links, 10 a side, put a "leftover" of 10-28 ms above 0 at 90 %)
+PROBE_TERM_MIN_STEPS = 20
+
+
+def _kept_median(a: Any, b: Any = None, seed: int = 0) -> dict[str, Any]:
+    """The median of ``a`` (less the median of ``b`` where given), its 95 % percentile-bootstrap interval
+    (each side resampled on its own, seeded), and whether it is kept: ``PROBE_TERM_MIN_STEPS`` or more steps
+    a side and the interval above 0."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    boot = np.median(rng.choice(a, (PROBE_TERM_BOOT, len(a))), axis=1)
+    diff = float(np.median(a))
+    n = len(a)
+    if b is not None:
+        boot = boot - np.median(rng.choice(b, (PROBE_TERM_BOOT, len(b))), axis=1)
+        diff -= float(np.median(b))
+        n = min(n, len(b))
+    lo, hi = (float(x) for x in np.percentile(boot, [2.5, 97.5]))
+    return {"difference_s": diff, "ci95_s": [lo, hi], "identified": lo > 0 and n >= PROBE_TERM_MIN_STEPS}
 
 
 def leftover_fit(*records: TimelineRecord | Mapping[str, Any] | None, seed: int = 0) -> dict[str, Any]:
@@ -420,19 +455,21 @@ def leftover_fit(*records: TimelineRecord | Mapping[str, Any] | None, seed: int 
 
     The probe steps turn ``i`` as (DDP, bare) when ``i`` is even and (bare, DDP) when odd (``measure_timeline``
     at ``block`` 1), so a bare step follows a DDP step in even turns and a bare one in odd ones; records in
-    turns (``block`` > 1) are left out. Kept only where there are ``LEFTOVER_MIN_STEPS`` of each and the 95 %
-    bootstrap interval of the difference (each side resampled on its own, seeded) lies above 0; 0 otherwise (``identified`` False: the probe could not tell it from its noise), so noise is not
-    fitted into every prediction. Measured on this VM (BENCHMARKS.md, "Twelfth session"): micro-DLRM's
-    compute-only steps 0.25-0.54 ms longer after a DDP step on loopback, gpt's and cnn's within their noise."""
+    turns (``block`` > 1) are left out. Kept only where there are ``PROBE_TERM_MIN_STEPS`` of each and the 95 %
+    bootstrap interval of the difference (each side resampled on its own, seeded) lies above 0; 0 otherwise
+    (``identified`` False: the probe could not tell it from its noise), so noise is not fitted into every
+    prediction. Fitted from stored calibrations on this VM (BENCHMARKS.md, "Twelfth session"): micro-DLRM
+    0.40-0.46 ms on loopback where kept (0.24 ms, just not kept, in one), gpt's, cnn's and the library
+    model's never kept."""
     import numpy as np
+
+    from realrun.step_record import timeline_mapping
 
     after_ddp: list[float] = []
     after_bare: list[float] = []
     for rec in records:
         if rec is None:
             continue
-        from realrun.step_record import timeline_mapping
-
         r = timeline_mapping(rec)
         comp, w = list(r.get("compute_step_times_s") or ()), int(r.get("warmup") or 0)
         if int(r.get("block") or 1) != 1 or len(comp) != len(r.get("step_times_s") or ()):
@@ -444,20 +481,9 @@ def leftover_fit(*records: TimelineRecord | Mapping[str, Any] | None, seed: int 
     if min(len(after_ddp), len(after_bare)) < 2:
         return out
     a, b = np.asarray(after_ddp), np.asarray(after_bare)
-    diff = float(np.median(a) - np.median(b))
-    rng = np.random.default_rng(seed)
-    boot = np.median(rng.choice(a, (LEFTOVER_BOOT, len(a))), axis=1) - np.median(
-        rng.choice(b, (LEFTOVER_BOOT, len(b))), axis=1
-    )
-    lo, hi = (float(x) for x in np.percentile(boot, [2.5, 97.5]))
-    out.update(
-        median_after_ddp_s=float(np.median(a)),
-        median_after_compute_s=float(np.median(b)),
-        difference_s=diff,
-        ci95_s=[lo, hi],
-        identified=lo > 0 and min(len(a), len(b)) >= LEFTOVER_MIN_STEPS,
-    )
-    out.update(leftover_s=diff if out["identified"] else 0.0)
+    out.update(median_after_ddp_s=float(np.median(a)), median_after_compute_s=float(np.median(b)))
+    out.update(_kept_median(a, b, seed))
+    out["leftover_s"] = out["difference_s"] if out["identified"] else 0.0
     return out
 
 
@@ -465,10 +491,11 @@ def optimizer_extra_fit(profile: GradProfile, *targets: Mapping[str, Any] | None
     """What the optimizer of a DDP step takes beyond the compute-only step's (``CostModel.optimizer_extra_s``):
     per probe step (both caps' ``measured_targets``), its optimizer (the slowest rank's, from ``optimizer_start``
     to ``optimizer_end``) less the profile's optimizer scaled as that probe scales it (to its compute-only steps);
-    the median over the steps. Kept, as the leftover is, where there are ``LEFTOVER_MIN_STEPS`` or more and the
-    95 % bootstrap interval of the median lies above 0; 0 otherwise (nothing fitted negative). Measured on this VM
-    (BENCHMARKS.md, "Twelfth session"): micro-DLRM's optimizer 0.09-0.14 ms longer in every stored probe on
-    loopback and over 1000 Mbit/s; gpt's, cnn's and the library model's either way."""
+    the median over the steps. Kept, as the leftover is, where there are ``PROBE_TERM_MIN_STEPS`` or more and the
+    95 % bootstrap interval of the median lies above 0; 0 otherwise (nothing fitted negative). The interval is
+    the probe steps' only: the profile's optimizer is taken as exact. Fitted on this VM (BENCHMARKS.md, "Twelfth
+    session"): micro-DLRM 0.10-0.17 ms on loopback and over 1000 Mbit/s, kept in every cell; gpt's, cnn's and the
+    library model's either way (cnn's below 0 in 3 of 4 cells, not fitted)."""
     import numpy as np
 
     diffs: list[float] = []
@@ -483,39 +510,39 @@ def optimizer_extra_fit(profile: GradProfile, *targets: Mapping[str, Any] | None
     out: dict[str, Any] = {"optimizer_extra_s": 0.0, "identified": False, "steps": len(diffs)}
     if len(diffs) < 2:
         return out
-    d = np.asarray(diffs)
-    rng = np.random.default_rng(seed)
-    boot = np.median(rng.choice(d, (LEFTOVER_BOOT, len(d))), axis=1)
-    lo, hi = (float(x) for x in np.percentile(boot, [2.5, 97.5]))
-    med = float(np.median(d))
-    out.update(difference_s=med, ci95_s=[lo, hi], identified=lo > 0 and len(d) >= LEFTOVER_MIN_STEPS)
-    out["optimizer_extra_s"] = med if out["identified"] else 0.0
+    out.update(_kept_median(np.asarray(diffs), seed=seed))
+    out["optimizer_extra_s"] = out["difference_s"] if out["identified"] else 0.0
     return out
+
+
+def _term_phrase(f: Mapping[str, Any] | None, what: str, steps: str, n: int, key: str) -> str:
+    """One probe-fitted term in words, for the probe's summary line: ``what`` it measured, the difference and
+    its interval over ``steps`` (``n`` the fewer a side), and whether it is kept (``f[key]``)."""
+    if not f or "difference_s" not in f:
+        return ""
+    lo, hi = f["ci95_s"]
+    if f["identified"]:
+        verdict = f"kept, {f[key] * 1e3:.2f} ms"
+    elif n < PROBE_TERM_MIN_STEPS:
+        verdict = f"not kept (fewer than {PROBE_TERM_MIN_STEPS} steps a side)"
+    elif hi < 0:
+        verdict = "below 0, not fitted"
+    else:
+        verdict = "within the probe's noise, not kept"
+    return f"; {what} {f['difference_s'] * 1e3:+.2f} ms (95 % {lo * 1e3:+.2f}..{hi * 1e3:+.2f} ms, {steps}): {verdict}"
 
 
 def optimizer_extra_phrase(of: Mapping[str, Any] | None) -> str:
     """The optimizer's extra in words, for the probe's summary line."""
-    if not of or "difference_s" not in of:
-        return ""
-    lo, hi = of["ci95_s"]
-    what = f"kept, {of['optimizer_extra_s'] * 1e3:.2f} ms" if of["identified"] else "not kept"
-    return (
-        f"; the optimizer {of['difference_s'] * 1e3:+.2f} ms beyond the profile's in a DDP step "
-        f"(95 % {lo * 1e3:+.2f}..{hi * 1e3:+.2f} ms, {of['steps']} steps): {what}"
-    )
+    n = int((of or {}).get("steps", 0))
+    return _term_phrase(of, "the optimizer in a DDP step beyond the profile's", f"{n} steps", n, "optimizer_extra_s")
 
 
 def leftover_phrase(lf: Mapping[str, Any] | None) -> str:
     """The leftover fit in words, for the probe's summary line."""
-    if not lf or "difference_s" not in lf:
-        return ""
-    lo, hi = lf["ci95_s"]
-    what = f"kept, {lf['leftover_s'] * 1e3:.2f} ms a step" if lf["identified"] else "within the probe's noise, not kept"
-    return (
-        f"; compute-only steps {lf['difference_s'] * 1e3:+.2f} ms after a DDP step than after one of their own "
-        f"(95 % {lo * 1e3:+.2f}..{hi * 1e3:+.2f} ms, {lf['n_after_ddp']} and {lf['n_after_compute']} steps): "
-        f"the leftover work {what}"
-    )
+    a, b = int((lf or {}).get("n_after_ddp", 0)), int((lf or {}).get("n_after_compute", 0))
+    what = "the leftover work: compute-only steps after a DDP step longer than after their own by"
+    return _term_phrase(lf, what, f"{a} and {b} steps", min(a, b), "leftover_s")
 
 
 def fit_step_probe(
@@ -573,11 +600,20 @@ def summary_line(fit: dict[str, Any]) -> str:
         f"all-reduces {m['comm_sum_s'] * 1e3:.1f} / {s['comm_sum_s'] * 1e3:.1f} ms per step)"
         + per_call
         + _finalize_phrase(fit)
+        + _recording_phrase(m, (fine or {}).get("measured") or {})
         + leftover_phrase(fit.get("leftover"))
         + optimizer_extra_phrase(fit.get("optimizer_extra"))
         + _not_identified(fit["not_identified"])
         + _spread(fit.get("bootstrap") or [])
     )
+
+
+def _recording_phrase(m: Mapping[str, Any], mf: Mapping[str, Any]) -> str:
+    """The recorder's cost taken off the targets, at each cap it was measured at."""
+    costs = [f"{x['recording_s'] * 1e3:.2f}" for x in (m, mf) if x.get("recording_s")]
+    if not costs:
+        return ""
+    return f"; the recording's {' and '.join(costs)} ms a step taken off the backward ends (plain steps beside)"
 
 
 def _finalize_phrase(fit: dict[str, Any]) -> str:

@@ -61,14 +61,21 @@ def warmup_turns(warmup: int, block: int) -> int:
 
 def order_cost(cost: Any, rescale: bool, block: int) -> Any:
     """``cost`` as a measurement in this order sees it: without ``leftover_s`` where the profile is rescaled
-    to compute-only steps measured one step a turn (``block`` 1). Those follow DDP steps, as the DDP steps
-    beside them do, so both carry what a DDP step leaves to the next and the rescale counts it once
-    (BENCHMARKS.md, "Eleventh session"). In turns (a training job's order) the compute-only steps follow
-    their own, and without a rescale the profile is the calibration's own compute-only steps: there the
-    leftover is the model's to add."""
-    if rescale and block == 1 and getattr(cost, "leftover_s", 0.0):
+    to compute-only steps measured one step a turn (``block`` 1). In ``validate``'s groups those follow DDP
+    steps, as the DDP steps beside them do, so both carry what a DDP step leaves to the next and the rescale
+    counts it once (BENCHMARKS.md, "Eleventh session"); in a timeline's one step a turn (``measure_timeline``:
+    (DDP, bare), (bare, DDP), ...) half of each side follows a DDP step, and the rescale takes in about half
+    on both sides. In turns (a training job's order) the compute-only steps follow their own, and without a
+    rescale the profile is the calibration's own compute-only steps: there the leftover is the model's to add.
+    ``leftover_used`` says which."""
+    if not leftover_used(rescale, block) and getattr(cost, "leftover_s", 0.0):
         return replace(cost, leftover_s=0.0)
     return cost
+
+
+def leftover_used(rescale: bool, block: int) -> bool:
+    """Whether predictions compared with steps measured in this order add the leftover (``order_cost``)."""
+    return not (rescale and block == 1)
 
 
 def turns_note(block: int) -> str:
@@ -189,17 +196,16 @@ def predicted_row(
     world_size: int,
     compute_steps_s: Sequence[float] = (),
     steps: int | None = 1,
-    leftover: bool = True,
+    cost: Any = None,
 ) -> RowPrediction:
     """The prediction of one configuration, with its 80 % interval (of one step, or of the median of
     ``steps`` measured steps) over the fit's and the in-step probe's errors and the step-to-step
-    spread of ``compute_steps_s`` (the compute-only steps measured beside it). ``leftover`` False: without
-    the work a DDP step leaves to the next (``order_cost``)."""
+    spread of ``compute_steps_s`` (the compute-only steps measured beside it). ``cost``: the params' own
+    cost model at ``world_size`` unless given (``order_cost``'s, for a measurement's order)."""
     from simulator.interval import step_interval
 
-    cost = params.cost_model(world_size=world_size)
-    if not leftover:
-        cost = replace(cost, leftover_s=0.0)
+    if cost is None:
+        cost = params.cost_model(world_size=world_size)
     res = predict(profile, cost, spec, world_size)
     unc = params.uncertainty(compute_steps_s, world_size=world_size)
     iv = step_interval(profile, cost, spec, world_size, unc, steps=steps)
@@ -597,9 +603,9 @@ def validate_on_pool(
         load_before,
         other.cores,
         steps=list(zip(times, compute)),
+        block=block,  # --timeline measures in the same order
     )
     res["omp_note"] = getattr(pool, "omp_note", None)  # said while calibrating; in the result's text and JSON
-    res["block"] = block  # --timeline measures in the same order
     if warning := noise_warning(res["machine_noise"]):
         say(warning)
     return res
@@ -629,7 +635,7 @@ def row_of(
         world_size,
         compute_s,
         steps=len(times_s),
-        leftover=not (rescale and block == 1),
+        cost=order_cost(params.cost_model(world_size=world_size), rescale, block),
     )
     return make_row(
         cfg,
@@ -659,6 +665,7 @@ def validation_result(
     loadavg: Sequence[float] | None,
     other_cores: float | None = None,
     steps: Sequence[tuple[Sequence[float], Sequence[float]]] | None = None,
+    block: int = 1,
 ) -> dict[str, Any]:
     """``validate``'s result: its rows, their summary, the machine's noise and the params used. ``steps``:
     per row, its step times and its group's compute-only ones (``summarize_rows``)."""
@@ -675,9 +682,11 @@ def validation_result(
         "rescale_compute": rescale,
         "compute_scale": scales,
         "network_provenance": params.cost_model().provenance(world_size),
+        "block": block,
         "params": {
             "measured_world_sizes": list(params.measured_world_sizes),
             **params.fitted_terms(world_size),
+            "leftover_used": leftover_used(rescale, block),
             "contention_provenance": params.contention_at(world_size)[2],
         },
         "measured_compute_s": summarize(list(baseline)).median_s,
@@ -768,6 +777,7 @@ def replay_validation(
         baseline,
         None,
         steps=row_steps,
+        block=block,
     )
 
 

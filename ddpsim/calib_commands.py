@@ -574,7 +574,8 @@ def add_commands(sub: Any) -> None:
         metavar="N|auto",
         help="timed steps a configuration takes in a row, after one untimed step, before the next one's turn, as a "
         "training job steps (default auto: 10 where the predicted step is under 50 ms, else 1, where each timed step "
-        "follows another configuration's, as runs to m33 measured every step)",
+        "follows another configuration's, as runs to m33 measured every step); with --replay: the turns the "
+        "replayed steps were measured in, for records that do not say it (auto there: theirs, else 1)",
     )
     v.add_argument(
         "--replay",

@@ -432,13 +432,15 @@ def measure_timeline(
     optimizer: str = "sgd",
     baseline: bool = True,
     block: int = 1,
+    plain: bool = False,
 ) -> TimelineRecord:
     """Steps of one configuration with per-bucket timelines recorded (``realrun.timeline``) on every rank.
 
     With ``baseline`` every recorded step alternates with a compute-only step of a bare copy of
     the module on the same ranks (``compute_step_times_s``, slowest rank per step); with ``block`` > 1
     the two take turns of one untimed step then ``block`` timed ones, a training job's order
-    (``warmup`` then counts turns). Returns a
+    (``warmup`` then counts turns); with ``plain`` a copy of the configuration without the recorder steps
+    beside them too (``plain_step_times_s``, slowest rank per step: what the recording costs). Returns a
     ``TimelineRecord``: ``step_times_s`` (slowest rank per step), ``rank_step_times_s``,
     ``rank_timelines`` (``rank_timelines[r][k]`` is rank ``r``'s timeline of timed step ``k``, times
     relative to that rank's step start), the compute-only steps and their median, and the load
@@ -458,7 +460,7 @@ def measure_timeline(
     bs = batch_size or load_workload(workload_spec).default_batch_size
     load_before = _loadavg()
     per_rank = pool.run(
-        _timeline_task, workload_spec, strategy, bucket_mb, bs, steps, warmup, optimizer, baseline, block
+        _timeline_task, workload_spec, strategy, bucket_mb, bs, steps, warmup, optimizer, baseline, block, plain
     )
     load_after = _loadavg()
     rank_times = [r["step_times_s"] for r in per_rank]
@@ -474,6 +476,7 @@ def measure_timeline(
         steps=steps,
         warmup=warmup,
         block=block,
+        plain_step_times_s=tuple(max_over_ranks([r["plain_step_times_s"] for r in per_rank])) if plain else (),
         step_times_s=tuple(max_over_ranks(rank_times)),
         rank_step_times_s=tuple(tuple(ts) for ts in rank_times),
         rank_timelines=tuple(tuple(r["timeline"]) for r in per_rank),

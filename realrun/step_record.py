@@ -143,10 +143,11 @@ class TimelineRecord:
     loadavg_before: tuple[float, ...] | None = None
     loadavg_after: tuple[float, ...] | None = None
     block: int = 1  # timed steps a turn (``measure_timeline``); records before it had one
+    plain_step_times_s: tuple[float, ...] = ()  # the configuration's steps without the recorder, beside them
 
     def to_dict(self) -> dict[str, Any]:
-        # one step a turn is written as records before the field were: the same bytes
-        return to_fields(self, schema=TIMELINE_SCHEMA, omit_default=("block",))
+        # written as records before these fields were where they are at their defaults: the same bytes
+        return to_fields(self, schema=TIMELINE_SCHEMA, omit_default=("block", "plain_step_times_s"))
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TimelineRecord:

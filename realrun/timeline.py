@@ -356,16 +356,21 @@ def _timeline_task(
     optimizer: str,
     baseline: bool,
     block: int = 1,
+    plain: bool = False,
 ) -> dict[str, Any]:
     """On one rank: recorded steps of one configuration; with ``baseline``, each recorded step alternates
     with a compute-only step of a bare copy of the module (no wrapper, no communication), so the
     baseline sees the same load as the recorded steps (this machine's drifts by tens of percent in minutes).
-    With ``block`` > 1 the sides take turns of one untimed step then ``block`` timed ones (a training job's
-    order: a DDP step after a DDP step, a compute-only step after a compute-only one), the turns' order
-    reversing each time; ``warmup`` then counts turns."""
+    With ``plain`` a third side, a copy of the configuration without the recorder, steps first (plain,
+    recorded, bare; reversed every turn): what the recording costs, step by step (the plain steps always
+    follow a DDP step, the recorded ones half the time: the cost comes out low by up to half the leftover). With ``block`` > 1
+    the sides take turns of one untimed step then ``block`` timed ones (a training job's order: a DDP step
+    after a DDP step, a compute-only step after a compute-only one), the turns' order reversing each time;
+    ``warmup`` then counts turns. Either way a compute-only step follows a DDP step in even turns and
+    its own in odd ones (``calibration.step_probe.leftover_fit`` reads them so)."""
     import gc
 
-    from .bench_ddp import N_BATCHES, _loadavg, _sync
+    from .bench_ddp import N_BATCHES, _loadavg, _sync, train_step
     from .ddp import make_ddp, make_optimizer
     from .records import environment
     from .workloads import cast_batch, load_workload
@@ -375,34 +380,41 @@ def _timeline_task(
     net = make_ddp(strategy, w.build().to(device), bucket_mb)
     opt = make_optimizer(strategy, net, optimizer)
     rec = TimelineRecorder(net)
-    bare = bare_opt = None
+    bare = bare_opt = net_p = opt_p = None
     if baseline:
         bare = w.build().to(device)
         bare_opt = make_optimizer("naive", bare, optimizer)
+    if plain:
+        net_p = make_ddp(strategy, w.build().to(device), bucket_mb)
+        opt_p = make_optimizer(strategy, net_p, optimizer)
     batches = [
         cast_batch(w.make_batch(batch_size, 1000 + k * ctx.world_size + ctx.rank), device=device)
         for k in range(N_BATCHES)
     ]
     times: list[float] = []
     compute: list[float] = []
+    plain_times: list[float] = []
     steps_tl: list[dict[str, Any]] = []
+    done_of = {"ddp": times, "bare": compute, "plain": plain_times}
+    # plain first: the recorded steps keep their predecessors (a DDP step in even turns, a compute-only one in
+    # odd ones), as without it; the plain steps follow DDP steps
+    sides = [s for s, on in (("plain", plain), ("ddp", True), ("bare", baseline)) if on]
     for i in range(warmup + -(-steps // block)):
         batch = batches[i % N_BATCHES]
-        order = ("ddp", "bare") if i % 2 == 0 else ("bare", "ddp")
-        for side in order:
-            if side == "bare" and bare is None:
-                continue
-            done = len(times) if side == "ddp" else len(compute)
+        for side in sides if i % 2 == 0 else sides[::-1]:
+            done = len(done_of[side])
             n = 1 if block == 1 else 1 + (block if i < warmup else min(block, steps - done))
             for j in range(n):
                 timed = i >= warmup and (block == 1 or j > 0)
-                o = opt if side == "ddp" else bare_opt
+                o = {"ddp": opt, "bare": bare_opt, "plain": opt_p}[side]
                 o.zero_grad(set_to_none=True)
                 dist.barrier()
                 _sync(device)
                 t0 = _perf()
                 if side == "ddp":
                     recorded_step(rec, t0, net, opt, batch, w.loss)
+                elif side == "plain":
+                    train_step(net_p, opt_p, batch, w.loss)
                 else:
                     w.loss(bare, batch).backward()
                     bare_opt.step()
@@ -412,13 +424,14 @@ def _timeline_task(
                     tl = rec.end_step(t)
                     if timed:
                         steps_tl.append(tl)
-                        times.append(t)
-                elif timed:
-                    compute.append(t)
+                if timed:
+                    done_of[side].append(t)
     rec.detach()
     out: dict[str, Any] = {"step_times_s": times, "compute_step_times_s": compute, "timeline": steps_tl}
+    if plain:
+        out["plain_step_times_s"] = plain_times
     if ctx.rank == 0:
         out["env"] = environment(ctx.backend, ctx.world_size, device=device, loadavg=_loadavg())
-    del net, opt, rec, bare, bare_opt
+    del net, opt, rec, bare, bare_opt, net_p, opt_p
     gc.collect()
     return out

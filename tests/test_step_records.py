@@ -530,11 +530,14 @@ def test_replay_adds_the_leftover_only_where_the_order_leaves_it_to_the_model(tm
     assert params.cost_model().leftover_s == 4e-4 and params.fitted_terms(2)["leftover_s"] == 4e-4
     assert order_cost(params.cost_model(), True, 1).leftover_s == 0.0
     assert order_cost(params.cost_model(), True, 10).leftover_s == order_cost(params.cost_model(), False, 1).leftover_s
+    assert order_cost(params.cost_model(), True, 10).leftover_s == 4e-4
     base = replay_validation(records, stored)
     one = replay_validation(records, params)
     assert [r.predicted_step_s for r in one["rows"]] == [r.predicted_step_s for r in base["rows"]]
     ten = replay_validation(records, params, block=10)
     assert ten["method"].endswith(", turns of 10 timed steps after an untimed one")
+    assert (one["block"], one["params"]["leftover_used"]) == (1, False)  # the result says what it added
+    assert (ten["block"], ten["params"]["leftover_used"]) == (10, True) and ten["params"]["leftover_s"] == 4e-4
     for a, b in zip(base["rows"], ten["rows"]):
         # the whole step moves by it; the first call's cold-call cost sees the longer idle (a few us)
         assert b.predicted_step_s - a.predicted_step_s == pytest.approx(4e-4, rel=0.05)
@@ -553,3 +556,29 @@ def test_replay_adds_the_leftover_only_where_the_order_leaves_it_to_the_model(tm
     opt = replay_validation(records, replace(stored, probes=probes))
     for a, b in zip(base["rows"], opt["rows"]):
         assert b.predicted_step_s - a.predicted_step_s == pytest.approx(1e-4, rel=0.05)
+
+
+def test_a_refit_from_params_that_carry_the_new_terms_fits_the_probe_as_without_them():
+    """The in-step probe's own fit leaves the leftover and the optimizer's extra out (its steps carry both on
+    both sides), so refitting a stored probe (run m37, micro-DLRM loopback, where both were kept) with a cost
+    model that has them gives the very fit a cost model without them gives."""
+    import gzip
+    from dataclasses import replace
+
+    from calibration.params import Params
+    from calibration.step_probe import fit_step_probe
+
+    d = RESULTS / "accuracy_matrix_m37dlrm" / "micro-dlrm-loopback"
+    params = Params.load(d / "validation.params.json")
+    with gzip.open(d / "validation.calibration.jsonl.gz", "rt") as f:
+        recs = {r["kind"]: r for r in map(json.loads, f) if r["kind"] in ("step_probe", "step_probe_fine")}
+    cost = params.cost_model()
+    assert cost.leftover_s > 0 and cost.optimizer_extra_s > 0
+    prof = params.profile()
+    args = (recs["step_probe"]["timeline"], prof)
+    fine = recs["step_probe_fine"]["timeline"]
+    with_terms = fit_step_probe(*args, cost, fine_record=fine)
+    without = fit_step_probe(*args, replace(cost, leftover_s=0.0, optimizer_extra_s=0.0), fine_record=fine)
+    assert with_terms == without
+    assert with_terms["leftover_s"] == params.leftover_at(2)
+    assert with_terms["optimizer_extra_s"] == params.optimizer_extra_at(2)

@@ -96,6 +96,11 @@ def test_timeline_in_turns_times_block_steps_of_each_side_after_an_untimed_one(p
     assert rec.to_dict()["block"] == 2
     with pytest.raises(ValueError, match="block"):
         measure_timeline(pool, TINY_MLP, "torch-ddp", 0.1, batch_size=4, steps=2, block=0)
+    # a plain copy of the configuration beside them: as many steps, the record keeps them
+    plain = measure_timeline(pool, TINY_MLP, "torch-ddp", 0.1, batch_size=4, steps=3, warmup=1, plain=True)
+    assert len(plain.plain_step_times_s) == len(plain.step_times_s) == len(plain.compute_step_times_s) == 3
+    assert all(t > 0 for t in plain.plain_step_times_s) and "plain_step_times_s" in plain.to_dict()
+    assert "plain_step_times_s" not in rec.to_dict()  # left out where not measured: older records' bytes
 
 
 def test_hand_written_wrappers_record_natively(pool):
