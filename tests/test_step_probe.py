@@ -174,13 +174,10 @@ def test_measured_targets_take_each_event_at_the_last_rank_to_reach_it():
     assert t1["comm_sum_s"] == pytest.approx(0.01)
     slowest = step_terms(slowest_rank_timelines(rec1)[0])
     assert slowest["compute_s"] == pytest.approx(0.06) and slowest["exposed_tail_s"] == pytest.approx(0.03)
-    # plain steps beside: the recording's cost (median paired difference, 10 ms) comes off every backward end
-    # and step, the calls' time stays
+    # plain steps beside: the recording's cost (median paired difference, 10 ms) is said, the targets stay
     plain = measured_targets({**rec, "plain_step_times_s": [0.09, 0.19, 0.11]})
     assert plain["recording_s"] == pytest.approx(0.01) and t["recording_s"] == 0.0
-    assert plain["compute_s"] == pytest.approx(t["compute_s"] - 0.01)
-    assert plain["step_s"] == pytest.approx(t["step_s"] - 0.01) and plain["comm_sum_s"] == t["comm_sum_s"]
-    assert [p["compute_s"] for p in plain["per_step"]] == pytest.approx([p["compute_s"] - 0.01 for p in t["per_step"]])
+    assert {k: v for k, v in plain.items() if k != "recording_s"} == {k: v for k, v in t.items() if k != "recording_s"}
 
 
 def test_across_ranks_matches_buckets_by_index_and_leaves_the_record_alone():
@@ -394,10 +391,9 @@ def test_the_optimizers_extra_is_the_probe_steps_optimizer_less_the_scaled_profi
     assert optimizer_extra_fit(PROF, {"per_step": [{"compute_s": 1.0}]}, None)["steps"] == 0
 
 
-def test_the_recordings_cost_comes_off_the_backward_end_and_the_step():
-    """A probe record with plain steps beside its recorded ones: the median paired difference is taken off
-    every step's backward end and step time (the targets are for plain steps); none where there are no
-    plain steps (records before them) or the recording came out free."""
+def test_the_recordings_cost_is_the_median_paired_difference_to_the_plain_steps():
+    """A probe record with plain steps beside its recorded ones: the median paired difference; none where
+    there are no plain steps (records before them), they are not paired, or the recording came out free."""
     from calibration.step_probe import recording_cost
 
     rec = {"step_times_s": [0.012, 0.011, 0.013, 0.010], "plain_step_times_s": [0.010, 0.010, 0.011, 0.009]}
