@@ -424,48 +424,48 @@ def measure_step_probe(
 
 
 PROBE_TERM_BOOT = 2000  # resamples for the leftover's and the optimizer's extra's intervals
-# steps a side, at least, for either to be kept: a percentile bootstrap of a median from fewer covers too
-# little (gpt's probes over the emulated links, 10 a side, put a "leftover" of 10-28 ms above 0 at 90 %)
+# differences (pairs of turns, or steps), at least, for either to be kept: a percentile bootstrap of a median
+# from fewer covers too little (gpt's probes over the emulated links, 10 steps a side, put a "leftover" of
+# 10-28 ms above 0 at 90 % when the two sides' medians were compared)
 PROBE_TERM_MIN_STEPS = 20
 
 
-def _kept_median(a: Any, b: Any = None, seed: int = 0) -> dict[str, Any]:
-    """The median of ``a`` (less the median of ``b`` where given), its 95 % percentile-bootstrap interval
-    (each side resampled on its own, seeded), and whether it is kept: ``PROBE_TERM_MIN_STEPS`` or more steps
-    a side and the interval above 0."""
+def _kept_median(d: Any, seed: int = 0) -> dict[str, Any]:
+    """The median of the differences ``d``, its 95 % percentile-bootstrap interval (seeded), and whether it is
+    kept: ``PROBE_TERM_MIN_STEPS`` or more of them and the interval above 0."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    boot = np.median(rng.choice(a, (PROBE_TERM_BOOT, len(a))), axis=1)
-    diff = float(np.median(a))
-    n = len(a)
-    if b is not None:
-        boot = boot - np.median(rng.choice(b, (PROBE_TERM_BOOT, len(b))), axis=1)
-        diff -= float(np.median(b))
-        n = min(n, len(b))
+    boot = np.median(rng.choice(d, (PROBE_TERM_BOOT, len(d))), axis=1)
     lo, hi = (float(x) for x in np.percentile(boot, [2.5, 97.5]))
-    return {"difference_s": diff, "ci95_s": [lo, hi], "identified": lo > 0 and n >= PROBE_TERM_MIN_STEPS}
+    return {
+        "difference_s": float(np.median(d)),
+        "ci95_s": [lo, hi],
+        "identified": lo > 0 and len(d) >= PROBE_TERM_MIN_STEPS,
+    }
 
 
 def leftover_fit(*records: TimelineRecord | Mapping[str, Any] | None, seed: int = 0) -> dict[str, Any]:
     """The work a DDP step leaves running past its end, as the next step pays it (``CostModel.leftover_s``):
-    the median compute-only step after a DDP step less the median after a compute-only step, over the probe
-    records given (the coarse and the fine probe: their compute-only steps are the same bare module's).
+    over the probe records given (the coarse and the fine probe: their compute-only steps are the same bare
+    module's), the median of paired differences, a compute-only step after a DDP step less the one after a
+    compute-only step in the turn just after it.
 
     The probe steps turn ``i`` as (DDP, bare) when ``i`` is even and (bare, DDP) when odd (``measure_timeline``
-    at ``block`` 1), so a bare step follows a DDP step in even turns and a bare one in odd ones; records in
-    turns (``block`` > 1) are left out. Kept only where there are ``PROBE_TERM_MIN_STEPS`` of each and the 95 %
-    bootstrap interval of the difference (each side resampled on its own, seeded) lies above 0; 0 otherwise
+    at ``block`` 1; with plain steps, (plain, DDP, bare) and its reverse), so a bare step follows a DDP step in
+    even turns and a bare one in odd ones; each even turn's is paired with the next turn's, a step apart, so a
+    drift of the machine (its compute-only steps varied 52-64 % in the runs of BENCHMARKS.md "Twelfth session")
+    cancels in each pair. Records in turns (``block`` > 1) are left out. Kept only where there are
+    ``PROBE_TERM_MIN_STEPS`` pairs or more and the median's 95 % bootstrap interval lies above 0; 0 otherwise
     (``identified`` False: the probe could not tell it from its noise), so noise is not fitted into every
-    prediction. Fitted from stored calibrations on this VM (BENCHMARKS.md, "Twelfth session"): micro-DLRM
-    0.40-0.46 ms on loopback where kept (0.24 ms, just not kept, in one), gpt's, cnn's and the library
-    model's never kept."""
+    prediction. Fitted from the stored calibrations on this VM: micro-DLRM 0.20-0.48 ms on loopback and
+    0.50-0.52 ms over 1000 Mbit/s, kept in every cell with 20 pairs; gpt, cnn and the library model have 8-15
+    pairs (never kept)."""
     import numpy as np
 
     from realrun.step_record import timeline_mapping
 
-    after_ddp: list[float] = []
-    after_bare: list[float] = []
+    pairs: list[tuple[float, float]] = []
     for rec in records:
         if rec is None:
             continue
@@ -473,15 +473,13 @@ def leftover_fit(*records: TimelineRecord | Mapping[str, Any] | None, seed: int 
         comp, w = list(r.get("compute_step_times_s") or ()), int(r.get("warmup") or 0)
         if int(r.get("block") or 1) != 1 or len(comp) != len(r.get("step_times_s") or ()):
             continue
-        after_ddp += [t for j, t in enumerate(comp) if (w + j) % 2 == 0]
-        after_bare += [t for j, t in enumerate(comp) if (w + j) % 2 == 1]
-    out: dict[str, Any] = {"leftover_s": 0.0, "identified": False, "n_after_ddp": len(after_ddp)}
-    out["n_after_compute"] = len(after_bare)
-    if min(len(after_ddp), len(after_bare)) < 2:
+        pairs += [(comp[j], comp[j + 1]) for j in range(len(comp) - 1) if (w + j) % 2 == 0]
+    out: dict[str, Any] = {"leftover_s": 0.0, "identified": False, "pairs": len(pairs)}
+    if len(pairs) < 2:
         return out
-    a, b = np.asarray(after_ddp), np.asarray(after_bare)
+    a, b = np.asarray([p[0] for p in pairs]), np.asarray([p[1] for p in pairs])
     out.update(median_after_ddp_s=float(np.median(a)), median_after_compute_s=float(np.median(b)))
-    out.update(_kept_median(a, b, seed))
+    out.update(_kept_median(a - b, seed=seed))
     out["leftover_s"] = out["difference_s"] if out["identified"] else 0.0
     return out
 
@@ -523,7 +521,7 @@ def _term_phrase(f: Mapping[str, Any] | None, what: str, steps: str, n: int, key
     if f["identified"]:
         verdict = f"kept, {f[key] * 1e3:.2f} ms"
     elif n < PROBE_TERM_MIN_STEPS:
-        verdict = f"not kept (fewer than {PROBE_TERM_MIN_STEPS} steps a side)"
+        verdict = f"not kept (fewer than {PROBE_TERM_MIN_STEPS})"
     elif hi < 0:
         verdict = "below 0, not fitted"
     else:
@@ -539,9 +537,9 @@ def optimizer_extra_phrase(of: Mapping[str, Any] | None) -> str:
 
 def leftover_phrase(lf: Mapping[str, Any] | None) -> str:
     """The leftover fit in words, for the probe's summary line."""
-    a, b = int((lf or {}).get("n_after_ddp", 0)), int((lf or {}).get("n_after_compute", 0))
+    n = int((lf or {}).get("pairs", 0))
     what = "the leftover work: compute-only steps after a DDP step longer than after their own by"
-    return _term_phrase(lf, what, f"{a} and {b} steps", min(a, b), "leftover_s")
+    return _term_phrase(lf, what, f"{n} pairs of turns", n, "leftover_s")
 
 
 def fit_step_probe(

@@ -341,6 +341,8 @@ def _probe_record(after_ddp, after_bare, warmup=3, block=1):
 
 
 def test_leftover_is_the_compute_only_step_after_a_ddp_step_less_the_one_after_its_own():
+    """Paired a turn apart (an even turn's compute-only step, after a DDP step, less the next turn's, after its
+    own), over both caps' records; kept with 20 pairs or more and the interval above 0."""
     import numpy as np
 
     from calibration.step_probe import leftover_fit
@@ -350,19 +352,27 @@ def test_leftover_is_the_compute_only_step_after_a_ddp_step_less_the_one_after_i
     coarse = _probe_record([3.0e-3 + x for x in noise(30)], [2.5e-3 + x for x in noise(30)])
     fine = _probe_record([3.0e-3 + x for x in noise(20)], [2.5e-3 + x for x in noise(20)], warmup=4)
     f = leftover_fit(coarse, fine)
-    assert f["identified"] and f["n_after_ddp"] == f["n_after_compute"] == 50
+    # warm-up 3: timed step 0 is an odd turn's, so pairs start at step 1 (29 of them); warm-up 4: 20 from step 0
+    assert f["identified"] and f["pairs"] == 29 + 20
     assert f["leftover_s"] == pytest.approx(0.5e-3, abs=0.1e-3)
     lo, hi = f["ci95_s"]
     assert 0 < lo < f["leftover_s"] < hi
+    # the machine drifting by far more than the leftover, step to step (a random walk): the pairs still find it
+    walk = np.cumsum(rng.normal(0, 3e-4, 120))
+    drift = _probe_record([], [], warmup=0)
+    drift["compute_step_times_s"] = [5e-3 + w + (0.5e-3 if j % 2 == 0 else 0.0) for j, w in enumerate(walk)]
+    drift["step_times_s"] = [0.01] * 120
+    d = leftover_fit(drift)
+    assert d["identified"] and d["leftover_s"] == pytest.approx(0.5e-3, abs=0.2e-3) and np.ptp(walk) > 2e-3
     # the same steps with no difference: within the noise, not kept
     same = leftover_fit(_probe_record([2.5e-3 + x for x in noise(30)], [2.5e-3 + x for x in noise(30)]))
     assert not same["identified"] and same["leftover_s"] == 0.0 and same["ci95_s"][0] <= 0
-    # a clear difference from too few steps a side is not kept either (the bootstrap of a median under-covers)
+    # a clear difference from too few pairs is not kept either (the bootstrap of a median under-covers)
     few = leftover_fit(_probe_record([3e-3] * 10, [2e-3] * 10))
     assert few["difference_s"] == pytest.approx(1e-3) and not few["identified"] and few["leftover_s"] == 0.0
     # a record measured in turns has no compute-only steps after DDP steps among its timed ones
     turns = leftover_fit(_probe_record([3e-3] * 30, [2e-3] * 30, block=10), None)
-    assert turns["n_after_ddp"] == 0 and turns["leftover_s"] == 0.0
+    assert turns["pairs"] == 0 and turns["leftover_s"] == 0.0
 
 
 def test_the_optimizers_extra_is_the_probe_steps_optimizer_less_the_scaled_profiles():
