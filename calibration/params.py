@@ -175,23 +175,27 @@ class Params:
         """``(call_cpu_s, call_cpu_s_per_byte)``: the compute work per call and per byte fitted by the in-step
         probe serving ``world_size`` (``_in_step_at``); 0 where the probe ran at one cap only (calibrations
         before it) or the work was not identified."""
-        f = self._in_step_at(world_size)[1]
-        return float(f.get("call_cpu_s") or 0.0), float(f.get("call_cpu_s_per_byte") or 0.0)
+        return self._in_step_term("call_cpu_s", world_size), self._in_step_term("call_cpu_s_per_byte", world_size)
+
+    def _in_step_term(self, key: str, world_size: int | None) -> float:
+        """One term of the in-step fit serving ``world_size`` (``_in_step_at``); 0 where it is missing."""
+        return float(self._in_step_at(world_size)[1].get(key) or 0.0)
 
     def finalize_at(self, world_size: int | None) -> float:
         """torch DDP's finalize per parameter fitted by the in-step probe serving ``world_size``; 0 where the
         probe did not run or its records predate it."""
-        return float(self._in_step_at(world_size)[1].get("finalize_s_per_param") or 0.0)
+        return self._in_step_term("finalize_s_per_param", world_size)
 
     def leftover_at(self, world_size: int | None) -> float:
         """The work a DDP step leaves to the next (``CostModel.leftover_s``) fitted by the in-step probe serving
         ``world_size``; 0 where the probe did not run, predates it, or could not tell it from its noise."""
-        return float(self._in_step_at(world_size)[1].get("leftover_s") or 0.0)
+        return self._in_step_term("leftover_s", world_size)
 
     def optimizer_extra_at(self, world_size: int | None) -> float:
-        """What the optimizer of a step that communicated takes beyond the profile's (``CostModel.optimizer_extra_s``),
-        fitted by the in-step probe serving ``world_size``; 0 where it did not run, predates it, or could not tell it."""
-        return float(self._in_step_at(world_size)[1].get("optimizer_extra_s") or 0.0)
+        """What the optimizer of a communicating step takes beyond the profile's (``CostModel.optimizer_extra_s``),
+        fitted by the in-step probe serving ``world_size``; 0 where it did not run, predates it, or could not
+        tell it."""
+        return self._in_step_term("optimizer_extra_s", world_size)
 
     @property
     def pipelined(self) -> bool:

@@ -493,8 +493,8 @@ def timelines_on_pool(
 ) -> list[dict[str, Any]]:
     """Per configuration ``(strategy, bucket_mb, ...)``: ``steps`` steps with timelines recorded
     (``realrun.bench_ddp.measure_timeline``; with ``block`` > 1 in turns of ``block`` timed steps, as
-    ``validate --block`` measures, ``warmup`` untimed steps made whole turns), the predicted timeline from ``params`` (a
-    ``calibration.params.Params``; with ``rescale`` its profile scaled, as ``validate`` does, to the
+    ``validate --block`` measures, ``warmup`` untimed steps made whole turns), the predicted timeline from
+    ``params`` (a ``calibration.params.Params``; with ``rescale`` its profile scaled, as ``validate`` does, to the
     compute-only steps measured alternately with the recorded ones, configuration by
     configuration), and ``timeline_outputs`` in ``out_dir``
     (plus the raw record as ``<name>.timeline.json``). Returns the decompositions (with

@@ -363,10 +363,10 @@ def _timeline_task(
     baseline sees the same load as the recorded steps (this machine's drifts by tens of percent in minutes).
     With ``plain`` a third side, a copy of the configuration without the recorder, steps first (plain,
     recorded, bare; reversed every turn): what the recording costs, step by step (the plain steps always
-    follow a DDP step, the recorded ones half the time: the cost comes out low by up to half the leftover). With ``block`` > 1
-    the sides take turns of one untimed step then ``block`` timed ones (a training job's order: a DDP step
-    after a DDP step, a compute-only step after a compute-only one), the turns' order reversing each time;
-    ``warmup`` then counts turns. Either way a compute-only step follows a DDP step in even turns and
+    follow a DDP step, the recorded ones half the time: the cost comes out low by up to half the leftover).
+    With ``block`` > 1 the sides take turns of one untimed step then ``block`` timed ones (a training job's
+    order: a DDP step after a DDP step, a compute-only step after a compute-only one), the turns' order
+    reversing each time; ``warmup`` then counts turns. Either way a compute-only step follows a DDP step in even turns and
     its own in odd ones (``calibration.step_probe.leftover_fit`` reads them so)."""
     import gc
 
@@ -396,6 +396,7 @@ def _timeline_task(
     plain_times: list[float] = []
     steps_tl: list[dict[str, Any]] = []
     done_of = {"ddp": times, "bare": compute, "plain": plain_times}
+    opt_of = {"ddp": opt, "bare": bare_opt, "plain": opt_p}
     # plain first: the recorded steps keep their predecessors (a DDP step in even turns, a compute-only one in
     # odd ones), as without it; the plain steps follow DDP steps
     sides = [s for s, on in (("plain", plain), ("ddp", True), ("bare", baseline)) if on]
@@ -406,8 +407,7 @@ def _timeline_task(
             n = 1 if block == 1 else 1 + (block if i < warmup else min(block, steps - done))
             for j in range(n):
                 timed = i >= warmup and (block == 1 or j > 0)
-                o = {"ddp": opt, "bare": bare_opt, "plain": opt_p}[side]
-                o.zero_grad(set_to_none=True)
+                opt_of[side].zero_grad(set_to_none=True)
                 dist.barrier()
                 _sync(device)
                 t0 = _perf()

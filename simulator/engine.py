@@ -241,9 +241,11 @@ class _Setup:
         self.seg_starts = seg_starts
         self.seg_work = np.add.reduceat(work, seg_starts)
         self.tail = profile.backward_tail_s
-        # what the step before (of the same plan) left running, paid first: only where a step communicates
-        self.lead = cost.leftover_s if (n or plan.n_post) else 0.0
-        self.opt_extra = cost.optimizer_extra_s if (n or plan.n_post) else 0.0  # the optimizer after communication
+        # only a step that communicates pays what the step before (of the same plan) left running, first, and
+        # the optimizer's extra after communication
+        talks = bool(n or plan.n_post)
+        self.lead = cost.leftover_s if talks else 0.0
+        self.opt_extra = cost.optimizer_extra_s if talks else 0.0
 
     def seg_name(self, k: int) -> str:
         ps, order = self.profile.params, self.order
