@@ -290,8 +290,9 @@ class Params:
         """What a prediction from these parameters inherits (``simulator.interval.Uncertainty``): the o and w
         fit's 95 % intervals, the step-to-step spread of ``compute_samples_s`` (measured compute times), the
         in-step probe's bootstrap fits of the contention terms (two factors, and the work per call and per
-        byte where it was fitted), and the model's own error at that probe (``probe_step_residual``) when
-        it ran."""
+        byte where it was fitted), the standard errors of the leftover and the optimizer's extra where the
+        probe kept them (``_kept_term_sd``), and the model's own error at that probe (``probe_step_residual``)
+        when it ran."""
         from simulator.interval import Uncertainty
 
         _, in_step = self._in_step_at(world_size)
@@ -303,7 +304,12 @@ class Params:
             compute_samples_s,
             [d for d in boot if isinstance(d, (list, tuple)) and len(d) in (2, 4)],
         )
-        return replace(unc, model_log_sd=probe_step_residual(in_step))
+        return replace(
+            unc,
+            model_log_sd=probe_step_residual(in_step),
+            leftover_sd_s=_kept_term_sd(in_step, "leftover", "leftover_s"),
+            optimizer_extra_sd_s=_kept_term_sd(in_step, "optimizer_extra", "optimizer_extra_s"),
+        )
 
     def hook_s_per_param(self) -> float:
         """One Python gradient hook's cost: the profile's paired hooked minus hook-free backward
@@ -396,6 +402,16 @@ def save_params(params: Params, path: str | Path) -> Path:
 
 def load_params(path: str | Path) -> Params:
     return Params.load(path)
+
+
+def _kept_term_sd(in_step: Mapping[str, Any], fit_key: str, value_key: str) -> float:
+    """The standard error of an in-step term (``in_step[fit_key]``'s 95 % bootstrap interval) where the probe kept
+    it (``in_step[value_key]`` > 0); 0 for a term not kept or fits from before the interval was stored."""
+    from simulator.interval import sd_of_ci
+
+    if not float(in_step.get(value_key) or 0.0) > 0:
+        return 0.0
+    return sd_of_ci((in_step.get(fit_key) or {}).get("ci95_s"))
 
 
 def probe_step_residual(in_step: Mapping[str, Any]) -> float:

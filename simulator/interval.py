@@ -19,6 +19,10 @@ from what was measured:
   call_cpu_s_per_byte)`` where the probe ran at two caps, as one draw from the
   in-step probe's bootstrap fits (``calibration.step_probe``: its steps
   resampled and refitted), so their correlation is kept;
+* the in-step terms ``leftover_s`` and ``optimizer_extra_s`` (``calibration.step_probe``: medians whose
+  95 % bootstrap intervals the fit keeps) each from a normal with the standard error of its interval,
+  truncated at 0, where the prediction's cost model carries the term (a term the fit did not keep, or
+  ``validate`` leaves out, stays 0 and is not drawn);
 * the model's own error: a log-normal factor on the step whose standard
   deviation is the in-step probe's step residual (``calibration.params.
   probe_step_residual``: the real DDP steps, at the probe's two caps, the
@@ -64,6 +68,8 @@ class Uncertainty:
     compute_rel: tuple[float, ...] = ()
     contention_draws: tuple[tuple[float, ...], ...] = ()  # (c, c_comm[, call_cpu_s, per byte]) bootstrap fits
     model_log_sd: float = 0.0  # the model's own error, as a log-normal factor on the step
+    leftover_sd_s: float = 0.0  # standard error of CostModel.leftover_s, drawn where the cost carries it
+    optimizer_extra_sd_s: float = 0.0  # standard error of CostModel.optimizer_extra_s, likewise
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.o_sd_s) and self.o_sd_s >= 0):
@@ -79,6 +85,10 @@ class Uncertainty:
             )
         if not (math.isfinite(self.model_log_sd) and self.model_log_sd >= 0):
             raise ValueError(f"model_log_sd must be a finite number >= 0, got {self.model_log_sd!r}")
+        for name in ("leftover_sd_s", "optimizer_extra_sd_s"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -91,6 +101,10 @@ class Uncertainty:
             out.append(f"compute step-to-step ({len(self.compute_rel)} measured steps)")
         if len(self.contention_draws) > 1:
             out.append(f"contention in-step probe ({len(self.contention_draws)} bootstrap fits)")
+        if self.leftover_sd_s > 0:
+            out.append("leftover fit CI")
+        if self.optimizer_extra_sd_s > 0:
+            out.append("optimizer extra fit CI")
         if self.model_log_sd > 0:
             out.append(f"model error at the in-step probe ({(math.exp(self.model_log_sd) - 1) * 100:.1f}%)")
         return tuple(out)
@@ -114,9 +128,7 @@ class Uncertainty:
     ) -> Uncertainty:
         """From a fit's 95 % intervals (NaN or missing ends: no error known), measured compute times and
         the in-step probe's bootstrap fits of ``(c, c_comm[, call_cpu_s, call_cpu_s_per_byte])``."""
-        o_sd = 0.0
-        if o_ci_s is not None and all(math.isfinite(x) for x in o_ci_s):
-            o_sd = max(0.0, (o_ci_s[1] - o_ci_s[0]) / (2 * Z95))
+        o_sd = sd_of_ci(o_ci_s)
         w_sd = 0.0
         if w_ci_bytes_per_s is not None and w_bytes_per_s and w_bytes_per_s > 0:
             lo = w_ci_bytes_per_s[0]
@@ -129,6 +141,15 @@ class Uncertainty:
             rel = tuple(x / med for x in xs)
         pairs = tuple(tuple(float(x) for x in d) for d in contention_draws)
         return cls(o_sd_s=o_sd, w_log_sd=w_sd, compute_rel=rel, contention_draws=pairs)
+
+
+def sd_of_ci(ci: Sequence[float] | None) -> float:
+    """The standard error a normal with this 95 % interval has; 0 where it is missing or not finite."""
+    try:
+        lo, hi = (float(x) for x in ci or ())
+    except (TypeError, ValueError):  # missing, the wrong length, or not numbers
+        return 0.0
+    return max(0.0, (hi - lo) / (2 * Z95)) if math.isfinite(lo) and math.isfinite(hi) else 0.0
 
 
 @dataclass(frozen=True)
@@ -196,6 +217,12 @@ def draw_inputs(
             c = c.with_overrides(contention=cc[0], comm_contention=cc[1])
             if len(cc) > 2:
                 c = c.with_overrides(call_cpu_s=cc[2], call_cpu_s_per_byte=cc[3])
+        # the in-step terms only where this cost carries them: a term left out stays out in every draw
+        if unc.leftover_sd_s > 0 and c.leftover_s > 0:
+            c = c.with_overrides(leftover_s=max(0.0, c.leftover_s + unc.leftover_sd_s * float(rng.standard_normal())))
+        if unc.optimizer_extra_sd_s > 0 and c.optimizer_extra_s > 0:
+            extra = c.optimizer_extra_s + unc.optimizer_extra_sd_s * float(rng.standard_normal())
+            c = c.with_overrides(optimizer_extra_s=max(0.0, extra))
         p = profile
         if len(rel) > 1:
             p = profile.scaled(compute_factor(rel, steps, rng))

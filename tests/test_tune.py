@@ -14,6 +14,7 @@ import math
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -895,6 +896,62 @@ def test_params_carry_the_in_step_probes_step_residual_as_model_error():
     with_probe = Params(backend="gloo", world_size=2, linear=fit, probes={"in_step": probe})
     assert with_probe.uncertainty().model_log_sd == pytest.approx(math.log(1.1))
     assert Params(backend="gloo", world_size=2, linear=fit).uncertainty().model_log_sd == 0.0
+
+
+def test_the_in_step_terms_are_drawn_only_where_the_cost_carries_them():
+    """The leftover and the optimizer's extra are drawn from their standard errors (never below 0) where the cost
+    model has them; a cost without them (a term not kept, or one validate leaves out) keeps them at 0 in every
+    draw, and the other inputs' draws are then the same as without the two errors."""
+    from simulator.interval import draw_inputs, sd_of_ci
+
+    unc = Uncertainty(o_sd_s=1e-5, leftover_sd_s=2e-4, optimizer_extra_sd_s=1e-4)
+    assert "leftover fit CI" in unc.sources and "optimizer extra fit CI" in unc.sources
+    carried = STREAM_COST.with_overrides(leftover_s=3e-4, optimizer_extra_s=1e-4)
+    draws = draw_inputs(_stream(), carried, unc, 2000, seed=1)  # medians' standard errors: 6e-6, 3e-6 s
+    left = np.array([c.leftover_s for _, c in draws])
+    extra = np.array([c.optimizer_extra_s for _, c in draws])
+    assert left.min() >= 0 and extra.min() >= 0
+    assert (left == 0).any() and (extra == 0).any()  # truncated at 0: 3e-4 is 1.5 standard errors above it
+    assert np.median(left) == pytest.approx(3e-4, abs=3e-5) and np.std(left) > 1.5e-4
+    assert np.median(extra) == pytest.approx(1e-4, abs=1.5e-5)
+    # not carried: nothing drawn for them, and o's draws are those of an uncertainty without the two errors
+    bare = draw_inputs(_stream(), STREAM_COST, unc, 50, seed=1)
+    plain = draw_inputs(_stream(), STREAM_COST, Uncertainty(o_sd_s=1e-5), 50, seed=1)
+    assert all(c.leftover_s == 0 and c.optimizer_extra_s == 0 for _, c in bare)
+    assert [c.o_s for _, c in bare] == [c.o_s for _, c in plain]
+    # and they widen a communicating step's interval
+    spec = StrategySpec("torch-ddp", bucket_mb=1.0)
+    small = Uncertainty(o_sd_s=1e-7)
+    a = step_interval(_stream(), carried, spec, 2, small, draws=200)
+    b = step_interval(_stream(), carried, spec, 2, replace(small, leftover_sd_s=2e-4), draws=200)
+    assert b.hi_s - b.lo_s > 2 * (a.hi_s - a.lo_s) and b.hi_s - b.lo_s > 2e-4  # 80 %: about +-1.28 errors
+    assert sd_of_ci((1e-4, 5e-4)) == pytest.approx(4e-4 / (2 * Z95))
+    assert sd_of_ci(None) == sd_of_ci((1.0,)) == sd_of_ci((0.0, math.nan)) == sd_of_ci(("a", "b")) == 0.0
+    for bad in (-1e-4, math.inf, math.nan):
+        with pytest.raises(ValueError, match="leftover_sd_s"):
+            Uncertainty(leftover_sd_s=bad)
+        with pytest.raises(ValueError, match="optimizer_extra_sd_s"):
+            Uncertainty(optimizer_extra_sd_s=bad)
+
+
+def test_params_give_the_in_step_terms_errors_only_where_the_probe_kept_them():
+    fit = LinearFit(o_s=400e-6, w_bytes_per_s=1.4e9)
+    kept = {
+        "leftover": {"ci95_s": [0.44e-3, 0.56e-3], "identified": True},
+        "leftover_s": 0.49e-3,
+        "optimizer_extra": {"ci95_s": [0.13e-3, 0.16e-3], "identified": True},
+        "optimizer_extra_s": 0.14e-3,
+    }
+    u = Params(backend="gloo", world_size=2, linear=fit, probes={"in_step": kept}).uncertainty()
+    assert u.leftover_sd_s == pytest.approx(0.12e-3 / (2 * Z95))
+    assert u.optimizer_extra_sd_s == pytest.approx(0.03e-3 / (2 * Z95))
+    # not kept (the interval reached 0): the term is 0 in the cost, so it has no error to draw
+    dropped = dict(kept, leftover={"ci95_s": [-0.01e-3, 0.51e-3], "identified": False}, leftover_s=0.0)
+    u = Params(backend="gloo", world_size=2, linear=fit, probes={"in_step": dropped}).uncertainty()
+    assert u.leftover_sd_s == 0.0 and u.optimizer_extra_sd_s > 0
+    # fits from before the terms (no interval stored)
+    old = {"leftover_s": 0.3e-3}
+    assert Params(backend="gloo", world_size=2, linear=fit, probes={"in_step": old}).uncertainty().leftover_sd_s == 0
 
 
 def test_near_best_range_is_the_run_around_the_best_not_first_to_last_in_the_band():
