@@ -453,7 +453,7 @@ def leftover_fit(*records: TimelineRecord | Mapping[str, Any] | None, seed: int 
 
     The probe steps turn ``i`` as (DDP, bare) when ``i`` is even and (bare, DDP) when odd (``measure_timeline``
     at ``block`` 1; with plain steps, (plain, DDP, bare) and its reverse), so a bare step follows a DDP step in
-    even turns and a bare one in odd ones; each even turn's is paired with the next turn's, a step apart, so a
+    even turns and a bare one in odd ones (``realrun.step_record.bare_follows_ddp``); each even turn's is paired with the next turn's, a step apart, so a
     drift of the machine (its compute-only steps varied 52-64 % in the runs of BENCHMARKS.md "Twelfth session")
     cancels in each pair. Records in turns (``block`` > 1) are left out. Kept only where there are
     ``PROBE_TERM_MIN_STEPS`` pairs or more and the median's 95 % bootstrap interval lies above 0; 0 otherwise
@@ -463,7 +463,7 @@ def leftover_fit(*records: TimelineRecord | Mapping[str, Any] | None, seed: int 
     pairs (never kept)."""
     import numpy as np
 
-    from realrun.step_record import timeline_mapping
+    from realrun.step_record import bare_follows_ddp, timeline_mapping
 
     pairs: list[tuple[float, float]] = []
     for rec in records:
@@ -473,7 +473,7 @@ def leftover_fit(*records: TimelineRecord | Mapping[str, Any] | None, seed: int 
         comp, w = list(r.get("compute_step_times_s") or ()), int(r.get("warmup") or 0)
         if int(r.get("block") or 1) != 1 or len(comp) != len(r.get("step_times_s") or ()):
             continue
-        pairs += [(comp[j], comp[j + 1]) for j in range(len(comp) - 1) if (w + j) % 2 == 0]
+        pairs += [(comp[j], comp[j + 1]) for j in range(len(comp) - 1) if bare_follows_ddp(w + j)]
     out: dict[str, Any] = {"leftover_s": 0.0, "identified": False, "pairs": len(pairs)}
     if len(pairs) < 2:
         return out

@@ -14,9 +14,9 @@ readers take a ``TimelineRecord`` or such a dict (``timeline_mapping``)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from simulator.jsonio import from_fields, to_fields
 
@@ -158,3 +158,20 @@ def timeline_mapping(rec: TimelineRecord | Mapping[str, Any]) -> Mapping[str, An
     """A timeline record as the mapping it is written as: a ``TimelineRecord`` by ``to_dict``, a dict
     read back from a file (or a partial one) as it is."""
     return rec.to_dict() if isinstance(rec, TimelineRecord) else rec
+
+
+_Side = TypeVar("_Side")
+
+
+def turn_order(sides: Sequence[_Side], turn: int) -> Sequence[_Side]:
+    """The order the sides of an interleaved measurement step in turn ``turn``: as given in even turns, reversed in
+    odd ones, so each side follows the others as often (``realrun.timeline``)."""
+    return sides if turn % 2 == 0 else sides[::-1]
+
+
+def bare_follows_ddp(turn: int) -> bool:
+    """Whether turn ``turn``'s compute-only step follows a DDP step, in ``measure_timeline``'s order at ``block`` 1
+    (sides DDP, bare, or plain, DDP, bare, in ``turn_order``): in even turns it does; in odd ones it comes first
+    and follows the turn before's own compute-only step. ``calibration.step_probe.leftover_fit`` pairs the
+    compute-only steps by it."""
+    return turn % 2 == 0

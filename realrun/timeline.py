@@ -40,6 +40,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from .step_record import turn_order
+
 TIMELINE_SCHEMA = "ddpsim.timeline/1"
 
 _perf = time.perf_counter
@@ -275,7 +277,7 @@ def _overhead_task(
     batch = cast_batch(w.make_batch(batch_size, 1000 + ctx.rank), device=device)
     times: dict[str, list[float]] = {side: [] for side in sides}
     for i in range(warmup + steps):
-        for side, net, opt, rec in setups if i % 2 == 0 else setups[::-1]:
+        for side, net, opt, rec in turn_order(setups, i):
             opt.zero_grad(set_to_none=True)
             dist.barrier()
             _sync(device)
@@ -366,8 +368,9 @@ def _timeline_task(
     follow a DDP step, the recorded ones half the time: the cost comes out low by up to half the leftover).
     With ``block`` > 1 the sides take turns of one untimed step then ``block`` timed ones (a training job's
     order: a DDP step after a DDP step, a compute-only step after a compute-only one), the turns' order
-    reversing each time; ``warmup`` then counts turns. Either way a compute-only step follows a DDP step in even turns and
-    its own in odd ones (``calibration.step_probe.leftover_fit`` reads them so)."""
+    reversing each time (``step_record.turn_order``); ``warmup`` then counts turns. At ``block`` 1 a compute-only step
+    follows a DDP step in even turns and its own in odd ones (``step_record.bare_follows_ddp``, by which
+    ``calibration.step_probe.leftover_fit`` pairs them)."""
     import gc
 
     from .bench_ddp import N_BATCHES, _loadavg, _sync, train_step
@@ -402,7 +405,7 @@ def _timeline_task(
     sides = [s for s, on in (("plain", plain), ("ddp", True), ("bare", baseline)) if on]
     for i in range(warmup + -(-steps // block)):
         batch = batches[i % N_BATCHES]
-        for side in sides if i % 2 == 0 else sides[::-1]:
+        for side in turn_order(sides, i):
             done = len(done_of[side])
             n = 1 if block == 1 else 1 + (block if i < warmup else min(block, steps - done))
             for j in range(n):

@@ -330,6 +330,20 @@ def test_finalize_per_parameter_is_the_measured_gap_over_what_the_model_has_per_
     assert finalize_per_param({"measured": {}, "simulated_at_fit": {"finalize_s": 0.0, "n_params": 3}}) == 0.0
 
 
+def test_the_compute_only_steps_after_a_ddp_step_are_those_of_even_turns():
+    """``bare_follows_ddp`` against the sequence ``turn_order`` steps, turn after turn (the leftover's pairs rest on
+    it): with and without the plain side, the compute-only step of turn t follows a DDP step exactly when
+    ``bare_follows_ddp(t)``, and in odd turns it follows the turn before's compute-only step."""
+    from realrun.step_record import bare_follows_ddp, turn_order
+
+    for sides in (("ddp", "bare"), ("plain", "ddp", "bare")):
+        seq = [s for t in range(8) for s in turn_order(sides, t)]
+        for t in range(1, 8):
+            before = seq[seq.index("bare", t * len(sides)) - 1]
+            assert (before in ("ddp", "plain")) == bare_follows_ddp(t)
+            assert before == ("ddp" if t % 2 == 0 else "bare")
+
+
 def _probe_record(after_ddp, after_bare, warmup=3, block=1):
     """A probe record's step lists as ``measure_timeline`` lays them out: timed step ``j`` is turn
     ``warmup + j``, whose compute-only step follows a DDP step when the turn is even."""
