@@ -35,8 +35,9 @@ Which interval is asked for matters: a single step varies with the machine's
 noise, while the median of many steps (what a benchmark reports) varies only
 with what the model's inputs do not pin down. A training run's throughput
 follows the mean step, which a right-skewed step time puts above the median
-(micro-DLRM's many-call rows on loopback, this VM: the mean 9-30 % above
-the median; gpt and cnn 1-3 %, BENCHMARKS.md "Thirteenth session"). ``validate`` judges the median of its ``N`` measured steps
+(on loopback, this VM: micro-DLRM's many-call rows' mean 8-29 % above the
+median; the other rows of the stored cells -1..+9 %, BENCHMARKS.md
+"Thirteenth session"). ``validate`` judges the median of its ``N`` measured steps
 against the interval of the median of ``N``. What was not measured with an
 error (a preset's link figures) is held fixed, and ``Interval.sources`` names
 what was drawn, so an interval built from nothing says so instead of looking
