@@ -362,6 +362,11 @@ def stream_probe(ctx: Any, sizes_bytes: list[int], k: int = 16, reps: int = 8) -
     of the benchmark does not); blocking over async says how many calls the
     backend really runs at once (gloo has 2 threads; on 2 cores they may not
     help).
+
+    Each size first streams once untimed (both ways): over the 142 stored loopback calibrations that
+    timed from the first repetition on, the first size's first blocking repetition took a median 1.46x
+    the rest, and its 4 KiB calls 1.16x the 16 KiB ones on the mean of the repetitions (1.10x without the
+    first; BENCHMARKS.md, "Thirteenth session").
     """
     import torch
     import torch.distributed as dist
@@ -372,18 +377,20 @@ def stream_probe(ctx: Any, sizes_bytes: list[int], k: int = 16, reps: int = 8) -
         for _ in range(2):
             dist.all_reduce(bufs[0])
         blocking, asyn = [], []
-        for _ in range(reps):
+        for rep in range(reps + 1):  # repetition 0 untimed
             dist.barrier()
             t0 = time.perf_counter()
             for b in bufs:
                 dist.all_reduce(b)
-            blocking.append((time.perf_counter() - t0) / k)
+            t_block = (time.perf_counter() - t0) / k
             dist.barrier()
             t0 = time.perf_counter()
             works = [dist.all_reduce(b, async_op=True) for b in bufs]
             for w in works:
                 w.wait()
-            asyn.append((time.perf_counter() - t0) / k)
+            if rep:
+                blocking.append(t_block)
+                asyn.append((time.perf_counter() - t0) / k)
         out["blocking_s"].append(blocking)
         out["async_s"].append(asyn)
     return out
