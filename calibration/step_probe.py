@@ -453,9 +453,9 @@ def leftover_fit(*records: TimelineRecord | Mapping[str, Any] | None, seed: int 
 
     The probe steps turn ``i`` as (DDP, bare) when ``i`` is even and (bare, DDP) when odd (``measure_timeline``
     at ``block`` 1; with plain steps, (plain, DDP, bare) and its reverse), so a bare step follows a DDP step in
-    even turns and a bare one in odd ones (``realrun.step_record.bare_follows_ddp``); each even turn's is paired with the next turn's, a step apart, so a
-    drift of the machine (its compute-only steps varied 52-64 % in the runs of BENCHMARKS.md "Twelfth session")
-    cancels in each pair. Records in turns (``block`` > 1) are left out. Kept only where there are
+    even turns and a bare one in odd ones (``realrun.step_record.bare_follows_ddp``); each even turn's is paired
+    with the next turn's, a step apart, so a drift of the machine (its compute-only steps varied 52-64 % in the
+    runs of BENCHMARKS.md "Twelfth session") cancels in each pair. Records in turns (``block`` > 1) are left out. Kept only where there are
     ``PROBE_TERM_MIN_STEPS`` pairs or more and the median's 95 % bootstrap interval lies above 0; 0 otherwise
     (``identified`` False: the probe could not tell it from its noise), so noise is not fitted into every
     prediction. Fitted from the stored calibrations on this VM: micro-DLRM 0.20-0.48 ms on loopback and

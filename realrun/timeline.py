@@ -368,8 +368,8 @@ def _timeline_task(
     follow a DDP step, the recorded ones half the time: the cost comes out low by up to half the leftover).
     With ``block`` > 1 the sides take turns of one untimed step then ``block`` timed ones (a training job's
     order: a DDP step after a DDP step, a compute-only step after a compute-only one), the turns' order
-    reversing each time (``step_record.turn_order``); ``warmup`` then counts turns. At ``block`` 1 a compute-only step
-    follows a DDP step in even turns and its own in odd ones (``step_record.bare_follows_ddp``, by which
+    reversing each time (``step_record.turn_order``); ``warmup`` then counts turns. At ``block`` 1 a compute-only
+    step follows a DDP step in even turns and its own in odd ones (``step_record.bare_follows_ddp``, by which
     ``calibration.step_probe.leftover_fit`` pairs them)."""
     import gc
 
