@@ -173,6 +173,7 @@ def stream_records(
                 times_s=blocking,
                 async_times_s=asyn,
                 median_s=statistics.median(blocking),
+                order=s0.get("order", "by size"),  # the sizes' repetitions in turns, or each size's in a row
                 link_mbit=link_mbit,
             )
         )

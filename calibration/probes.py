@@ -363,34 +363,43 @@ def stream_probe(ctx: Any, sizes_bytes: list[int], k: int = 16, reps: int = 8) -
     backend really runs at once (gloo has 2 threads; on 2 cores they may not
     help).
 
-    Each size first streams once untimed (both ways): over the 142 stored loopback calibrations that
-    timed from the first repetition on, the first size's first blocking repetition took a median 1.46x
-    the rest, and its 4 KiB calls 1.16x the 16 KiB ones on the mean of the repetitions (1.10x without the
-    first; BENCHMARKS.md, "Thirteenth session").
+    The sizes take turns, repetition by repetition (ascending, then descending, and so on), after one
+    untimed round of every size: stored calibrations that timed each size's repetitions in a row, sizes
+    ascending, put the machine's drift into the sizes. Over the 142 stored loopback calibrations the
+    first size's first blocking repetition took a median 1.46x the rest, and its 4 KiB calls 1.16x the
+    16 KiB ones on the mean of the repetitions (1.10x without the first; BENCHMARKS.md, "Thirteenth
+    session"); the per-call intercept ``o`` of the fit is where that lands.
     """
     import torch
     import torch.distributed as dist
 
-    out: dict[str, Any] = {"k": k, "reps": reps, "sizes_bytes": list(sizes_bytes), "blocking_s": [], "async_s": []}
+    sizes_bytes = list(dict.fromkeys(sizes_bytes))
+    bufs = {n: [torch.ones(max(1, n // 4)) for _ in range(k)] for n in sizes_bytes}
     for n in sizes_bytes:
-        bufs = [torch.ones(max(1, n // 4)) for _ in range(k)]
         for _ in range(2):
-            dist.all_reduce(bufs[0])
-        blocking, asyn = [], []
-        for rep in range(reps + 1):  # repetition 0 untimed
+            dist.all_reduce(bufs[n][0])
+    blocking: dict[int, list[float]] = {n: [] for n in sizes_bytes}
+    asyn: dict[int, list[float]] = {n: [] for n in sizes_bytes}
+    for rep in range(reps + 1):  # round 0 untimed
+        for n in sizes_bytes if rep % 2 == 0 else sizes_bytes[::-1]:
             dist.barrier()
             t0 = time.perf_counter()
-            for b in bufs:
+            for b in bufs[n]:
                 dist.all_reduce(b)
             t_block = (time.perf_counter() - t0) / k
             dist.barrier()
             t0 = time.perf_counter()
-            works = [dist.all_reduce(b, async_op=True) for b in bufs]
+            works = [dist.all_reduce(b, async_op=True) for b in bufs[n]]
             for w in works:
                 w.wait()
             if rep:
-                blocking.append(t_block)
-                asyn.append((time.perf_counter() - t0) / k)
-        out["blocking_s"].append(blocking)
-        out["async_s"].append(asyn)
-    return out
+                blocking[n].append(t_block)
+                asyn[n].append((time.perf_counter() - t0) / k)
+    return {
+        "k": k,
+        "reps": reps,
+        "sizes_bytes": sizes_bytes,
+        "blocking_s": [blocking[n] for n in sizes_bytes],
+        "async_s": [asyn[n] for n in sizes_bytes],
+        "order": "interleaved",
+    }

@@ -111,6 +111,41 @@ def _positive_finite(x: float) -> bool:
     return isinstance(x, float) and math.isfinite(x) and x > 0
 
 
+def test_stream_probe_takes_the_sizes_in_turns_after_an_untimed_round(monkeypatch):
+    """The stream probe's calls as a fake ``torch.distributed`` sees them: two warm-up calls a size, then rounds
+    of every size (ascending, descending, ...), each a blocking stream then an async one of ``k`` calls; the
+    first round untimed, so each size keeps ``reps`` repetitions, in its own list."""
+    from types import SimpleNamespace
+
+    import torch.distributed as dist
+
+    import calibration.probes as probes
+
+    calls: list[tuple[str, int]] = []
+    clock = iter(range(10_000))
+
+    class Done:
+        def wait(self):
+            return None
+
+    def all_reduce(t, async_op=False):
+        calls.append(("async" if async_op else "block", t.numel() * 4))
+        return Done() if async_op else None
+
+    monkeypatch.setattr(dist, "all_reduce", all_reduce)
+    monkeypatch.setattr(dist, "barrier", lambda: calls.append(("barrier", 0)))
+    monkeypatch.setattr(probes, "time", SimpleNamespace(perf_counter=lambda: float(next(clock))))
+    sizes, k, reps = [4096, 16384, 65536], 2, 3
+    out = probes.stream_probe(None, sizes + [4096], k=k, reps=reps)  # a size given twice is measured once
+    assert out["sizes_bytes"] == sizes and out["order"] == "interleaved"
+    assert [len(b) for b in out["blocking_s"]] == [len(a) for a in out["async_s"]] == [reps] * 3
+    assert calls[:6] == [("block", n) for n in sizes for _ in range(2)]
+    streams = [n for kind, n in calls[6:] if kind == "block"][::k]
+    assert streams == (sizes + sizes[::-1]) * 2  # rounds 0 (untimed) to 3
+    per = calls[6:]
+    assert per[: 2 * (k + 1)] == [("barrier", 0)] + [("block", 4096)] * k + [("barrier", 0)] + [("async", 4096)] * k
+
+
 def test_calibrated_params_are_positive_finite_and_of_this_run(calibrated):
     params, _, records, said = calibrated
     assert (params.backend, params.world_size, params.link_mbit) == ("gloo", 2, None)
@@ -174,6 +209,7 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
     ar = [r for r in recs if r["kind"] == "allreduce" and r["impl"] == "native"]
     streams = [r for r in recs if r["kind"] == "allreduce" and r["impl"] == "stream"]
     assert tuple(r["msg_bytes"] for r in ar) == SIZES == tuple(r["msg_bytes"] for r in streams)
+    assert all(r["order"] == "interleaved" and len(r["times_s"]) == len(r["async_times_s"]) == 8 for r in streams)
     # every number in the params comes from a record: refitting the file gives the same fits, bit for bit.
     # w: the mean call time over the transfer-dominated sizes of the sweep (all of it if fewer than two);
     # o: the mean per-call time of consecutive calls (streams)
