@@ -174,6 +174,7 @@ def stream_records(
                 async_times_s=asyn,
                 median_s=statistics.median(blocking),
                 order=s0.get("order", "by size"),  # the sizes' repetitions in turns, or each size's in a row
+                untimed_rounds=s0.get("untimed_rounds", 0),  # a stream of each size before the timed ones
                 link_mbit=link_mbit,
             )
         )

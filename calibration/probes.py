@@ -352,6 +352,9 @@ def contention_probe(
     }
 
 
+STREAM_RESIDENT_BYTES = 512 * (1 << 20)  # the stream probe's buffers of every size at once, at most (per rank)
+
+
 def stream_probe(ctx: Any, sizes_bytes: list[int], k: int = 16, reps: int = 8) -> dict[str, Any]:
     """All-reduces issued back to back, as a DDP step issues them.
 
@@ -363,33 +366,43 @@ def stream_probe(ctx: Any, sizes_bytes: list[int], k: int = 16, reps: int = 8) -
     backend really runs at once (gloo has 2 threads; on 2 cores they may not
     help).
 
-    The sizes take turns, repetition by repetition (ascending, then descending, and so on), after one
-    untimed round of every size: stored calibrations that timed each size's repetitions in a row, sizes
-    ascending, put the machine's drift into the sizes. Over the 142 stored loopback calibrations the
-    first size's first blocking repetition took a median 1.46x the rest, and its 4 KiB calls 1.16x the
-    16 KiB ones on the mean of the repetitions (1.10x without the first; BENCHMARKS.md, "Thirteenth
-    session"); the per-call intercept ``o`` of the fit is where that lands.
+    The sizes take turns, repetition by repetition (in the order given, then reversed, and so on: each
+    size is first and last as often, the two ends following themselves at each turn-around), after one
+    untimed round of every size. Stored calibrations timed each size's repetitions in a row, sizes
+    ascending, from the first on, which put the machine's drift into the sizes: over the 142 stored
+    loopback calibrations the first size's first blocking repetition took a median 1.46x the rest, and
+    its 4 KiB calls 1.16x the 16 KiB ones on the mean of the repetitions (1.10x without the first).
+    Dropping that first repetition moved the fitted ``o`` little (a median x0.994) but gloo's channel
+    count in 22 of 112 loopback cells (BENCHMARKS.md, "Thirteenth session"). Every size's buffers stay
+    resident where they fit ``STREAM_RESIDENT_BYTES``; otherwise each stream's are made before its timing.
     """
     import torch
     import torch.distributed as dist
 
     sizes_bytes = list(dict.fromkeys(sizes_bytes))
-    bufs = {n: [torch.ones(max(1, n // 4)) for _ in range(k)] for n in sizes_bytes}
+    resident = k * sum(sizes_bytes) <= STREAM_RESIDENT_BYTES
+    kept = {n: [torch.ones(max(1, n // 4)) for _ in range(k)] for n in sizes_bytes} if resident else {}
+
+    def buffers(n: int) -> list[Any]:
+        return kept[n] if resident else [torch.ones(max(1, n // 4)) for _ in range(k)]
+
     for n in sizes_bytes:
+        first = buffers(n)[0]
         for _ in range(2):
-            dist.all_reduce(bufs[n][0])
+            dist.all_reduce(first)
     blocking: dict[int, list[float]] = {n: [] for n in sizes_bytes}
     asyn: dict[int, list[float]] = {n: [] for n in sizes_bytes}
     for rep in range(reps + 1):  # round 0 untimed
         for n in sizes_bytes if rep % 2 == 0 else sizes_bytes[::-1]:
+            bufs = buffers(n)
             dist.barrier()
             t0 = time.perf_counter()
-            for b in bufs[n]:
+            for b in bufs:
                 dist.all_reduce(b)
             t_block = (time.perf_counter() - t0) / k
             dist.barrier()
             t0 = time.perf_counter()
-            works = [dist.all_reduce(b, async_op=True) for b in bufs[n]]
+            works = [dist.all_reduce(b, async_op=True) for b in bufs]
             for w in works:
                 w.wait()
             if rep:
@@ -402,4 +415,5 @@ def stream_probe(ctx: Any, sizes_bytes: list[int], k: int = 16, reps: int = 8) -
         "blocking_s": [blocking[n] for n in sizes_bytes],
         "async_s": [asyn[n] for n in sizes_bytes],
         "order": "interleaved",
+        "untimed_rounds": 1,
     }

@@ -201,7 +201,7 @@ def recommend(
     )
     assert near is not None  # the sweep has rows
 
-    unc = uncertainty or Uncertainty()
+    unc = (uncertainty or Uncertainty()).for_cost(cost)
     interval = default_interval = gain_band = None
     if unc.sources:  # the same draws for both settings: the gain is compared pair by pair
         draws = draw_inputs(profile, cost, unc, interval_draws, seed=0)

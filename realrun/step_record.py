@@ -165,7 +165,8 @@ _Side = TypeVar("_Side")
 
 def turn_order(sides: Sequence[_Side], turn: int) -> Sequence[_Side]:
     """The order the sides of an interleaved measurement step in turn ``turn``: as given in even turns, reversed in
-    odd ones, so each side follows the others as often (``realrun.timeline``)."""
+    odd ones, so each side is first and last as often (``realrun.timeline``; which side a step follows:
+    ``bare_follows_ddp``)."""
     return sides if turn % 2 == 0 else sides[::-1]
 
 

@@ -20,9 +20,11 @@ from what was measured:
   in-step probe's bootstrap fits (``calibration.step_probe``: its steps
   resampled and refitted), so their correlation is kept;
 * the in-step terms ``leftover_s`` and ``optimizer_extra_s`` (``calibration.step_probe``: medians whose
-  95 % bootstrap intervals the fit keeps) each from a normal with the standard error of its interval,
-  truncated at 0, where the prediction's cost model carries the term (a term the fit did not keep, or
-  ``validate`` leaves out, stays 0 and is not drawn);
+  95 % bootstrap intervals the fit keeps) each from a normal as wide as its interval (a percentile
+  interval of a median can be lopsided: m39's micro-DLRM leftover 0.23 ms in 0.13-0.28; the normal is
+  centred on the fitted value), truncated at 0, from a generator of their own, where the prediction's
+  cost model carries the term (``Uncertainty.for_cost``: a term the fit did not keep, or ``validate``
+  leaves out, stays 0 and is not drawn);
 * the model's own error: a log-normal factor on the step whose standard
   deviation is the in-step probe's step residual (``calibration.params.
   probe_step_residual``: the real DDP steps, at the probe's two caps, the
@@ -48,7 +50,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -111,6 +113,16 @@ class Uncertainty:
         if self.model_log_sd > 0:
             out.append(f"model error at the in-step probe ({(math.exp(self.model_log_sd) - 1) * 100:.1f}%)")
         return tuple(out)
+
+    def for_cost(self, cost: CostModel) -> Uncertainty:
+        """These errors as a prediction from ``cost`` inherits them: the in-step terms' errors only where the cost
+        carries the term (a term the probe did not keep, or ``validate`` leaves out, is drawn nowhere, and
+        ``sources`` does not name it)."""
+        return replace(
+            self,
+            leftover_sd_s=self.leftover_sd_s if cost.leftover_s > 0 else 0.0,
+            optimizer_extra_sd_s=self.optimizer_extra_sd_s if cost.optimizer_extra_s > 0 else 0.0,
+        )
 
     @property
     def compute_spread_pct(self) -> float:
@@ -207,6 +219,8 @@ def draw_inputs(
         raise ValueError(f"draws must be >= 1, got {n}")
     _check_steps(steps)
     rng = np.random.default_rng(seed)
+    terms_rng = np.random.default_rng([seed, 2])  # the in-step terms' own stream: the other draws stay as they were
+    unc = unc.for_cost(cost)
     rel = np.asarray(unc.compute_rel, dtype=float)
     out = []
     for _ in range(n):
@@ -220,11 +234,12 @@ def draw_inputs(
             c = c.with_overrides(contention=cc[0], comm_contention=cc[1])
             if len(cc) > 2:
                 c = c.with_overrides(call_cpu_s=cc[2], call_cpu_s_per_byte=cc[3])
-        # the in-step terms only where this cost carries them: a term left out stays out in every draw
-        if unc.leftover_sd_s > 0 and c.leftover_s > 0:
-            c = c.with_overrides(leftover_s=max(0.0, c.leftover_s + unc.leftover_sd_s * float(rng.standard_normal())))
-        if unc.optimizer_extra_sd_s > 0 and c.optimizer_extra_s > 0:
-            extra = c.optimizer_extra_s + unc.optimizer_extra_sd_s * float(rng.standard_normal())
+        # the in-step terms only where this cost carries them (``for_cost``): a term left out stays out
+        if unc.leftover_sd_s > 0:
+            left = c.leftover_s + unc.leftover_sd_s * float(terms_rng.standard_normal())
+            c = c.with_overrides(leftover_s=max(0.0, left))
+        if unc.optimizer_extra_sd_s > 0:
+            extra = c.optimizer_extra_s + unc.optimizer_extra_sd_s * float(terms_rng.standard_normal())
             c = c.with_overrides(optimizer_extra_s=max(0.0, extra))
         p = profile
         if len(rel) > 1:
@@ -267,6 +282,7 @@ def step_interval(
     """The ``level`` interval of one configuration's step time (one step, the median of ``steps``
     steps, or of a long run: ``None``) over ``draws`` draws of its inputs."""
     _check_steps(steps)
+    unc = unc.for_cost(cost)
     if not unc.sources:
         t = predict(profile, cost, strategy, world_size, **predict_kw).step_time_s
         return Interval(level, t, t, t, 1, (), steps)

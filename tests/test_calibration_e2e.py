@@ -113,8 +113,9 @@ def _positive_finite(x: float) -> bool:
 
 def test_stream_probe_takes_the_sizes_in_turns_after_an_untimed_round(monkeypatch):
     """The stream probe's calls as a fake ``torch.distributed`` sees them: two warm-up calls a size, then rounds
-    of every size (ascending, descending, ...), each a blocking stream then an async one of ``k`` calls; the
-    first round untimed, so each size keeps ``reps`` repetitions, in its own list."""
+    of every size (as given, reversed, ...), each a blocking stream then an async one of ``k`` calls; the first
+    round untimed. A fake clock makes each call cost its size times (its round + 1), twice that async, so every
+    kept time says which size and round it came from."""
     from types import SimpleNamespace
 
     import torch.distributed as dist
@@ -122,28 +123,44 @@ def test_stream_probe_takes_the_sizes_in_turns_after_an_untimed_round(monkeypatc
     import calibration.probes as probes
 
     calls: list[tuple[str, int]] = []
-    clock = iter(range(10_000))
+    now = [0.0]
+    seen: dict[int, int] = {}
+    k, reps = 2, 3
 
     class Done:
         def wait(self):
             return None
 
     def all_reduce(t, async_op=False):
-        calls.append(("async" if async_op else "block", t.numel() * 4))
+        n = t.numel() * 4
+        calls.append(("async" if async_op else "block", n))
+        j = seen[n] = seen.get(n, 0) + 1
+        if j > 2:  # after the two warm-up calls: round r, k blocking then k async calls
+            r = (j - 3) // (2 * k)
+            now[0] += n * 1e-9 * (r + 1) * (2 if async_op else 1)
         return Done() if async_op else None
 
     monkeypatch.setattr(dist, "all_reduce", all_reduce)
     monkeypatch.setattr(dist, "barrier", lambda: calls.append(("barrier", 0)))
-    monkeypatch.setattr(probes, "time", SimpleNamespace(perf_counter=lambda: float(next(clock))))
-    sizes, k, reps = [4096, 16384, 65536], 2, 3
+    monkeypatch.setattr(probes, "time", SimpleNamespace(perf_counter=lambda: now[0]))
+    sizes = [4096, 16384, 65536]
     out = probes.stream_probe(None, sizes + [4096], k=k, reps=reps)  # a size given twice is measured once
-    assert out["sizes_bytes"] == sizes and out["order"] == "interleaved"
-    assert [len(b) for b in out["blocking_s"]] == [len(a) for a in out["async_s"]] == [reps] * 3
+    assert out["sizes_bytes"] == sizes and out["order"] == "interleaved" and out["untimed_rounds"] == 1
+    for n, blocking, asyn in zip(sizes, out["blocking_s"], out["async_s"]):
+        assert blocking == pytest.approx([n * 1e-9 * (r + 1) for r in range(1, reps + 1)], rel=1e-9)
+        assert asyn == pytest.approx([2 * n * 1e-9 * (r + 1) for r in range(1, reps + 1)], rel=1e-9)
     assert calls[:6] == [("block", n) for n in sizes for _ in range(2)]
     streams = [n for kind, n in calls[6:] if kind == "block"][::k]
     assert streams == (sizes + sizes[::-1]) * 2  # rounds 0 (untimed) to 3
     per = calls[6:]
     assert per[: 2 * (k + 1)] == [("barrier", 0)] + [("block", 4096)] * k + [("barrier", 0)] + [("async", 4096)] * k
+    # buffers made stream by stream where every size's would not fit: the same calls, the same times
+    monkeypatch.setattr(probes, "STREAM_RESIDENT_BYTES", 0)
+    calls.clear()
+    seen.clear()
+    again = probes.stream_probe(None, sizes, k=k, reps=reps)
+    assert again["blocking_s"] == pytest.approx(out["blocking_s"], rel=1e-9)
+    assert [n for kind, n in calls[6:] if kind == "block"][::k] == streams
 
 
 def test_calibrated_params_are_positive_finite_and_of_this_run(calibrated):

@@ -914,13 +914,23 @@ def test_the_in_step_terms_are_drawn_only_where_the_cost_carries_them():
     assert (left == 0).any() and (extra == 0).any()  # truncated at 0: 3e-4 is 1.5 standard errors above it
     assert np.median(left) == pytest.approx(3e-4, abs=3e-5) and np.std(left) > 1.5e-4
     assert np.median(extra) == pytest.approx(1e-4, abs=1.5e-5)
-    # not carried: nothing drawn for them, and o's draws are those of an uncertainty without the two errors
+    # not carried: nothing drawn for them, nor named as a source
     bare = draw_inputs(_stream(), STREAM_COST, unc, 50, seed=1)
-    plain = draw_inputs(_stream(), STREAM_COST, Uncertainty(o_sd_s=1e-5), 50, seed=1)
     assert all(c.leftover_s == 0 and c.optimizer_extra_s == 0 for _, c in bare)
-    assert [c.o_s for _, c in bare] == [c.o_s for _, c in plain]
-    # and they widen a communicating step's interval
+    assert unc.for_cost(STREAM_COST).sources == ("o fit CI",)
     spec = StrategySpec("torch-ddp", bucket_mb=1.0)
+    assert step_interval(_stream(), STREAM_COST, spec, 2, unc, draws=8).sources == ("o fit CI",)
+    # carried or not, the other inputs' draws are those of an uncertainty without the two errors (own generator)
+    others = Uncertainty(o_sd_s=1e-5, compute_rel=(0.9, 1.0, 1.1), contention_draws=((0.1, 0.2), (0.3, 0.4)))
+    with_terms = replace(others, leftover_sd_s=2e-4, optimizer_extra_sd_s=1e-4)
+    for cost in (STREAM_COST, carried):
+        a = draw_inputs(_stream(), cost, others, 50, seed=3)
+        b = draw_inputs(_stream(), cost, with_terms, 50, seed=3)
+        for (pa, ca), (pb, cb) in zip(a, b):
+            assert (ca.o_s, ca.contention, ca.comm_contention) == (cb.o_s, cb.contention, cb.comm_contention)
+            assert pa.compute_s == pb.compute_s
+    assert any(ca.leftover_s != cb.leftover_s for (_, ca), (_, cb) in zip(a, b))
+    # and they widen a communicating step's interval
     small = Uncertainty(o_sd_s=1e-7)
     a = step_interval(_stream(), carried, spec, 2, small, draws=200)
     b = step_interval(_stream(), carried, spec, 2, replace(small, leftover_sd_s=2e-4), draws=200)

@@ -34,7 +34,7 @@ def main(root: str) -> None:
             recs = [json.loads(line) for line in fh]
         ar = [r for r in recs if r.get("kind") in ("allreduce", "broadcast")]
         s = [r for r in ar if r.get("impl") == "stream"]
-        if len(s) < 3 or any("async_times_s" not in r for r in s):
+        if len(s) < 3 or any("async_times_s" not in r or r.get("order", "by size") != "by size" for r in s):
             continue
         ws, link = s[0]["world_size"], s[0].get("link_mbit")
         a = fit_network(ar, "gloo", ws, link, lambda m: None)

@@ -27,7 +27,7 @@ def main(root: str) -> None:
         except (OSError, ValueError):
             continue
         s = [r for r in recs if r.get("kind") == "allreduce" and r.get("impl") == "stream"]
-        if len(s) < 3 or any("async_times_s" not in r for r in s):
+        if len(s) < 3 or any("async_times_s" not in r or r.get("order", "by size") != "by size" for r in s):
             continue
         net = "loopback" if not s[0].get("link_mbit") else f"{s[0]['link_mbit']:g} Mbit/s"
         for i, r in enumerate(s[:3]):
