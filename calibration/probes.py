@@ -380,14 +380,18 @@ def stream_probe(ctx: Any, sizes_bytes: list[int], k: int = 16, reps: int = 8) -
     import torch.distributed as dist
 
     sizes_bytes = list(dict.fromkeys(sizes_bytes))
+
+    def make(n: int, count: int = k) -> list[Any]:
+        return [torch.ones(max(1, n // 4)) for _ in range(count)]
+
     resident = k * sum(sizes_bytes) <= STREAM_RESIDENT_BYTES
-    kept = {n: [torch.ones(max(1, n // 4)) for _ in range(k)] for n in sizes_bytes} if resident else {}
+    kept = {n: make(n) for n in sizes_bytes} if resident else {}
 
     def buffers(n: int) -> list[Any]:
-        return kept[n] if resident else [torch.ones(max(1, n // 4)) for _ in range(k)]
+        return kept[n] if resident else make(n)
 
     for n in sizes_bytes:
-        first = buffers(n)[0]
+        first = kept[n][0] if resident else make(n, 1)[0]
         for _ in range(2):
             dist.all_reduce(first)
     blocking: dict[int, list[float]] = {n: [] for n in sizes_bytes}

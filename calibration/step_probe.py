@@ -430,19 +430,17 @@ PROBE_TERM_BOOT = 2000  # resamples for the leftover's and the optimizer's extra
 PROBE_TERM_MIN_STEPS = 20
 
 
-def _kept_median(d: Any, seed: int = 0) -> dict[str, Any]:
-    """The median of the differences ``d``, its 95 % percentile-bootstrap interval (seeded), and whether it is
-    kept: ``PROBE_TERM_MIN_STEPS`` or more of them and the interval above 0."""
+def _kept_median(d: Any, key: str, seed: int = 0) -> dict[str, Any]:
+    """The median of the differences ``d``, its 95 % percentile-bootstrap interval (seeded), whether it is
+    kept (``PROBE_TERM_MIN_STEPS`` or more of them and the interval above 0), and under ``key`` the term's
+    value: the median where kept, else 0."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
     boot = np.median(rng.choice(d, (PROBE_TERM_BOOT, len(d))), axis=1)
     lo, hi = (float(x) for x in np.percentile(boot, [2.5, 97.5]))
-    return {
-        "difference_s": float(np.median(d)),
-        "ci95_s": [lo, hi],
-        "identified": lo > 0 and len(d) >= PROBE_TERM_MIN_STEPS,
-    }
+    med, kept = float(np.median(d)), lo > 0 and len(d) >= PROBE_TERM_MIN_STEPS
+    return {"difference_s": med, "ci95_s": [lo, hi], "identified": kept, key: med if kept else 0.0}
 
 
 def leftover_fit(*records: TimelineRecord | Mapping[str, Any] | None, seed: int = 0) -> dict[str, Any]:
@@ -455,8 +453,8 @@ def leftover_fit(*records: TimelineRecord | Mapping[str, Any] | None, seed: int 
     at ``block`` 1; with plain steps, (plain, DDP, bare) and its reverse), so a bare step follows a DDP step in
     even turns and a bare one in odd ones (``realrun.step_record.bare_follows_ddp``); each even turn's is paired
     with the next turn's, a step apart, so a drift of the machine (its compute-only steps varied 52-64 % in the
-    runs of BENCHMARKS.md "Twelfth session") cancels in each pair. Records in turns (``block`` > 1) are left out. Kept only where there are
-    ``PROBE_TERM_MIN_STEPS`` pairs or more and the median's 95 % bootstrap interval lies above 0; 0 otherwise
+    runs of BENCHMARKS.md "Twelfth session") cancels in each pair. Records in turns (``block`` > 1) are left
+    out. Kept only where there are ``PROBE_TERM_MIN_STEPS`` pairs or more and the median's 95 % bootstrap interval lies above 0; 0 otherwise
     (``identified`` False: the probe could not tell it from its noise), so noise is not fitted into every
     prediction. Fitted from the stored calibrations on this VM: micro-DLRM 0.20-0.48 ms on loopback and
     0.50-0.52 ms over 1000 Mbit/s, kept in every cell with 20 pairs; gpt, cnn and the library model have 8-15
@@ -479,8 +477,7 @@ def leftover_fit(*records: TimelineRecord | Mapping[str, Any] | None, seed: int 
         return out
     a, b = np.asarray([p[0] for p in pairs]), np.asarray([p[1] for p in pairs])
     out.update(median_after_ddp_s=float(np.median(a)), median_after_compute_s=float(np.median(b)))
-    out.update(_kept_median(a - b, seed=seed))
-    out["leftover_s"] = out["difference_s"] if out["identified"] else 0.0
+    out.update(_kept_median(a - b, "leftover_s", seed=seed))
     return out
 
 
@@ -507,8 +504,7 @@ def optimizer_extra_fit(profile: GradProfile, *targets: Mapping[str, Any] | None
     out: dict[str, Any] = {"optimizer_extra_s": 0.0, "identified": False, "steps": len(diffs)}
     if len(diffs) < 2:
         return out
-    out.update(_kept_median(np.asarray(diffs), seed=seed))
-    out["optimizer_extra_s"] = out["difference_s"] if out["identified"] else 0.0
+    out.update(_kept_median(np.asarray(diffs), "optimizer_extra_s", seed=seed))
     return out
 
 
