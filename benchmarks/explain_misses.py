@@ -16,7 +16,7 @@ which row it explains); ``RUN_DIR/<cell>/explain/summary.json`` lists them, and 
 each miss's largest wrong part beside it. A miss explained before for the same row is kept; one explained
 for another row (another run into the same folder) is reported and left, or run again with ``--rerun``.
 Rows with a list of caps are not re-run (``validate --timeline`` takes one cap). ``DDPSIM`` names the
-``ddpsim`` command (default: on PATH). Exit status 1 where a miss could not be explained, each said in one
+``ddpsim`` command line (default: on PATH; `python -m ddpsim` works too). Exit status 1 where a miss could not be explained, each said in one
 line (a cell's re-run in company that failed, or that repeats another measurement of the cell, counts too); the
 other cells still run.
 
@@ -38,6 +38,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -97,12 +98,13 @@ def label(row: dict[str, Any]) -> str:
 
 def _validate_head(cell: Path, ddpsim: str) -> tuple[dict[str, Any], list[str]]:
     """The cell's validate result, and the start of a ``ddpsim validate`` that measures as it did: its model,
-    world size, link and params (the calibration it used)."""
+    world size, link and params (the calibration it used). ``ddpsim``: a command line (``python -m ddpsim``
+    as accuracy_matrix.sh's ``DDPSIM`` may give it), split as a shell would."""
     res = json.loads((cell / "validation.json").read_text())
     params = cell_params(cell)
     if params is None:
         raise ValueError(f"{cell}: no validation.params*.json (the calibration the cell used)")
-    cmd = [ddpsim, "validate", "--model", str(res["model"]), "--world-size", str(res.get("world_size") or 2)]
+    cmd = [*shlex.split(ddpsim), "validate", "--model", str(res["model"]), "--world-size", str(res.get("world_size") or 2)]
     if res.get("link_mbit"):
         cmd += ["--link-mbit", f"{float(res['link_mbit']):g}"]
     return res, cmd + ["--params", str(params)]

@@ -47,6 +47,8 @@ def test_misses_are_the_rows_past_the_threshold_worst_first_and_their_command_re
     assert explain.misses(cell, 30.0) == [] and explain.misses(tmp_path, 10.0) == []  # no validation.json: none
     cmd = explain.command(cell, rows[1], 16, "ddpsim")
     assert cmd[:6] == ["ddpsim", "validate", "--model", "micro-dlrm", "--world-size", "2"]
+    # DDPSIM may be a command line (accuracy_matrix.sh run from a clone: "python -m ddpsim")
+    assert explain.command(cell, rows[1], 16, "python -m ddpsim")[:4] == ["python", "-m", "ddpsim", "validate"]
     assert "--link-mbit" not in cmd  # loopback
     at = {k: cmd[i + 1] for i, k in enumerate(cmd) if k.startswith("--") and i + 1 < len(cmd)}
     assert at["--params"] == str(cell / "validation.params.json")
