@@ -104,7 +104,14 @@ def _validate_head(cell: Path, ddpsim: str) -> tuple[dict[str, Any], list[str]]:
     params = cell_params(cell)
     if params is None:
         raise ValueError(f"{cell}: no validation.params*.json (the calibration the cell used)")
-    cmd = [*shlex.split(ddpsim), "validate", "--model", str(res["model"]), "--world-size", str(res.get("world_size") or 2)]
+    cmd = [
+        *shlex.split(ddpsim),
+        "validate",
+        "--model",
+        str(res["model"]),
+        "--world-size",
+        str(res.get("world_size") or 2),
+    ]
     if res.get("link_mbit"):
         cmd += ["--link-mbit", f"{float(res['link_mbit']):g}"]
     return res, cmd + ["--params", str(params)]
