@@ -19,11 +19,16 @@ cell() {  # name limit_s p validate-args...
   tail -3 $d/validate.log
 }
 ALL=(--strategy torch-ddp,flat,individual,bucketed,sharded --bucket-mb 0.25,1,4,16,64)
-cell gpt-loopback 115 2 --model gpt "${ALL[@]}"
-cell cnn-loopback 95 2 --model cnn "${ALL[@]}"
-cell lib-loopback 115 2 --model benchmarks/models/torch_transformer.py:build "${ALL[@]}"
-cell micro-dlrm-loopback 95 2 --model micro-dlrm "${ALL[@]}"
-cell gpt-loopback-p4 100 4 --model gpt --strategy torch-ddp,flat,individual --bucket-mb 1,4,25
+# CELLS: which cells, each name:time-limit-in-s (run2.sh: cnn and lib again with longer limits)
+for c in ${CELLS:-gpt-loopback:115 cnn-loopback:95 lib-loopback:115 micro-dlrm-loopback:95 gpt-loopback-p4:100}; do
+  case ${c%%:*} in
+    gpt-loopback) cell gpt-loopback ${c##*:} 2 --model gpt "${ALL[@]}" ;;
+    cnn-loopback) cell cnn-loopback ${c##*:} 2 --model cnn "${ALL[@]}" ;;
+    lib-loopback) cell lib-loopback ${c##*:} 2 --model benchmarks/models/torch_transformer.py:build "${ALL[@]}" ;;
+    micro-dlrm-loopback) cell micro-dlrm-loopback ${c##*:} 2 --model micro-dlrm "${ALL[@]}" ;;
+    gpt-loopback-p4) cell gpt-loopback-p4 ${c##*:} 4 --model gpt --strategy torch-ddp,flat,individual --bucket-mb 1,4,25 ;;
+  esac
+done
 echo "== $(date +%T) end" >> $R/times.txt
 python3 benchmarks/accuracy_table.py $R > $R/matrix.md 2>&1; cat $R/matrix.md
 cd $OUT && tar czf r.tgz r && rm -rf r

@@ -1,29 +1,3 @@
 #!/usr/bin/env bash
-# On a lent 16-core machine (run from the repository root, $OUT set, simpy wheel in .whl/): the loopback row
-# of the accuracy matrix at p = 2 for gpt, cnn, lib and micro-DLRM (as device_matrix_2026-11-26/run.sh did on an
-# older model: same options, 8 threads a rank under OMP_WAIT_POLICY=PASSIVE), then gpt at p = 4 (4 threads a
-# rank; torch-ddp 1/4/25 MiB, flat, individual, as omp_wait_policy/ did). Each cell calibrates first and runs
-# under its own time limit so that one slow cell does not take the others' time.
-set -u
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site:$PWD OMP_WAIT_POLICY=PASSIVE PYTHONUNBUFFERED=1
-R=$OUT/r; mkdir -p $R
-{ nproc; python3 -c "import torch; print(torch.__version__)"; lscpu | grep -i "model name"; git log -1 --format=%h 2>/dev/null; } > $R/machine.txt 2>&1
-cell() {  # name limit_s p validate-args...
-  local name=$1 limit=$2 p=$3; shift 3
-  local d=$R/$name; mkdir -p $d
-  echo "== $(date +%T) $name (load $(cut -d' ' -f1-3 /proc/loadavg))" | tee -a $R/times.txt
-  timeout $limit python3 -m ddpsim validate --world-size $p "$@" --steps 8 --min-seconds 1 --rounds 2 \
-    --out $d/validation.json --records $d/validation.jsonl > $d/validate.log 2>&1 \
-    || echo "   $name failed or timed out: rc $?" | tee -a $R/times.txt
-  tail -3 $d/validate.log
-}
-ALL=(--strategy torch-ddp,flat,individual,bucketed,sharded --bucket-mb 0.25,1,4,16,64)
-
-cell cnn-loopback 125 2 --model cnn "${ALL[@]}"
-cell lib-loopback 150 2 --model benchmarks/models/torch_transformer.py:build "${ALL[@]}"
-
-
-echo "== $(date +%T) end" >> $R/times.txt
-python3 benchmarks/accuracy_table.py $R > $R/matrix.md 2>&1; cat $R/matrix.md
-cd $OUT && tar czf r.tgz r && rm -rf r
+# The second call (after run.sh's cnn and lib cells ran out of time): those two again with longer limits.
+CELLS="cnn-loopback:125 lib-loopback:150" exec bash "$(dirname "$0")/run.sh"
