@@ -16,9 +16,9 @@ which row it explains); ``RUN_DIR/<cell>/explain/summary.json`` lists them, and 
 each miss's largest wrong part beside it. A miss explained before for the same row is kept; one explained
 for another row (another run into the same folder) is reported and left, or run again with ``--rerun``.
 Rows with a list of caps are not re-run (``validate --timeline`` takes one cap). ``DDPSIM`` names the
-``ddpsim`` command line (default: on PATH; `python -m ddpsim` works too). Exit status 1 where a miss could not be explained, each said in one
-line (a cell's re-run in company that failed, or that repeats another measurement of the cell, counts too); the
-other cells still run.
+``ddpsim`` command line (default: on PATH; ``python -m ddpsim`` works too). Exit status 1 where a miss could
+not be explained, each said in one line (a cell's re-run in company that failed, or that repeats another
+measurement of the cell, counts too); the other cells still run.
 
 Alone is not the matrix's company: with one step a turn every timed step follows a compute-only step there, and
 a DDP step leaves work that the step after it pays (micro-DLRM on loopback: a compute-only step after one runs
@@ -345,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--threshold must be a number > 0 and --steps >= 2")
     if not (math.isfinite(a.min_seconds) and a.min_seconds >= 0):
         ap.error("--min-seconds must be a number >= 0")
-    ddpsim = os.environ.get("DDPSIM", "ddpsim")
+    ddpsim = os.environ.get("DDPSIM") or "ddpsim"  # empty: the default, as accuracy_matrix.sh has it
     failed = 0
     for cell in sorted(p for p in a.run.iterdir() if p.is_dir()):
         try:

@@ -27,6 +27,7 @@ for c in ${CELLS:-gpt-loopback:115 cnn-loopback:95 lib-loopback:115 micro-dlrm-l
     lib-loopback) cell lib-loopback ${c##*:} 2 --model benchmarks/models/torch_transformer.py:build "${ALL[@]}" ;;
     micro-dlrm-loopback) cell micro-dlrm-loopback ${c##*:} 2 --model micro-dlrm "${ALL[@]}" ;;
     gpt-loopback-p4) cell gpt-loopback-p4 ${c##*:} 4 --model gpt --strategy torch-ddp,flat,individual --bucket-mb 1,4,25 ;;
+    *) echo "unknown cell ${c%%:*} (CELLS holds name:limit_s entries)" >&2; exit 2 ;;
   esac
 done
 echo "== $(date +%T) end" >> $R/times.txt
