@@ -367,8 +367,8 @@ class BucketedDDP(_GradSync):
         self._scale = 1.0 / self.world_size
         # not ``_buffers``: that is nn.Module's own registry of buffers, which every attribute assignment
         # searches by name (a list of tensors there made each ``self._next += 1`` compare the name with every
-        # bucket tensor, ~11 us a tensor: micro-DLRM at 0.25 MiB measured 37-53 % slower than torch DDP's same
-        # nine buckets; and it broke ``state_dict()`` and ``.to()``)
+        # bucket tensor, ~11 us a tensor: micro-DLRM at 0.25 MiB measured 20-53 % slower than torch DDP's same
+        # nine buckets in matrix runs m30-m40; and it broke ``state_dict()`` and ``.to()``)
         self._bucket_bufs: list[torch.Tensor] = []
         self._members: list[list[nn.Parameter]] = []
         self._views: list[list[torch.Tensor]] = []

@@ -249,7 +249,7 @@ def _module_internals_task(ctx, strategy):
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_wrappers_keep_nn_module_registries(pool, strategy):
     # BucketedDDP once kept its bucket tensors in ``self._buffers``, nn.Module's own registry: every attribute
-    # assignment then compared the name with each tensor (micro-DLRM at 0.25 MiB 37-53 % slower than torch
+    # assignment then compared the name with each tensor (micro-DLRM at 0.25 MiB 20-53 % slower than torch
     # DDP's same buckets) and state_dict() and .to() broke
     for shadowed, keys, expected in pool.run(_module_internals_task, strategy):
         assert shadowed == []
