@@ -329,8 +329,13 @@ def fit_network(
     sfit = fit_linear(streams, impl="stream", world_size=world_size, link_mbit=link, statistic="mean")
     speedup = speedup_of(streams)
     speedup_ci = speedup_interval(streams) if backend == "gloo" else None  # one NCCL stream: nothing to decide
-    # w from the sizes where the transfer dominates (the rate a step's large buckets pay)
-    bw = fit_bandwidth(ar, fit, world_size=world_size, link_mbit=link, statistic="mean")
+    # w from the sizes where the transfer dominates (the rate a step's large buckets pay), fitted to their median
+    # calls: the probe times few of them (5-8 at 4-32 MiB over 200 Mbit/s) and one stalled call in five moves a
+    # mean by 4-7 % (m41's micro-DLRM over 1000 Mbit/s: w 115.6 MB/s from means, 119.5 from medians, the
+    # other cells there 118-121 either way). Replayed over the 32 stored link cells of m32, m35, m39 and m41
+    # (benchmarks/replay_matrix.sh; BENCHMARKS.md, "Fifteenth session"): median |error| 1.91 -> 1.70 % on
+    # average, both error goals in 26 cells (24 from means); 11 cells moved the other way, at most +0.9 points.
+    bw = fit_bandwidth(ar, fit, world_size=world_size, link_mbit=link, statistic="median")
     # One pipelined channel where it describes the async calls (within PIPELINE_FIT): the speed-up of async
     # over blocking calls is then the hand-offs hidden behind transfers, not a second channel. Else gloo's two
     # threads count as two channels from x1.3. Over the 108 stored link calibrations the speed-up ran x1.00-1.41;
@@ -351,7 +356,7 @@ def fit_network(
     if bw is not None:
         mib = ", ".join(f"{n / MIB:g}" for n in bw.sizes_bytes)
         say(
-            f"bandwidth from the transfer-dominated sizes ({mib} MiB): w = {bw.w_gbps:.4g} GB/s "
+            f"bandwidth from the transfer-dominated sizes ({mib} MiB, median calls): w = {bw.w_gbps:.4g} GB/s "
             f"({bw.w_gbps * 8e3:.0f} Mbit/s; all sizes: {fit.w_gbps * 8e3:.0f} Mbit/s)"
         )
     w_from = f"w from the {len(bw.sizes_bytes)} transfer-dominated sizes" if bw else "w from the sweep"
@@ -726,7 +731,8 @@ def pool_env(pool: Any, spec: CalibrateSpec) -> dict[str, Any]:
 def fit_across_world_sizes(records: list[dict[str, Any]], params: Params, link_mbit: float | None) -> ABGFit:
     """One all-reduce model over every world size measured: gloo's ring (``GLOO_ALGORITHM_SOURCE``) as a
     per-call constant ``o``, ``alpha`` per ring step and the link's bandwidth, fitted to the mean call of
-    each (p, size) as ``calibrate``'s ``w`` is.
+    each (p, size) (``calibrate``'s ``w`` at one p: the median calls of the transfer-dominated sizes; the cross-p
+    fit has not been replayed against stored runs with medians).
 
     The per-call overhead the simulator uses at the smallest p comes from calls issued back to back (the
     stream probe, ``params.linear.o_s``), which pay a hand-off an isolated call does not: that

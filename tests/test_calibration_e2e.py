@@ -229,10 +229,10 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
     assert tuple(r["msg_bytes"] for r in ar) == SIZES == tuple(r["msg_bytes"] for r in streams)
     assert all(r["order"] == "interleaved" and len(r["times_s"]) == len(r["async_times_s"]) == 8 for r in streams)
     # every number in the params comes from a record: refitting the file gives the same fits, bit for bit.
-    # w: the mean call time over the transfer-dominated sizes of the sweep (all of it if fewer than two);
-    # o: the mean per-call time of consecutive calls (streams)
+    # w: the median call time over the transfer-dominated sizes of the sweep (those chosen by the fit of means;
+    # all of it if fewer than two); o: the mean per-call time of consecutive calls (streams)
     sweep, stream = fit_linear(ar, world_size=2, statistic="mean"), fit_linear(streams, impl="stream", statistic="mean")
-    bw = fit_bandwidth(ar, sweep, world_size=2, statistic="mean") or sweep
+    bw = fit_bandwidth(ar, sweep, world_size=2, statistic="median") or sweep
     assert (params.linear.w_bytes_per_s, params.linear.o_s, params.linear.o_ci_s) == (
         bw.w_bytes_per_s,
         stream.o_s,

@@ -340,6 +340,28 @@ def test_bandwidth_from_the_transfer_dominated_sizes_is_not_tilted_by_small_call
     assert fit_bandwidth(recs[:3], fit_linear(recs[:3]), statistic="mean") is None
 
 
+def test_bandwidth_from_median_calls_is_not_moved_by_one_stalled_call_in_five():
+    """The probe times few large calls over a slow link (5 at 8-64 MiB here, as over 200 Mbit/s); one of
+    five stalled (here at 16 and 64 MiB) moves the mean of its size, so a fit of means puts w low; the medians keep the link's rate."""
+    from calibration.fit import fit_bandwidth
+
+    w = 25e6  # a 200 Mbit/s link
+    rng = np.random.default_rng(5)
+    recs = []
+    for n in SIZES:
+        k = 5 if n >= 8 << 20 else 40
+        t = (1e-3 + n / w) * np.exp(rng.normal(0, 0.002, k))
+        if n >= 16 << 20:
+            t[2] *= 1.3  # one stalled call (TCP, the queue), as the stored calibrations have at 4-32 MiB
+        recs.append(_record(n, t))
+    everything = fit_linear(recs, statistic="mean")
+    by_mean = fit_bandwidth(recs, everything, statistic="mean")
+    by_median = fit_bandwidth(recs, everything, statistic="median")
+    assert by_mean is not None and by_median is not None
+    assert by_mean.w_bytes_per_s < 0.98 * w, by_mean.w_bytes_per_s  # the tilt this guards against
+    assert by_median.w_bytes_per_s == pytest.approx(w, rel=0.005)
+
+
 # ---- the in-step copy rate (calibration.probes.in_step_copy_rate) -----------------------
 def test_in_step_copy_rate_is_the_median_over_ranks_of_bytes_in_and_out_over_the_median_step():
     from calibration.probes import in_step_copy_rate
