@@ -60,6 +60,7 @@ class CalibrateSpec:
     step_probe_steps: int = 10  # 0: no in-step probe (the contention probe's factors are used)
     step_probe_seconds: float = 1.0  # more probe steps where ``step_probe_steps`` would not fill this (0: exactly)
     cold_call_reps: int = 100  # 0: no cold-call probe (calls on idle channels cost what calls in a row do)
+    switch_reps: int = 30  # 0: no broadcast-switch probe (a broadcast costs the same whichever rank sent last)
     optimizer: str = "sgd"
     records: str = "calibration.jsonl"
     timeout_s: float = 900.0
@@ -386,9 +387,11 @@ def assemble_params(
     link_mbit: float | None,
     records: str | Path,
     cold_call: dict[str, Any] | None = None,
+    broadcast_switch: dict[str, Any] | None = None,
 ) -> Params:
     """The params file's content from the fits and probes of one calibration (before the in-step probe);
-    ``cold_call``: the cold-call probe's fit (``probes.fit_cold_call``), where it ran."""
+    ``cold_call``: the cold-call probe's fit (``probes.fit_cold_call``), ``broadcast_switch`` the
+    broadcast-switch probe's (``probes.fit_broadcast_switch``), where they ran."""
     return Params(
         backend=backend,
         world_size=world_size,
@@ -414,6 +417,7 @@ def assemble_params(
             "channels_marginal": net.channels_marginal,
             "pipelined": net.pipelined,
             **({"cold_call": cold_call} if cold_call is not None else {}),
+            **({"broadcast_switch": broadcast_switch} if broadcast_switch is not None else {}),
         },
     )
 
@@ -487,6 +491,25 @@ def channel_warning(probes: dict[str, Any]) -> str | None:
     )
 
 
+def broadcast_switch_line(fit: dict[str, Any]) -> str:
+    """One progress line for ``probes.fit_broadcast_switch``'s result."""
+    calls, mib = fit["calls"], fit["nbytes"] / MIB
+    head = (
+        f"broadcast switches: {calls} broadcasts of {mib:g} MiB from one rank {fit['same_median_s'] * 1e3:.2f} ms, "
+        f"from alternating ranks {fit['alternating_median_s'] * 1e3:.2f} ms ({fit['reps']} times each): "
+    )
+    if "difference_s" not in fit:
+        return head + "too few repetitions: no credit"
+    lo, hi = fit["ci95_s"]
+    ci = f"{fit['difference_s'] * 1e3:+.3f} ms a switch (95 % {lo * 1e3:+.3f}..{hi * 1e3:+.3f})"
+    return head + (
+        f"{ci}: kept, each direction's idle time earns up to {fit['broadcast_switch_credit_s'] * 1e3:.3f} ms "
+        "of free transfer"
+        if fit["identified"]
+        else f"{ci}: not kept (no credit)"
+    )
+
+
 def cold_call_line(fit: dict[str, Any]) -> str:
     extra = ", ".join(f"{g * 1e3:g} ms {e * 1e3:+.2f} ms" for g, e in zip(fit["gaps_s"], fit["extra_s"]))
     head = f"cold calls: after compute of {extra}, against one after a call ({fit['after_call_s'] * 1e3:.2f} ms): "
@@ -507,10 +530,12 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
 
     from .probes import (
         COLD_GAPS_S,
+        broadcast_switch_probe,
         cold_call_probe,
         contention_probe,
         copy_in_step_probe,
         effective_copy_rate,
+        fit_broadcast_switch,
         fit_cold_call,
         in_step_copy_rate,
         memcpy_probe,
@@ -546,6 +571,13 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
             writer.write(make_record("cold_call", env, per_rank=cold_rank))  # kept before it is fitted
             cold = fit_cold_call(cold_rank)
             say(cold_call_line(cold))
+        # the sharded optimizer's broadcasts change source: does a link earn credit while one direction idles?
+        switch = None
+        if spec.switch_reps > 0 and pool.world_size >= 2:
+            sw_rank = pool.run(broadcast_switch_probe, reps=spec.switch_reps)
+            writer.write(make_record("broadcast_switch", env, per_rank=sw_rank))  # kept before it is fitted
+            switch = fit_broadcast_switch(sw_rank)
+            say(broadcast_switch_line(switch))
 
         mem = pool.run(memcpy_probe)
         by_size = ", ".join(
@@ -602,6 +634,7 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
             spec.link_mbit,
             spec.records,
             cold,
+            switch,
         )
         if spec.step_probe_steps > 0:
             from .step_probe import probe_bucket_mb, probe_fine_mb, probe_steps, run_step_probe, summary_line

@@ -209,6 +209,12 @@ class Params:
         f = self.probes.get("cold_call") or {}
         return float(f.get("cold_call_s") or 0.0), float(f.get("cold_tau_s") or 0.0)
 
+    @property
+    def broadcast_switch_credit_s(self) -> float:
+        """``CostModel.broadcast_switch_credit_s`` from the broadcast-switch probe (``probes["broadcast_switch"]``),
+        measured at the calibration's own world size; 0 where it did not run or kept no credit."""
+        return float((self.probes.get("broadcast_switch") or {}).get("broadcast_switch_credit_s") or 0.0)
+
     def fitted_terms(self, world_size: int | None) -> dict[str, Any]:
         """The headline fitted terms a prediction at ``world_size`` uses, as written beside results
         (``validate``'s summary, ``validate --timeline``'s files)."""
@@ -226,6 +232,7 @@ class Params:
             "optimizer_extra_s": self.optimizer_extra_at(world_size),
             "cold_call_s": cold,
             "cold_tau_s": tau,
+            "broadcast_switch_credit_s": self.broadcast_switch_credit_s,
             "channels": self.channels,
             "pipelined": self.pipelined,
         }
@@ -260,6 +267,7 @@ class Params:
             optimizer_extra_s=self.optimizer_extra_at(world_size),
             cold_call_s=cold,
             cold_tau_s=tau,
+            broadcast_switch_credit_s=self.broadcast_switch_credit_s,
             broadcast_o_s=self.broadcast.o_s if self.broadcast is not None else None,
             broadcast_w_bytes_per_s=self.broadcast.w_bytes_per_s if self.broadcast is not None else None,
             measured_world_sizes=self.measured_world_sizes,

@@ -17,6 +17,11 @@
   average (a bimodal wake-up: about half of them take ~3 ms more; the same
   after idle gaps, measured outside calibration: BENCHMARKS.md);
   ``fit_cold_call`` fits ``CostModel.cold_call_s`` and ``cold_tau_s`` to it.
+* ``broadcast_switch_probe``: blocking broadcasts from one source against as
+  many whose source alternates (the sharded optimizer's owners): on a link
+  with a token bucket (tbf) each direction earns free transfer while idle, so
+  a broadcast from the other side than the one before runs ahead of its wire
+  time; ``fit_broadcast_switch`` fits ``CostModel.broadcast_switch_credit_s``.
 * ``contention_probe``: the same forward+backward timed alone and while a
   background thread keeps all-reduces in flight on a second process group --
   overlapped versus non-overlapped compute, from which the simulator's
@@ -202,6 +207,65 @@ def cold_call_probe(
         "after_call_s": after_call,
         "after_compute_s": after_compute,
     }
+
+
+SWITCH_BYTES = 256 << 10  # 2.1 ms at 1000 Mbit/s, 10.5 ms at 200: longer than the emulated link's 1 ms bucket
+SWITCH_CALLS = 8
+
+
+def broadcast_switch_probe(
+    ctx: Any, nbytes: int = SWITCH_BYTES, calls: int = SWITCH_CALLS, reps: int = 30
+) -> dict[str, Any]:
+    """``calls`` blocking broadcasts of ``nbytes`` from rank 0, and as many from rank ``k % p`` (the source
+    changes at every call, as the sharded optimizer's owners do), each sequence after a barrier, the two in
+    turns (which goes first alternating), ``reps`` times: per sequence, this rank's time from the barrier to
+    its last broadcast's return."""
+    import torch
+    import torch.distributed as dist
+
+    p = dist.get_world_size()
+    buf = torch.zeros(max(1, nbytes // 4))
+    for k in range(2 * p):
+        dist.broadcast(buf, src=k % p)
+    same: list[float] = []
+    alternating: list[float] = []
+    for r in range(reps):
+        for alt in (False, True) if r % 2 == 0 else (True, False):
+            dist.barrier()
+            t0 = time.perf_counter()
+            for k in range(calls):
+                dist.broadcast(buf, src=k % p if alt else 0)
+            (alternating if alt else same).append(time.perf_counter() - t0)
+    return {"rank": ctx.rank, "nbytes": nbytes, "calls": calls, "same_s": same, "alternating_s": alternating}
+
+
+def fit_broadcast_switch(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
+    """``broadcast_switch_credit_s`` from ``broadcast_switch_probe``: per repetition, each sequence's time at
+    the last rank to finish it, the one-source sequence's less the alternating one's over its ``calls - 1``
+    changes of source; the median over repetitions, kept where its 95 % bootstrap interval lies above 0 and
+    there are ``PROBE_TERM_MIN_STEPS`` repetitions or more (``calibration.step_probe.kept_median``), else 0.
+    It can show no more credit than a direction earns while the other side sends one broadcast (``nbytes``
+    at the link's rate)."""
+    import numpy as np
+
+    from .step_probe import kept_median
+
+    n = min(min(len(r["same_s"]), len(r["alternating_s"])) for r in per_rank)
+    same = np.max([r["same_s"][:n] for r in per_rank], axis=0)
+    alt = np.max([r["alternating_s"][:n] for r in per_rank], axis=0)
+    calls = int(per_rank[0]["calls"])
+    out: dict[str, Any] = {
+        "nbytes": int(per_rank[0]["nbytes"]),
+        "calls": calls,
+        "reps": n,
+        "same_median_s": float(np.median(same)) if n else 0.0,
+        "alternating_median_s": float(np.median(alt)) if n else 0.0,
+        "broadcast_switch_credit_s": 0.0,
+        "identified": False,
+    }
+    if n >= 2 and calls >= 2:
+        out.update(kept_median((same - alt) / (calls - 1), "broadcast_switch_credit_s"))
+    return out
 
 
 def fit_cold_call(per_rank: list[dict[str, Any]]) -> dict[str, Any]:

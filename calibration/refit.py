@@ -41,6 +41,7 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
 
     from .calibrate import (
         assemble_params,
+        broadcast_switch_line,
         cold_call_line,
         fit_across_world_sizes,
         fit_network,
@@ -48,7 +49,7 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
         with_step_probe,
         with_step_probes_by_p,
     )
-    from .probes import fit_cold_call, in_step_copy_rate
+    from .probes import fit_broadcast_switch, fit_cold_call, in_step_copy_rate
 
     records = list(read_records(path))
     prof_rec = _one(records, "profile", path)
@@ -94,6 +95,11 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
     cold = fit_cold_call(cold_rec["per_rank"]) if cold_rec else None
     if cold is not None:
         say(cold_call_line(cold))
+    # the broadcast-switch probe where the records have it (since 2026-11-28)
+    sw_rec = _one(records, "broadcast_switch", path, required=False)
+    switch = fit_broadcast_switch(sw_rec["per_rank"]) if sw_rec else None
+    if switch is not None:
+        say(broadcast_switch_line(switch))
     params = assemble_params(
         backend,
         p0,
@@ -107,6 +113,7 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
         link,
         path,
         cold,
+        switch,
     )
 
     step_probes = [r["timeline"] for r in records if r.get("kind") == "step_probe"]

@@ -430,7 +430,7 @@ PROBE_TERM_BOOT = 2000  # resamples for the leftover's and the optimizer's extra
 PROBE_TERM_MIN_STEPS = 20
 
 
-def _kept_median(d: Any, key: str, seed: int = 0) -> dict[str, Any]:
+def kept_median(d: Any, key: str, seed: int = 0) -> dict[str, Any]:
     """The median of the differences ``d``, its 95 % percentile-bootstrap interval (seeded), whether it is
     kept (``PROBE_TERM_MIN_STEPS`` or more of them and the interval above 0), and under ``key`` the term's
     value: the median where kept, else 0."""
@@ -477,7 +477,7 @@ def leftover_fit(*records: TimelineRecord | Mapping[str, Any] | None, seed: int 
         return out
     a, b = np.asarray([p[0] for p in pairs]), np.asarray([p[1] for p in pairs])
     out.update(median_after_ddp_s=float(np.median(a)), median_after_compute_s=float(np.median(b)))
-    out.update(_kept_median(a - b, "leftover_s", seed=seed))
+    out.update(kept_median(a - b, "leftover_s", seed=seed))
     return out
 
 
@@ -504,7 +504,7 @@ def optimizer_extra_fit(profile: GradProfile, *targets: Mapping[str, Any] | None
     out: dict[str, Any] = {"optimizer_extra_s": 0.0, "identified": False, "steps": len(diffs)}
     if len(diffs) < 2:
         return out
-    out.update(_kept_median(np.asarray(diffs), "optimizer_extra_s", seed=seed))
+    out.update(kept_median(np.asarray(diffs), "optimizer_extra_s", seed=seed))
     return out
 
 

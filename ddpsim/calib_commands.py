@@ -207,6 +207,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             step_probe_steps=args.step_probe_steps,
             step_probe_seconds=args.step_probe_seconds,
             cold_call_reps=args.cold_call_reps,
+            switch_reps=args.switch_reps,
             sizes_bytes=args.sizes,
         )
         params = calibrate(spec, progress=not args.quiet)
@@ -501,6 +502,14 @@ def add_commands(sub: Any) -> None:
         help="repetitions of the cold-call probe (a small all-reduce after 2, 20 and 100 ms of compute, "
         "against one after a call: what a call on idle channels costs more; about 0.13 s each); "
         "0 leaves the term out",
+    )
+    c.add_argument(
+        "--switch-reps",
+        type=number(int, 0, 100_000),
+        default=30,
+        help="repetitions of the broadcast-switch probe (8 broadcasts of 256 KiB from one rank, against 8 from "
+        "alternating ranks: the free transfer a rate-limited link's idle direction earns, which the sharded "
+        "optimizer's broadcasts get); 0 leaves the term out",
     )
     c.add_argument(
         "--sizes",

@@ -8,6 +8,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from simulator.strategies import shard_owners
+
 
 class ShardedOptimizer(torch.optim.Optimizer):
     """ZeRO stage 1: each rank keeps optimizer state for, and steps, only its shard of the parameters.
@@ -15,7 +17,7 @@ class ShardedOptimizer(torch.optim.Optimizer):
     ``ShardedOptimizer(params, torch.optim.Adam, lr=1e-3)``. Every parameter
     group is split over the ranks by size: parameters taken largest first
     (ties in group order) go to the rank with the fewest bytes so far, counting
-    all earlier groups (greedy balancing). ``add_param_group`` shards a new
+    all earlier groups (greedy balancing; ``simulator.strategies.shard_owners``). ``add_param_group`` shards a new
     group the same way. After the local optimizer's ``step``, each parameter is
     broadcast from the rank that owns it, one broadcast per parameter in group
     order (``simulator.strategies`` models exactly this). ``param_groups``
@@ -51,11 +53,9 @@ class ShardedOptimizer(torch.optim.Optimizer):
         super().add_param_group(param_group)
         group = self.param_groups[-1]
         ps = group["params"]
-        by_size = sorted(range(len(ps)), key=lambda i: (-ps[i].numel() * ps[i].element_size(), i))
-        for i in by_size:
-            r = min(range(self.world_size), key=lambda k: (self._load_bytes[k], k))
-            self._owner[id(ps[i])] = r
-            self._load_bytes[r] += ps[i].numel() * ps[i].element_size()
+        owners = shard_owners([p.numel() * p.element_size() for p in ps], self.world_size, self._load_bytes)
+        for p, r in zip(ps, owners):
+            self._owner[id(p)] = r
         local = [p for p in ps if self._owner[id(p)] == self.rank]
         inner_group = None
         if local:

@@ -207,6 +207,23 @@ def collective_parts(cost: CostModel, op: str, msg_bytes: np.ndarray, p: int) ->
     return o, msg * slope
 
 
+def switch_credit(src: np.ndarray, lat: np.ndarray, xfer: np.ndarray, credit_s: float) -> np.ndarray:
+    """The transfer times of blocking broadcasts from sources ``src``, run one after another, on links whose
+    direction earns ``credit_s`` of free transfer while idle (``CostModel.broadcast_switch_credit_s``):
+    broadcast ``k`` saves ``min(credit_s, idle, xfer[k])``, ``idle`` the time since its source last sent (the
+    sequence's start where it has not; none for the first broadcast, nor one from the source before it)."""
+    out = np.array(xfer, dtype=float)
+    last_end: dict[int, float] = {}
+    t = 0.0
+    for k in range(len(out)):
+        s = int(src[k])
+        if k and s != int(src[k - 1]):
+            out[k] -= min(credit_s, t - last_end.get(s, 0.0), out[k])
+        t += float(lat[k]) + out[k]
+        last_end[s] = t
+    return out
+
+
 # ---- what both models share ------------------------------------------------------------------
 
 
@@ -227,6 +244,8 @@ class _Setup:
         n = plan.n_collectives
         self.lat, self.xfer = collective_parts(cost, "allreduce", plan.msg_bytes, world_size)
         self.post_lat, self.post_xfer = collective_parts(cost, "broadcast", plan.post_msg_bytes, world_size)
+        if cost.broadcast_switch_credit_s and len(plan.post_src) == plan.n_post:
+            self.post_xfer = switch_credit(plan.post_src, self.post_lat, self.post_xfer, cost.broadcast_switch_credit_s)
         # backward segments end where a collective becomes ready (and at the last gradient)
         m = len(order)
         if plan.launch != "after_backward" and n:

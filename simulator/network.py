@@ -359,6 +359,14 @@ class CostModel:
     exp(-idle / cold_tau_s))`` after ``idle`` seconds with no collective in
     flight (the ranks' threads woke from a wait, or from compute, to run it:
     fitted by calibration from ``calibration.probes.cold_call_probe``; 0 = none).
+    ``broadcast_switch_credit_s``: what a broadcast from another source than
+    the one before saves, at most: a rate-limited link with a token bucket
+    (Linux tbf, a cloud VM's egress limit) lets the first bytes of a transfer
+    through at once after its direction idled, so the sharded optimizer's
+    broadcasts, whose owner alternates, each move ``min(credit, idle, n/w)``
+    seconds of their payload for free, ``idle`` the time since their source
+    last sent (``simulator.engine.switch_credit``; fitted by calibration from
+    ``calibration.probes.broadcast_switch_probe``; 0 = none).
     """
 
     o_s: float | None = None
@@ -377,6 +385,7 @@ class CostModel:
     finalize_s_per_param: float = 0.0
     cold_call_s: float = 0.0
     cold_tau_s: float = 0.0
+    broadcast_switch_credit_s: float = 0.0
     leftover_s: float = 0.0
     optimizer_extra_s: float = 0.0
     broadcast_o_s: float | None = None
@@ -437,6 +446,10 @@ class CostModel:
         _require(
             math.isfinite(self.cold_tau_s) and self.cold_tau_s >= 0 and (self.cold_tau_s > 0 or not self.cold_call_s),
             f"cold-call time constant must be > 0 s where the cost is, got {self.cold_tau_s}",
+        )
+        _require(
+            math.isfinite(self.broadcast_switch_credit_s) and self.broadcast_switch_credit_s >= 0,
+            f"broadcast switch credit must be >= 0 s, got {self.broadcast_switch_credit_s}",
         )
         _require(
             self.copy_bytes_per_s is None or self.copy_bytes_per_s > 0,
@@ -656,6 +669,8 @@ class CostModel:
             d["call_cpu_s_per_byte"] = self.call_cpu_s_per_byte
         if self.cold_call_s or self.cold_tau_s:
             d.update(cold_call_s=self.cold_call_s, cold_tau_s=self.cold_tau_s)
+        if self.broadcast_switch_credit_s:
+            d["broadcast_switch_credit_s"] = self.broadcast_switch_credit_s
         if self.leftover_s:
             d["leftover_s"] = self.leftover_s
         if self.optimizer_extra_s:
@@ -687,6 +702,7 @@ class CostModel:
             finalize_s_per_param=_num(d, "finalize_s_per_param", 0.0),
             cold_call_s=_num(d, "cold_call_s", 0.0),
             cold_tau_s=_num(d, "cold_tau_s", 0.0),
+            broadcast_switch_credit_s=_num(d, "broadcast_switch_credit_s", 0.0),
             leftover_s=_num(d, "leftover_s", 0.0),
             optimizer_extra_s=_num(d, "optimizer_extra_s", 0.0),
             broadcast_o_s=_num(d, "broadcast_o_s"),

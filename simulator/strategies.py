@@ -144,6 +144,7 @@ class Collective:
     op: str  # "allreduce" | "broadcast"
     msg_bytes: int
     params: tuple[int, ...]
+    src: int = 0  # a broadcast's source rank (the sharded optimizer's owner of the parameter)
 
 
 @dataclass(frozen=True)
@@ -229,12 +230,26 @@ def _ddp_plan(profile: GradProfile, spec: StrategySpec, world_size: int) -> Comm
     )
 
 
+def shard_owners(nbytes: Sequence[int], world_size: int, loads: list[int] | None = None) -> list[int]:
+    """The rank owning each parameter of sizes ``nbytes`` under ``realrun.sharded.ShardedOptimizer``'s rule:
+    largest first (ties in order), each to the rank with the fewest bytes so far (ties: the lowest rank).
+    ``loads``: bytes per rank before these (a later parameter group continues from them), updated in place."""
+    if world_size < 1:
+        raise ValueError(f"world size must be >= 1, got {world_size}")
+    load = loads if loads is not None else [0] * world_size
+    owners = [0] * len(nbytes)
+    for i in sorted(range(len(nbytes)), key=lambda i: (-nbytes[i], i)):
+        r = min(range(world_size), key=lambda k: (load[k], k))
+        owners[i] = r
+        load[r] += nbytes[i]
+    return owners
+
+
 def _sharded_plan(profile: GradProfile, spec: StrategySpec, world_size: int) -> CommPlan:
-    """DDP's reducer, the optimizer on a ``1/p`` shard, then one blocking broadcast per parameter."""
-    ps = profile.params
-    post = tuple(
-        Collective(f"bcast:{p.name}", "broadcast", p.nbytes, (i,)) for i, p in enumerate(ps) if p.requires_grad
-    )
+    """DDP's reducer, the optimizer on a ``1/p`` shard, then one blocking broadcast per parameter, from its owner."""
+    ps = [(i, p) for i, p in enumerate(profile.params) if p.requires_grad]
+    owners = shard_owners([p.nbytes for _, p in ps], world_size)
+    post = tuple(Collective(f"bcast:{p.name}", "broadcast", p.nbytes, (i,), src) for (i, p), src in zip(ps, owners))
     return replace(_ddp_plan(profile, spec, world_size), optimizer_fraction=1.0 / world_size, post_optimizer=post)
 
 
@@ -397,6 +412,7 @@ class PlanArrays:
     post_names: Callable[[int], str] = str
     python_hooks: bool = False
     key: Hashable = None
+    post_src: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # each broadcast's source
     copy_out_per_bucket: bool = False  # as ``CommPlan.copy_out_per_bucket``
     reducer_finalize: bool = False  # as ``CommPlan.reducer_finalize``
 
@@ -444,6 +460,7 @@ def plan_arrays(profile: GradProfile, plan: CommPlan) -> PlanArrays:
         post_msg_bytes=np.fromiter((c.msg_bytes for c in post), dtype=np.int64, count=len(post)),
         post_names=post_names.__getitem__,
         python_hooks=plan.python_hooks,
+        post_src=np.fromiter((c.src for c in post), dtype=np.int64, count=len(post)),
         copy_out_per_bucket=plan.copy_out_per_bucket,
         reducer_finalize=plan.reducer_finalize,
     )
@@ -514,6 +531,11 @@ def comm_plan_arrays(profile: GradProfile, spec: StrategySpec, world_size: int) 
         return ddp
     trainable = np.flatnonzero(pa.pos >= 0)
     names = tuple(f"bcast:{ps[i].name}" for i in trainable.tolist())
+    owners = np.asarray(shard_owners(pa.nbytes[trainable].tolist(), world_size), dtype=np.int64)
     return replace(
-        ddp, optimizer_fraction=1.0 / world_size, post_msg_bytes=pa.nbytes[trainable], post_names=names.__getitem__
+        ddp,
+        optimizer_fraction=1.0 / world_size,
+        post_msg_bytes=pa.nbytes[trainable],
+        post_names=names.__getitem__,
+        post_src=owners,
     )

@@ -29,7 +29,7 @@ import realrun.netns as netns  # noqa: E402
 from calibration.calibrate import CalibrateSpec, calibrate_on_pool, fit_probe  # noqa: E402
 from calibration.fit import fit_bandwidth, fit_linear  # noqa: E402
 from calibration.params import PARAMS_SCHEMA, Params  # noqa: E402
-from calibration.probes import effective_copy_rate, fit_cold_call, in_step_copy_rate
+from calibration.probes import effective_copy_rate, fit_broadcast_switch, fit_cold_call, in_step_copy_rate
 from calibration.refit import refit_from_records  # noqa: E402
 from calibration.step_probe import fit_in_step, measured_targets, probe_bucket_mb  # noqa: E402
 from calibration.validate import (  # noqa: E402
@@ -77,6 +77,7 @@ def calibrated(pool, tmp_path_factory):
         step_probe_steps=STEPS,
         step_probe_seconds=0.5,
         cold_call_reps=STEPS,
+        switch_reps=STEPS,
         records=str(d / "calibration.jsonl"),
     )
     asked = []
@@ -219,6 +220,7 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
         "memcpy": 1,
         "copy_in_step": 1,
         "cold_call": 1,
+        "broadcast_switch": 1,
         "profile": 1,
         "contention": 1,
         "step_probe": 1,
@@ -272,6 +274,14 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
     # within what was measured: no more than 1.5x the largest extra, a time constant within the gaps
     assert 0 <= cfit["cold_call_s"] <= 1.5 * max(max(cfit["extra_s"]), 0) + 1e-15
     assert cfit["cold_call_s"] == 0 or 0 < cfit["cold_tau_s"] <= max(cfit["gaps_s"])
+    # the broadcast-switch credit: fitted from its record, what the cost model uses (0 unless kept)
+    (sw,) = [r for r in recs if r["kind"] == "broadcast_switch"]
+    assert [r["rank"] for r in sw["per_rank"]] == [0, 1]
+    assert all(len(r["same_s"]) == len(r["alternating_s"]) == STEPS for r in sw["per_rank"])
+    sfit = fit_broadcast_switch(sw["per_rank"])
+    assert params.probes["broadcast_switch"] == sfit
+    assert params.cost_model().broadcast_switch_credit_s == params.broadcast_switch_credit_s
+    assert params.broadcast_switch_credit_s == (sfit["difference_s"] if sfit["identified"] else 0.0)
     (cont,) = [r for r in recs if r["kind"] == "contention"]
     refit = fit_probe(cont["per_rank"])
     probe = params.probes["contention"]
@@ -561,13 +571,16 @@ def test_empty_measurement_is_a_clear_error(calibrated, tmp_path, capsys):
     no_ar.write_text(
         "".join(line + "\n" for line in records.read_text().splitlines() if '"kind":"allreduce"' not in line)
     )
-    kinds = r"kinds found: broadcast, cold_call, contention, copy_in_step, memcpy, profile, step_probe, step_probe_fine"
-    with pytest.raises(ValueError, match=rf"none of the 10 records is an all-reduce measurement \({kinds}\)"):
+    kinds = (
+        r"kinds found: broadcast, broadcast_switch, cold_call, contention, copy_in_step, memcpy, profile, step_probe, "
+        r"step_probe_fine"
+    )
+    with pytest.raises(ValueError, match=rf"none of the 11 records is an all-reduce measurement \({kinds}\)"):
         fit_linear(read_records(no_ar))
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     for path, msg in (
-        (no_ar, "none of the 10 records is an all-reduce measurement"),
+        (no_ar, "none of the 11 records is an all-reduce measurement"),
         (empty, "no records given: the measurement is empty"),
     ):
         assert ddpsim(["plot", "--allreduce", str(path), "--plot-dir", str(tmp_path / "plots")]) == 2

@@ -131,6 +131,35 @@ def test_sharded_adds_broadcasts_after_a_partial_optimizer_step():
     assert zero.step_time_s == pytest.approx(ddp.step_time_s - 0.25 + 0.125 + 1.5 + 2.5 + 1.5)
 
 
+@pytest.mark.parametrize("model", ["analytic", "events"])
+def test_a_broadcast_from_the_other_rank_saves_the_switch_credit(model):
+    """``broadcast_switch_credit_s``: a broadcast whose source differs from the one before moves
+    ``min(credit, idle, transfer)`` of its payload free, ``idle`` since its source last sent."""
+    mb = 1e6 / MIB  # one bucket
+    plan = comm_plan(PROF, StrategySpec("sharded", bucket_mb=mb), 2)
+    # owners, largest first to the lighter rank: b (2000 B) -> 0, a -> 1, c -> 1 (1000 < 2000)
+    assert [c.src for c in plan.post_optimizer] == [1, 0, 1]
+    cost = CostModel.linear(0.5, 1000.0)
+    plain = simulate_step(PROF, plan, cost, 2, model=model).step_time_s
+    credit = simulate_step(PROF, plan, cost.with_overrides(broadcast_switch_credit_s=0.4), 2, model=model)
+    # a from 1 (no switch, 1.5 s); b from 0 saves 0.4 (idle 1.5 s); c from 1 saves 0.4 (idle 2.1 s)
+    assert credit.step_time_s == pytest.approx(plain - 0.8, abs=1e-12)
+    # a credit beyond the idle time or the transfer saves only those
+    big = simulate_step(PROF, plan, cost.with_overrides(broadcast_switch_credit_s=5.0), 2, model=model)
+    assert big.step_time_s == pytest.approx(plain - 1.5 - 1.0, abs=1e-12)  # b: its idle 1.5 s; c: its 1 s of transfer
+    with pytest.raises(ValueError, match="switch credit"):
+        CostModel.linear(0.5, 1000.0, broadcast_switch_credit_s=-1.0)
+
+
+def test_switch_credit_by_hand():
+    from simulator.engine import switch_credit
+
+    src, lat, xfer = [0, 1, 0, 0, 1], [1.0] * 5, [5.0, 5.0, 5.0, 5.0, 0.5]
+    # k1: idle 6 -> saves 2; k2: idle 10 - 6 = 4 -> 2; k3: same source, none; k4: idle 20 - 10, transfer 0.5
+    assert switch_credit(src, lat, xfer, 2.0).tolist() == [5.0, 3.0, 3.0, 5.0, 0.0]
+    assert switch_credit(src, lat, xfer, 0.0).tolist() == xfer
+
+
 def test_world_size_one_has_no_communication():
     res = predict(PROF, CostModel.linear(0.5, 1000.0), StrategySpec("individual"), 1)
     assert res.step_time_s == res.compute_s == 4.75 and res.overhead_s == 0

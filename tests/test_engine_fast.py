@@ -63,6 +63,7 @@ def _serial_cost(rng: random.Random) -> CostModel:
         "finalize_s_per_param": rng.choice([0.0, 1e-5]),
         "leftover_s": rng.choice([0.0, 4e-4]),
         "optimizer_extra_s": rng.choice([0.0, 1e-4]),
+        "broadcast_switch_credit_s": rng.choice([0.0, 2e-4]),
     }
     if rng.random() < 0.4:
         return CostModel.from_network(load_network(rng.choice(["nccl-h100-ib", "nccl-a100-ib"])), **kw)
@@ -137,6 +138,22 @@ def test_sweep_shares_plans_but_equals_one_predict_per_cap(seed, strategy):
         ref = predict(prof, cost, StrategySpec(strategy, bucket_mb=mb), 8, model="events")
         assert row.strategy.bucket_mb == mb
         assert _close(row.step_time_s, ref.step_time_s) and row.n_collectives == ref.n_collectives
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sharded_plan_arrays_carry_the_owners_of_the_plan(seed):
+    """The fast plan (``comm_plan_arrays``) broadcasts each parameter from the owner ``comm_plan`` gives it."""
+    from simulator.strategies import comm_plan, comm_plan_arrays, plan_arrays
+
+    rng = random.Random(seed)
+    prof = _profile(rng, 40)
+    for p in (2, 3, 8):
+        spec = StrategySpec("sharded", bucket_mb=1.0)
+        ref = plan_arrays(prof, comm_plan(prof, spec, p))
+        fast = comm_plan_arrays(prof, spec, p)
+        assert fast.post_src.tolist() == ref.post_src.tolist()
+        assert fast.post_msg_bytes.tolist() == ref.post_msg_bytes.tolist()
+        assert set(ref.post_src.tolist()) <= set(range(p))
 
 
 def _plain_starts(sizes, limits):

@@ -382,6 +382,34 @@ def test_in_step_copy_rate_is_the_median_over_ranks_of_bytes_in_and_out_over_the
     assert in_step_copy_rate([dict(r, bytes=0) for r in ranks]) is None
 
 
+# ---- the broadcast-switch credit (calibration.probes.fit_broadcast_switch) -------------------------
+def _switch_ranks(credit_s, reps=30, calls=8, wire_s=2e-3, seed=0):
+    # 8 broadcasts of 2 ms wire time; rank 1 ends each sequence 0.1 ms after rank 0 (the later rank counts);
+    # the alternating sequence saves credit_s at each of its 7 changes of source; 2 % noise a sequence
+    rng = np.random.default_rng(seed)
+    same = calls * wire_s * np.exp(rng.normal(0, 0.02, reps))
+    alt = (calls * wire_s - (calls - 1) * credit_s) * np.exp(rng.normal(0, 0.02, reps))
+    r0 = {"rank": 0, "nbytes": 1 << 18, "calls": calls, "same_s": same.tolist(), "alternating_s": alt.tolist()}
+    r1 = {**r0, "rank": 1, "same_s": (same + 1e-4).tolist(), "alternating_s": (alt + 1e-4).tolist()}
+    return [r0, r1]
+
+
+def test_broadcast_switch_credit_is_the_median_saving_per_change_of_source():
+    from calibration.probes import fit_broadcast_switch
+
+    fit = fit_broadcast_switch(_switch_ranks(1e-3))  # the emulated 1000 Mbit/s link's 1 ms bucket
+    assert fit["identified"] and fit["reps"] == 30 and fit["calls"] == 8
+    assert fit["broadcast_switch_credit_s"] == fit["difference_s"] == pytest.approx(1e-3, rel=0.1)
+    lo, hi = fit["ci95_s"]
+    assert 0 < lo <= fit["difference_s"] <= hi
+    # no saving (loopback): not told from the noise, no credit
+    none = fit_broadcast_switch(_switch_ranks(0.0, seed=1))
+    assert not none["identified"] and none["broadcast_switch_credit_s"] == 0.0
+    # too few repetitions to keep even a clear saving
+    few = fit_broadcast_switch(_switch_ranks(1e-3, reps=10))
+    assert not few["identified"] and few["broadcast_switch_credit_s"] == 0.0 and few["difference_s"] > 0
+
+
 # ---- the cold-call term (calibration.probes.fit_cold_call) ----------------------------------------
 def _cold_ranks(extra_of_gap, gaps=(0.002, 0.02, 0.1), n=20, base=0.5e-3):
     # rank 0 launched last (its durations are the calls' own); rank 1 waited 3 ms for it every time;

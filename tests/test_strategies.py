@@ -78,3 +78,15 @@ def test_realrun_has_a_wrapper_for_every_registry_entry():
     from realrun.ddp import _WRAPPERS
 
     assert set(_WRAPPERS) == set(REGISTRY)
+
+
+def test_shard_owners_largest_first_to_the_lighter_rank():
+    """``realrun.sharded.ShardedOptimizer``'s rule (it calls this function), continued across groups."""
+    from simulator.strategies import shard_owners
+
+    loads = [0, 0]
+    assert shard_owners([400, 240, 200], 2, loads) == [0, 1, 1] and loads == [400, 440]
+    assert shard_owners([160, 40], 2, loads) == [0, 1] and loads == [560, 480]
+    assert shard_owners([8, 8, 8, 8], 3) == [0, 1, 2, 0]  # ties: in order, to the lowest rank
+    with pytest.raises(ValueError, match="world size"):
+        shard_owners([8], 0)
