@@ -26,6 +26,7 @@ parameter is broadcast from its owner, one blocking broadcast per parameter.
 
 from __future__ import annotations
 
+import heapq
 import sys
 import weakref
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -237,11 +238,14 @@ def shard_owners(nbytes: Sequence[int], world_size: int, loads: list[int] | None
     if world_size < 1:
         raise ValueError(f"world size must be >= 1, got {world_size}")
     load = loads if loads is not None else [0] * world_size
+    lightest = [(load[k], k) for k in range(world_size)]  # a heap: the lightest rank, the lowest on ties
+    heapq.heapify(lightest)
     owners = [0] * len(nbytes)
     for i in sorted(range(len(nbytes)), key=lambda i: (-nbytes[i], i)):
-        r = min(range(world_size), key=lambda k: (load[k], k))
+        _, r = heapq.heappop(lightest)
         owners[i] = r
         load[r] += nbytes[i]
+        heapq.heappush(lightest, (load[r], r))
     return owners
 
 
@@ -362,6 +366,17 @@ class ProfileArrays:
     one_dtype: bool  # every trainable parameter has the same dtype
     total_grad_bytes: int  # GradProfile.total_grad_bytes
     backward_s: float  # GradProfile.backward_s
+    # the sharded optimizer's owner of each trainable parameter (registration order), by world size: a sweep
+    # forms a plan per cap, and the owners depend on neither
+    owners_by_p: dict[int, np.ndarray] = field(default_factory=dict)
+
+    def trainable_owners(self, world_size: int) -> np.ndarray:
+        """``shard_owners`` of the trainable parameters at ``world_size``, computed once per profile and p."""
+        got = self.owners_by_p.get(world_size)
+        if got is None:
+            sizes = self.nbytes[np.flatnonzero(self.pos >= 0)].tolist()
+            got = self.owners_by_p[world_size] = np.asarray(shard_owners(sizes, world_size), dtype=np.int64)
+        return got
 
 
 _PROFILE_CACHE: dict[int, tuple[Any, ProfileArrays]] = {}
@@ -531,11 +546,10 @@ def comm_plan_arrays(profile: GradProfile, spec: StrategySpec, world_size: int) 
         return ddp
     trainable = np.flatnonzero(pa.pos >= 0)
     names = tuple(f"bcast:{ps[i].name}" for i in trainable.tolist())
-    owners = np.asarray(shard_owners(pa.nbytes[trainable].tolist(), world_size), dtype=np.int64)
     return replace(
         ddp,
         optimizer_fraction=1.0 / world_size,
         post_msg_bytes=pa.nbytes[trainable],
         post_names=names.__getitem__,
-        post_src=owners,
+        post_src=pa.trainable_owners(world_size),
     )
