@@ -44,8 +44,29 @@ class _VersionAction(argparse.Action):
         parser.exit(0)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from . import calib_commands, run_commands, sim_commands
+# Which module registers which command, in the order ``ddpsim --help`` lists them. A command line
+# that names its command imports only that command's module: ``ddpsim sweep`` no longer pays for the
+# measuring commands' imports (a third of its wall time). tests/test_cli_registry.py holds this table
+# to what the modules register.
+COMMAND_MODULES: dict[str, str] = {
+    "predict": "sim_commands",
+    "sweep": "sim_commands",
+    "models": "sim_commands",
+    "bench-allreduce": "run_commands",
+    "check": "run_commands",
+    "profile": "run_commands",
+    "bench-ddp": "run_commands",
+    "roofline": "run_commands",
+    "calibrate": "calib_commands",
+    "validate": "calib_commands",
+    "plot": "calib_commands",
+    "tune": "calib_commands",
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or, given a known ``command``, of that command's family only."""
+    import importlib
 
     parser = _Parser(
         prog="ddpsim",
@@ -55,10 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
+    families = list(dict.fromkeys(COMMAND_MODULES.values()))
+    if command in COMMAND_MODULES:
+        families = [COMMAND_MODULES[command]]
     # Everything ships in one distribution: a failing import here is a bug to see, not to hide.
-    sim_commands.add_commands(sub)
-    run_commands.add_commands(sub)
-    calib_commands.add_commands(sub)
+    for family in families:
+        importlib.import_module(f".{family}", __package__).add_commands(sub)
     for p in sub.choices.values():  # the same two switches on every command
         if "--json" not in p._option_string_actions:
             p.add_argument(
@@ -70,7 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(words[0] if words else None)
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # --help, --version, or a bad argument (argparse already said why)
