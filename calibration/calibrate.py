@@ -388,10 +388,12 @@ def assemble_params(
     records: str | Path,
     cold_call: dict[str, Any] | None = None,
     broadcast_switch: dict[str, Any] | None = None,
+    scale_bytes_per_s: float | None = None,
 ) -> Params:
     """The params file's content from the fits and probes of one calibration (before the in-step probe);
     ``cold_call``: the cold-call probe's fit (``probes.fit_cold_call``), ``broadcast_switch`` the
-    broadcast-switch probe's (``probes.fit_broadcast_switch``), where they ran."""
+    broadcast-switch probe's (``probes.fit_broadcast_switch``), ``scale_bytes_per_s`` the division
+    pass's rate (``probes.in_step_scale_rate``), where they ran."""
     return Params(
         backend=backend,
         world_size=world_size,
@@ -418,6 +420,7 @@ def assemble_params(
             "pipelined": net.pipelined,
             **({"cold_call": cold_call} if cold_call is not None else {}),
             **({"broadcast_switch": broadcast_switch} if broadcast_switch is not None else {}),
+            **({"scale": {"scale_bytes_per_s": scale_bytes_per_s}} if scale_bytes_per_s else {}),
         },
     )
 
@@ -538,6 +541,7 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
         fit_broadcast_switch,
         fit_cold_call,
         in_step_copy_rate,
+        in_step_scale_rate,
         memcpy_probe,
         stream_probe,
     )
@@ -595,6 +599,7 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
         # ... and as they happen in a step: the rate the simulator uses where it was measured
         cps = pool.run(copy_in_step_probe, spec.model, bs)
         step_bps = in_step_copy_rate(cps)
+        scale_bps = in_step_scale_rate(cps)
         writer.write(make_record("copy_in_step", env, model=spec.model, batch_size=bs, per_rank=cps))
         copy_bps = step_bps or warm_bps
         say(
@@ -606,6 +611,7 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
                 else "none in the step (no dense gradient copied), "
             )
             + f"{warm_bps / 1e9:.2f} GB/s from just-written blocks"
+            + (f"; dividing them in place {scale_bps / 1e9:.2f} GB/s" if scale_bps else "")
         )
         say(
             f"profile: forward {prof.forward_s * 1e3:.2f} ms, backward {prof.backward_s * 1e3:.2f} ms, "
@@ -635,6 +641,7 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
             spec.records,
             cold,
             switch,
+            scale_bps,
         )
         if spec.step_probe_steps > 0:
             from .step_probe import probe_bucket_mb, probe_fine_mb, probe_steps, run_step_probe, summary_line

@@ -215,6 +215,13 @@ class Params:
         measured at the calibration's own world size; 0 where it did not run or kept no credit."""
         return float((self.probes.get("broadcast_switch") or {}).get("broadcast_switch_credit_s") or 0.0)
 
+    @property
+    def scale_bytes_per_s(self) -> float | None:
+        """``CostModel.scale_bytes_per_s``: the in-place division pass timed by the copy-in-step probe
+        (``probes["scale"]``); None for calibrations from before it timed that pass."""
+        v = (self.probes.get("scale") or {}).get("scale_bytes_per_s")
+        return float(v) if v else None
+
     def fitted_terms(self, world_size: int | None) -> dict[str, Any]:
         """The headline fitted terms a prediction at ``world_size`` uses, as written beside results
         (``validate``'s summary, ``validate --timeline``'s files)."""
@@ -233,6 +240,7 @@ class Params:
             "cold_call_s": cold,
             "cold_tau_s": tau,
             "broadcast_switch_credit_s": self.broadcast_switch_credit_s,
+            "scale_bytes_per_s": self.scale_bytes_per_s,
             "channels": self.channels,
             "pipelined": self.pipelined,
         }
@@ -268,6 +276,7 @@ class Params:
             cold_call_s=cold,
             cold_tau_s=tau,
             broadcast_switch_credit_s=self.broadcast_switch_credit_s,
+            scale_bytes_per_s=self.scale_bytes_per_s,
             broadcast_o_s=self.broadcast.o_s if self.broadcast is not None else None,
             broadcast_w_bytes_per_s=self.broadcast.w_bytes_per_s if self.broadcast is not None else None,
             measured_world_sizes=self.measured_world_sizes,

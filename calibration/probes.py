@@ -11,6 +11,8 @@
   forward and backward's own memory in between, so they copy at a few GB/s
   where ``memcpy_probe``'s warm blocks copy at 20-40 (``in_step_copy_rate``;
   this is the rate ``CostModel.copy_bytes_per_s`` takes when it was measured).
+  Between the two it times the buffers' in-place division by the world size
+  (``in_step_scale_rate``, ``CostModel.scale_bytes_per_s``).
 * ``cold_call_probe``: one small all-reduce after a burst of compute of a few
   lengths, against one that follows another call (what the stream probe
   times). On this VM a call after 20-100 ms of compute costs 1-2 ms more on
@@ -130,6 +132,7 @@ def copy_in_step_probe(
     handles = [p.register_post_accumulate_grad_hook(copy_in) for p in params]
     ins: list[float] = []
     outs: list[float] = []
+    scales: list[float] = []
     nbytes = 0
     try:
         for k in range(warmup + steps):
@@ -138,8 +141,10 @@ def copy_in_step_probe(
             t_in[0] = 0.0
             dist.barrier()
             wl.loss(model, batch).backward()
-            for b in bufs.values():
-                b.mul_(1)
+            t0 = time.perf_counter()
+            for b in bufs.values():  # rewritten in place, as the all-reduce's result lands, and divided
+                b.div_(ctx.world_size)
+            t_scale = time.perf_counter() - t0
             t0 = time.perf_counter()
             for p in copied:
                 p.grad.copy_(slots[p])
@@ -147,11 +152,19 @@ def copy_in_step_probe(
             if k >= warmup:
                 ins.append(t_in[0])
                 outs.append(t_out)
+                scales.append(t_scale)
                 nbytes = sum(p.numel() * p.element_size() for p in copied)
     finally:
         for h in handles:
             h.remove()
-    return {"rank": ctx.rank, "bytes": nbytes, "copy_in_s": ins, "copy_out_s": outs}
+    return {
+        "rank": ctx.rank,
+        "bytes": nbytes,
+        "copy_in_s": ins,
+        "copy_out_s": outs,
+        "scale_s": scales,
+        "scale_bytes": sum(b.numel() * b.element_size() for b in bufs.values()),
+    }
 
 
 def in_step_copy_rate(per_rank: list[dict[str, Any]]) -> float | None:
@@ -166,6 +179,21 @@ def in_step_copy_rate(per_rank: list[dict[str, Any]]) -> float | None:
         t = statistics.median(both) if both else 0.0
         if n > 0 and t > 0:
             rates.append(2 * n / t)
+    return statistics.median(rates) if rates else None
+
+
+def in_step_scale_rate(per_rank: list[dict[str, Any]]) -> float | None:
+    """The rate of the in-place division pass ``copy_in_step_probe`` times on its bucket buffers right
+    after backward (``scale_s``: what the hand-written ``flat``, ``individual`` and ``naive`` wrappers
+    do to their averaged gradients, ``CostModel.scale_bytes_per_s``): per rank, the buffers' bytes
+    over the median pass; the median over ranks. None for records written before the probe timed it."""
+    rates = []
+    for r in per_rank:
+        n = int(r.get("scale_bytes") or 0)
+        ts = [float(t) for t in r.get("scale_s") or []]
+        t = statistics.median(ts) if ts else 0.0
+        if n > 0 and t > 0:
+            rates.append(n / t)
     return statistics.median(rates) if rates else None
 
 

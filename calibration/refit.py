@@ -49,7 +49,7 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
         with_step_probe,
         with_step_probes_by_p,
     )
-    from .probes import fit_broadcast_switch, fit_cold_call, in_step_copy_rate
+    from .probes import fit_broadcast_switch, fit_cold_call, in_step_copy_rate, in_step_scale_rate
 
     records = list(read_records(path))
     prof_rec = _one(records, "profile", path)
@@ -90,6 +90,7 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
     # warm-block rate older calibrations used
     cstep = _one(records, "copy_in_step", path, required=False)
     copy_bps = (cstep and in_step_copy_rate(cstep["per_rank"])) or float(mem["copy_bytes_per_s"])
+    scale_bps = in_step_scale_rate(cstep["per_rank"]) if cstep else None  # timed since 2026-11-28
     # the cold-call probe where the records have it (since 2026-11-25 evening)
     cold_rec = _one(records, "cold_call", path, required=False)
     cold = fit_cold_call(cold_rec["per_rank"]) if cold_rec else None
@@ -114,6 +115,7 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
         path,
         cold,
         switch,
+        scale_bps,
     )
 
     step_probes = [r["timeline"] for r in records if r.get("kind") == "step_probe"]

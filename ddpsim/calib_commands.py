@@ -130,7 +130,9 @@ def print_params(out: Any, params: Any, link: float | None) -> None:
             )
     fin = params.finalize_at(None)
     print(
-        f"  memory copy {params.copy_bytes_per_s / 1e9:.2f} GB/s; channels {params.channels}"
+        f"  memory copy {params.copy_bytes_per_s / 1e9:.2f} GB/s"
+        + (f", in-place division {params.scale_bytes_per_s / 1e9:.2f} GB/s" if params.scale_bytes_per_s else "")
+        + f"; channels {params.channels}"
         + (" (pipelined: a queued call's hand-off overlaps the transfer before)" if params.pipelined else "")
         + (f"; DDP's finalize {fin * 1e6:.1f} us per parameter (in-step probe)" if fin else "")
     )

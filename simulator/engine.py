@@ -5,7 +5,8 @@ rank and one per channel:
 
 * a rank's process does its compute -- forward, ``no_sync`` micro-steps,
   backward as segments that end where a collective's last gradient becomes
-  ready, the wait for communication, bucket copy-out, torch DDP's finalize
+  ready, the wait for communication, the hand-written wrappers' division of
+  averaged gradients (``scale_bytes_per_s``), bucket copy-out, torch DDP's finalize
   (``finalize_s_per_param`` per parameter its reducer holds), the optimizer -- and
   plays the reducer, launching collectives by the plan's rule. A launch is
   bookkeeping (a count per collective), not an event: a collective joins the
@@ -227,6 +228,16 @@ def switch_credit(src: np.ndarray, lat: np.ndarray, xfer: np.ndarray, credit_s: 
 # ---- what both models share ------------------------------------------------------------------
 
 
+def scale_pass_s(plan: PlanArrays, cost: CostModel) -> float:
+    """The in-place division of ``plan.scale_bytes`` by the world size after communication (0 where the
+    plan folds it into the copy-in, or the rate was not measured)."""
+    return plan.scale_bytes / cost.scale_bytes_per_s if plan.scale_bytes and cost.scale_bytes_per_s else 0.0
+
+
+def _scale_label() -> str:
+    return "divide gradients by the world size"
+
+
 class _Setup:
     """Per-parameter backward work in ready order, the segments it is split into, durations."""
 
@@ -350,14 +361,15 @@ def _analytic(st: _Setup, factors: list[float], accum_steps: int) -> RunOutcome:
         comm_end, busy = -math.inf, 0.0
     copy_s = plan.copy_out_bytes / cost.copy_bytes_per_s if cost.copy_bytes_per_s and plan.copy_out_bytes else 0.0
     per_bucket = bool(copy_s) and plan.copies_bucket_by_bucket
+    scale_s = scale_pass_s(plan, cost)
     fin_s = plan.finalize_s(cost.finalize_s_per_param)
     opt_ends = []
     for b_end, f in zip(bwd_ends, factors):
         if per_bucket:  # wait for bucket c, copy it, next: the serial recursion from backward's end
             _, c_end = _serial(np.maximum(end, b_end), plan.msg_bytes / cost.copy_bytes_per_s, np.zeros(n))
-            t = float(c_end[-1])
+            t = float(c_end[-1]) + scale_s
         else:
-            t = max(b_end, comm_end) + copy_s
+            t = max(b_end, comm_end) + scale_s + copy_s
         t += fin_s
         t += prof.optimizer_s * plan.optimizer_fraction * f + st.opt_extra
         opt_ends.append(t)
@@ -669,6 +681,7 @@ class _Step:
                 self._launch(c)
                 yield self._done(c)
         copy_bw = self.cost.copy_bytes_per_s
+        scale_s = scale_pass_s(plan, self.cost)
         if copy_bw and plan.copies_bucket_by_bucket:
             for c in range(n):  # torch's finalize_backward: wait for bucket c, copy it out, next
                 t0 = env.now
@@ -677,12 +690,16 @@ class _Step:
                     self.events.append((t0, env.now, r, "wait", "wait for communication"))
                 msg_c = int(plan.msg_bytes[c])
                 yield from self._span(r, "copy", lambda c=c: f"copy {plan.names(c)} out", msg_c / copy_bw)
+            if scale_s:
+                yield from self._span(r, "copy", _scale_label, scale_s)
         else:
             if launch != "after_backward" and n:
                 yield self.all_main_done
             t0 = env.now
             if self.record and t0 > self.bwd_end[r]:
                 self.events.append((self.bwd_end[r], t0, r, "wait", "wait for communication"))
+            if scale_s:
+                yield from self._span(r, "copy", _scale_label, scale_s)
             if copy_bw and plan.copy_out_bytes:
                 yield from self._span(r, "copy", lambda: "copy gradients out of buckets", plan.copy_out_bytes / copy_bw)
         fin_s = plan.finalize_s(self.cost.finalize_s_per_param)

@@ -341,7 +341,10 @@ class CostModel:
     the core with compute (half speed each) until it is done, so compute loses
     at most what it has left (the engine, ``_compute_beside_calls``).
     ``copy_bytes_per_s``: memory-copy rate for gradient <-> bucket copies
-    (None = free). ``hook_s_per_param``: the cost of one Python gradient hook
+    (None = free). ``scale_bytes_per_s``: rate of the in-place division of
+    averaged gradients by the world size that the hand-written ``flat``,
+    ``individual`` and ``naive`` wrappers run after communication (torch's
+    reducer and ``bucketed`` fold it into the copy-in; None = free). ``hook_s_per_param``: the cost of one Python gradient hook
     (hand-written wrappers run one per gradient; torch DDP's are C++).
     ``finalize_s_per_param``: torch DDP's reducer work between the last bucket's
     copy-out and ``backward()`` returning, per parameter it reduces (fitted by
@@ -381,6 +384,7 @@ class CostModel:
     call_cpu_s: float = 0.0
     call_cpu_s_per_byte: float = 0.0
     copy_bytes_per_s: float | None = None
+    scale_bytes_per_s: float | None = None
     hook_s_per_param: float = 0.0
     finalize_s_per_param: float = 0.0
     cold_call_s: float = 0.0
@@ -454,6 +458,10 @@ class CostModel:
         _require(
             self.copy_bytes_per_s is None or self.copy_bytes_per_s > 0,
             f"copy bandwidth must be > 0, got {self.copy_bytes_per_s}",
+        )
+        _require(
+            self.scale_bytes_per_s is None or (math.isfinite(self.scale_bytes_per_s) and self.scale_bytes_per_s > 0),
+            f"scale (division) rate must be > 0, got {self.scale_bytes_per_s}",
         )
 
     @classmethod
@@ -671,6 +679,8 @@ class CostModel:
             d.update(cold_call_s=self.cold_call_s, cold_tau_s=self.cold_tau_s)
         if self.broadcast_switch_credit_s:
             d["broadcast_switch_credit_s"] = self.broadcast_switch_credit_s
+        if self.scale_bytes_per_s is not None:
+            d["scale_bytes_per_s"] = self.scale_bytes_per_s
         if self.leftover_s:
             d["leftover_s"] = self.leftover_s
         if self.optimizer_extra_s:
@@ -698,6 +708,7 @@ class CostModel:
             call_cpu_s=_num(d, "call_cpu_s", 0.0),
             call_cpu_s_per_byte=_num(d, "call_cpu_s_per_byte", 0.0),
             copy_bytes_per_s=_num(d, "copy_bytes_per_s"),
+            scale_bytes_per_s=_num(d, "scale_bytes_per_s"),
             hook_s_per_param=_num(d, "hook_s_per_param", 0.0),
             finalize_s_per_param=_num(d, "finalize_s_per_param", 0.0),
             cold_call_s=_num(d, "cold_call_s", 0.0),

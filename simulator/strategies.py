@@ -164,6 +164,10 @@ class CommPlan:
     # torch DDP's reducer: after the last bucket's copy-out, ``backward()`` returns only after work per
     # parameter (``CostModel.finalize_s_per_param``); hand-written wrappers have their own, in their hooks
     reducer_finalize: bool = False
+    # bytes divided in place by the world size in one pass after the last collective, before any copy-out
+    # (``CostModel.scale_bytes_per_s``): realrun's flat, individual and naive wrappers average that way;
+    # torch's reducer and BucketedDDP write ``grad / world_size`` into the bucket as they copy it in
+    scale_bytes: int = 0
 
 
 def _bucket_colls(profile: GradProfile, buckets: tuple[tuple[int, ...], ...]) -> tuple[Collective, ...]:
@@ -177,14 +181,16 @@ def _naive_plan(profile: GradProfile, spec: StrategySpec, world_size: int) -> Co
     """One blocking all-reduce per parameter in ``module.parameters()`` order, after backward."""
     ps = profile.params
     colls = tuple(Collective(p.name, "allreduce", p.nbytes, (i,)) for i, p in enumerate(ps) if p.requires_grad)
-    return CommPlan("after_backward", colls, copy_in=False, copy_out_bytes=0)
+    return CommPlan("after_backward", colls, copy_in=False, copy_out_bytes=0, scale_bytes=profile.total_grad_bytes)
 
 
 def _flat_plan(profile: GradProfile, spec: StrategySpec, world_size: int) -> CommPlan:
-    """One all-reduce of everything after backward; flatten before, unflatten after (both copies counted)."""
+    """One all-reduce of everything after backward; flatten before, divide and unflatten after (the two
+    copies counted after it)."""
     total = profile.total_grad_bytes
     trainable = tuple(i for i, p in enumerate(profile.params) if p.requires_grad)
-    return CommPlan("after_backward", (Collective("flat", "allreduce", total, trainable),), False, 2 * total)
+    colls = (Collective("flat", "allreduce", total, trainable),)
+    return CommPlan("after_backward", colls, False, 2 * total, scale_bytes=total)
 
 
 # The hand-written hook-driven variants launch in a fixed index order, reverse registration
@@ -194,7 +200,9 @@ def _individual_plan(profile: GradProfile, spec: StrategySpec, world_size: int) 
     ps = profile.params
     trainable = [i for i, p in enumerate(ps) if p.requires_grad]
     colls = tuple(Collective(ps[i].name, "allreduce", ps[i].nbytes, (i,)) for i in reversed(trainable))
-    return CommPlan("in_order", colls, copy_in=False, copy_out_bytes=0, python_hooks=True)
+    return CommPlan(
+        "in_order", colls, copy_in=False, copy_out_bytes=0, python_hooks=True, scale_bytes=profile.total_grad_bytes
+    )
 
 
 def _bucketed_plan(profile: GradProfile, spec: StrategySpec, world_size: int) -> CommPlan:
@@ -430,6 +438,7 @@ class PlanArrays:
     post_src: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # each broadcast's source
     copy_out_per_bucket: bool = False  # as ``CommPlan.copy_out_per_bucket``
     reducer_finalize: bool = False  # as ``CommPlan.reducer_finalize``
+    scale_bytes: int = 0  # as ``CommPlan.scale_bytes``
 
     @property
     def n_collectives(self) -> int:
@@ -478,6 +487,7 @@ def plan_arrays(profile: GradProfile, plan: CommPlan) -> PlanArrays:
         post_src=np.fromiter((c.src for c in post), dtype=np.int64, count=len(post)),
         copy_out_per_bucket=plan.copy_out_per_bucket,
         reducer_finalize=plan.reducer_finalize,
+        scale_bytes=plan.scale_bytes,
     )
 
 

@@ -29,7 +29,13 @@ import realrun.netns as netns  # noqa: E402
 from calibration.calibrate import CalibrateSpec, calibrate_on_pool, fit_probe  # noqa: E402
 from calibration.fit import fit_bandwidth, fit_linear  # noqa: E402
 from calibration.params import PARAMS_SCHEMA, Params  # noqa: E402
-from calibration.probes import effective_copy_rate, fit_broadcast_switch, fit_cold_call, in_step_copy_rate
+from calibration.probes import (
+    effective_copy_rate,
+    fit_broadcast_switch,
+    fit_cold_call,
+    in_step_copy_rate,
+    in_step_scale_rate,
+)
 from calibration.refit import refit_from_records  # noqa: E402
 from calibration.step_probe import fit_in_step, measured_targets, probe_bucket_mb  # noqa: E402
 from calibration.validate import (  # noqa: E402
@@ -263,6 +269,14 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
         for r in cps["per_rank"]
     ]
     assert params.copy_bytes_per_s == in_step_copy_rate(cps["per_rank"]) == pytest.approx(statistics.median(rates))
+    # the division pass between them: every bucket buffer's bytes, once a step, the rate the cost model takes
+    for r in cps["per_rank"]:
+        assert r["scale_bytes"] == params.profile().total_grad_bytes
+        assert len(r["scale_s"]) == 8 and min(r["scale_s"]) > 0
+    scale = statistics.median(r["scale_bytes"] / statistics.median(r["scale_s"]) for r in cps["per_rank"])
+    assert params.scale_bytes_per_s == in_step_scale_rate(cps["per_rank"]) == pytest.approx(scale)
+    assert params.cost_model().scale_bytes_per_s == params.scale_bytes_per_s
+    assert params.fitted_terms(2)["scale_bytes_per_s"] == params.scale_bytes_per_s
     # the cold-call term: fitted from its record, and what the cost model (and so the in-step fit) uses
     (cold,) = [r for r in recs if r["kind"] == "cold_call"]
     assert [r["rank"] for r in cold["per_rank"]] == [0, 1]
@@ -551,7 +565,15 @@ def test_records_from_before_the_in_step_copy_probe_refit_with_the_warm_block_ra
         "".join(line + "\n" for line in records.read_text().splitlines() if '"kind":"copy_in_step"' not in line)
     )
     (mem,) = [r for r in read_records(old) if r["kind"] == "memcpy"]
-    assert refit_from_records(old).copy_bytes_per_s == mem["copy_bytes_per_s"]
+    refit = refit_from_records(old)
+    assert refit.copy_bytes_per_s == mem["copy_bytes_per_s"]
+    assert refit.scale_bytes_per_s is None and refit.cost_model().scale_bytes_per_s is None  # nothing timed it
+
+
+def test_refit_reads_the_division_rate_back(calibrated):
+    params, _, records, _ = calibrated
+    refit = refit_from_records(records)
+    assert params.scale_bytes_per_s and refit.scale_bytes_per_s == params.scale_bytes_per_s
 
 
 def test_records_from_before_the_cold_call_probe_refit_without_the_term(calibrated, tmp_path):

@@ -657,3 +657,39 @@ def test_leftover_and_the_optimizers_extra_must_be_finite_and_not_negative():
         c = CostModel.linear(0.5, 1000.0, **{field: 2e-4})
         assert getattr(CostModel.from_dict(c.to_dict()), field) == 2e-4
         assert field not in CostModel.linear(0.5, 1000.0).to_dict()  # files without it read as before
+
+
+@pytest.mark.parametrize("strategy", ["flat", "individual", "naive", "torch-ddp", "bucketed", "sharded"])
+@pytest.mark.parametrize("model", ["events", "auto"])
+def test_the_division_pass_after_communication_costs_the_wrappers_that_run_it(strategy, model):
+    """``scale_bytes_per_s``: realrun's flat, individual and naive wrappers divide the averaged gradients in
+    place once communication is done (``buf.div_``, ``torch._foreach_div_``), a pass over every gradient byte
+    before the copy-out and the optimizer: the step grows by exactly ``total / rate``, and nothing before
+    the last collective's end moves. torch's reducer and BucketedDDP fold the division into the copy-in
+    (``mul_out`` into the bucket), so theirs do not change; one rank has nothing to divide."""
+    kw = {"bucket_mb": 1500 / MIB} if strategy in ("torch-ddp", "bucketed", "sharded") else {}
+    spec = StrategySpec(strategy, **kw)
+    base = CostModel.linear(0.5, 1000.0, copy_bytes_per_s=4000.0)
+    scaled = dataclasses.replace(base, scale_bytes_per_s=8000.0)  # the 4000 B of PROF: 0.5 s
+    a = predict(PROF, base, spec, 2, record_events=True, model=model)
+    b = predict(PROF, scaled, spec, 2, record_events=True, model=model)
+    divides = strategy in ("flat", "individual", "naive")
+    assert b.step_time_s == pytest.approx(a.step_time_s + (0.5 if divides else 0.0), abs=1e-12)
+    assert b.backward_end_s == a.backward_end_s
+    assert [r.end_s for r in b.rows] == [pytest.approx(r.end_s, abs=1e-12) for r in a.rows]
+    if model == "events":
+        spans = [e for e in b.events if e[4] == "divide gradients by the world size"]
+        assert bool(spans) == divides
+        if divides:
+            last_allreduce = max(e[1] for e in b.events if e[3] == "allreduce")
+            assert all(e[0] >= last_allreduce - 1e-12 and e[1] - e[0] == pytest.approx(0.5) for e in spans)
+    assert predict(PROF, scaled, spec, 1).step_time_s == predict(PROF, base, spec, 1).step_time_s
+
+
+def test_the_division_rate_is_checked_and_round_trips():
+    for bad in (0.0, -1.0, math.inf, math.nan):
+        with pytest.raises(ValueError, match="scale"):
+            CostModel.linear(0.5, 1000.0, scale_bytes_per_s=bad)
+    c = CostModel.linear(0.5, 1000.0, scale_bytes_per_s=6e9)
+    assert CostModel.from_dict(c.to_dict()).scale_bytes_per_s == 6e9
+    assert "scale_bytes_per_s" not in CostModel.linear(0.5, 1000.0).to_dict()  # files without it read as before

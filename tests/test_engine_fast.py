@@ -64,6 +64,7 @@ def _serial_cost(rng: random.Random) -> CostModel:
         "leftover_s": rng.choice([0.0, 4e-4]),
         "optimizer_extra_s": rng.choice([0.0, 1e-4]),
         "broadcast_switch_credit_s": rng.choice([0.0, 2e-4]),
+        "scale_bytes_per_s": rng.choice([None, 8e9]),
     }
     if rng.random() < 0.4:
         return CostModel.from_network(load_network(rng.choice(["nccl-h100-ib", "nccl-a100-ib"])), **kw)

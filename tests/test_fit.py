@@ -382,6 +382,21 @@ def test_in_step_copy_rate_is_the_median_over_ranks_of_bytes_in_and_out_over_the
     assert in_step_copy_rate([dict(r, bytes=0) for r in ranks]) is None
 
 
+def test_in_step_scale_rate_is_the_median_over_ranks_of_buffer_bytes_over_the_median_pass():
+    from calibration.probes import in_step_scale_rate
+
+    mb = 1 << 20
+    ranks = [
+        {"rank": 0, "scale_bytes": 4 * mb, "scale_s": [1e-3, 2e-3, 8e-3]},  # median 2 ms
+        {"rank": 1, "scale_bytes": 4 * mb, "scale_s": [4e-3, 4e-3, 5e-3]},  # median 4 ms
+        {"rank": 2, "scale_bytes": 4 * mb, "scale_s": [3e-3, 3e-3, 3e-3]},  # median 3 ms
+    ]
+    assert in_step_scale_rate(ranks) == pytest.approx(4 * mb / 3e-3)  # the middle rank's rate
+    # records from before the probe timed the pass: nothing to say, the term stays off
+    assert in_step_scale_rate([{"rank": 0, "bytes": mb, "copy_in_s": [1e-3], "copy_out_s": [1e-3]}]) is None
+    assert in_step_scale_rate([dict(r, scale_s=[]) for r in ranks]) is None
+
+
 # ---- the broadcast-switch credit (calibration.probes.fit_broadcast_switch) -------------------------
 def _switch_ranks(credit_s, reps=30, calls=8, wire_s=2e-3, seed=0):
     # 8 broadcasts of 2 ms wire time; rank 1 ends each sequence 0.1 ms after rank 0 (the later rank counts);
