@@ -318,7 +318,9 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
         sp["fit"]["bucket_mb"],
         measured_targets(sp["timeline"]),
         fine=(fine["bucket_mb"], measured_targets(fine)),
+        hold_cc=None if sp["fit"]["comm_contention_check"]["identified"] else 0.0,  # as the calibration held it
     )
+    assert sp["fit"]["comm_contention_check"] == params.probes["in_step"]["comm_contention_check"]
     assert (fit["contention_c"], fit["comm_contention_c"]) == (params.contention_c, params.comm_contention_c)
     assert (fit["call_cpu_s"], fit["call_cpu_s_per_byte"]) == params.work_at(None)
     assert params.work_at(None) == (params.cost_model().call_cpu_s, params.cost_model().call_cpu_s_per_byte)

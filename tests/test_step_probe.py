@@ -425,3 +425,33 @@ def test_the_recordings_cost_is_the_median_paired_difference_to_the_plain_steps(
     assert recording_cost({"step_times_s": [0.01]}) == 0.0
     assert recording_cost({**rec, "plain_step_times_s": [0.02] * 4}) == 0.0  # never negative
     assert recording_cost({**rec, "plain_step_times_s": [0.01]}) == 0.0  # not paired: not used
+
+
+def test_comm_contention_is_kept_only_where_its_refits_tell_it_from_zero():
+    from calibration.step_probe import CHECK_MIN_DRAWS, comm_contention_check, comm_contention_phrase
+
+    told = comm_contention_check(0.4, [0.2 + 0.02 * i for i in range(24)])
+    assert told["identified"] and told["ci95"][0] > 0 and comm_contention_phrase(told) == ""
+    # micro-DLRM over 200 Mbit/s (run m43): fitted 3.77, a quarter of the refits at 0
+    loose = comm_contention_check(3.77, [0.0] * 6 + [1.0 + 0.5 * i for i in range(18)])
+    assert not loose["identified"] and loose["ci95"][0] == 0.0
+    assert "held at x1.00" in comm_contention_phrase(loose) and "x4.77" in comm_contention_phrase(loose)
+    # nothing to hold (a fit of 0), or too few refits to judge: as fitted
+    assert comm_contention_check(0.0, [0.0] * 24)["identified"]
+    assert comm_contention_check(3.77, [0.0] * (CHECK_MIN_DRAWS - 1))["identified"]
+
+
+def test_holding_comm_contention_refits_the_other_terms_beside_it():
+    bucket = probe_bucket_mb(PROF.total_grad_bytes)
+    # one cap: the compute factor alone then reaches the backward end
+    fit = fit_in_step(PROF, _cost(), 2, bucket, _targets(0.3, 1.5, bucket), hold_cc=0.0)
+    assert fit["comm_contention_c"] == 0.0
+    assert fit["simulated_at_fit"]["compute_s"] == pytest.approx(_targets(0.3, 1.5, bucket)["compute_s"], rel=1e-4)
+    # two caps: the work terms likewise
+    fine = probe_fine_mb(bucket)
+    t, tf = _targets(0.0, 0.5, bucket, 1e-3, 0.0), _targets(0.0, 0.5, fine, 1e-3, 0.0)
+    fit = fit_in_step(PROF, _cost(), 2, bucket, t, fine=(fine, tf), hold_cc=0.0)
+    assert fit["comm_contention_c"] == 0.0 and fit["call_cpu_s"] > 0
+    assert fit["fine"]["simulated_at_fit"]["compute_s"] == pytest.approx(tf["compute_s"], rel=1e-4)
+    boot = bootstrap_in_step(PROF, _cost(), 2, bucket, {**t, "per_step": [t] * 4}, n=3, fine=(fine, tf), hold_cc=0.0)
+    assert [d[1] for d in boot] == [0.0, 0.0, 0.0]
