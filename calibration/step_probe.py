@@ -330,8 +330,8 @@ CHECK_MIN_DRAWS = 10
 
 def comm_contention_check(fitted: float, draws: Sequence[float]) -> dict[str, Any]:
     """Whether the in-step probe tells ``comm_contention_c`` from 0: its bootstrap refits' 95 % percentile
-    interval lies above 0, as every other term the calibration keeps (the leftover, the optimizer's
-    extra, the switch credit, the cold call). Where the step is link-bound the calls overlap compute for a
+    interval lies above 0, as the calibration asks of the leftover, the optimizer's extra and the
+    broadcast-switch credit. Where the step is link-bound the calls overlap compute for a
     small share of their time, so a little noise in their summed time maps to a large factor: micro-DLRM's
     probe over 200 Mbit/s fitted x4.77, x8.50 and x8.65 in runs m43, m41 and m39 with intervals from x1.00 to
     x7.5-x14.9, and its torch-ddp and bucketed rows at 0.25 and 1 MiB ran long in all three (+4.0..+13.0 %).
