@@ -40,6 +40,7 @@ import math
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 COPY_SIZES = (64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20)
@@ -172,14 +173,11 @@ def in_step_copy_rate(per_rank: list[dict[str, Any]]) -> float | None:
     over its median step's copy-in plus copy-out time; the median over ranks (ranks whose unused
     parameters differ copy different bytes). None where no rank copied anything in a timed step (no
     trainable dense gradient)."""
-    rates = []
-    for r in per_rank:
-        n = int(r.get("bytes") or 0)
-        both = [a + b for a, b in zip(r.get("copy_in_s") or [], r.get("copy_out_s") or [])]
-        t = statistics.median(both) if both else 0.0
-        if n > 0 and t > 0:
-            rates.append(2 * n / t)
-    return statistics.median(rates) if rates else None
+    return _median_rank_rate(
+        per_rank,
+        lambda r: 2 * int(r.get("bytes") or 0),
+        lambda r: [a + b for a, b in zip(r.get("copy_in_s") or [], r.get("copy_out_s") or [])],
+    )
 
 
 def in_step_scale_rate(per_rank: list[dict[str, Any]]) -> float | None:
@@ -187,10 +185,21 @@ def in_step_scale_rate(per_rank: list[dict[str, Any]]) -> float | None:
     after backward (``scale_s``: what the hand-written ``flat``, ``individual`` and ``naive`` wrappers
     do to their averaged gradients, ``CostModel.scale_bytes_per_s``): per rank, the buffers' bytes
     over the median pass; the median over ranks. None for records written before the probe timed it."""
+    return _median_rank_rate(
+        per_rank, lambda r: int(r.get("scale_bytes") or 0), lambda r: [float(t) for t in r.get("scale_s") or []]
+    )
+
+
+def _median_rank_rate(
+    per_rank: list[dict[str, Any]],
+    nbytes: Callable[[dict[str, Any]], int],
+    times: Callable[[dict[str, Any]], list[float]],
+) -> float | None:
+    """Per rank ``nbytes(r)`` over the median of ``times(r)``; the median over the ranks that moved bytes
+    in a timed pass, None where none did."""
     rates = []
     for r in per_rank:
-        n = int(r.get("scale_bytes") or 0)
-        ts = [float(t) for t in r.get("scale_s") or []]
+        n, ts = nbytes(r), times(r)
         t = statistics.median(ts) if ts else 0.0
         if n > 0 and t > 0:
             rates.append(n / t)

@@ -597,13 +597,12 @@ def fit_step_probe(
     # a DDP step): its fit sees none of it; nor the optimizer's extra, fitted after it from the same steps
     cost = replace(cost, leftover_s=0.0, optimizer_extra_s=0.0)
     fit = fit_in_step(profile, cost, world_size, bucket_mb, targets, fine=fine)
-    fit["loadavg"] = [rec.get("loadavg_before"), rec.get("loadavg_after")]
     boot = bootstrap_in_step(profile, cost, world_size, bucket_mb, targets, fine=fine)
     cc_check = comm_contention_check(fit["comm_contention_c"], [d[1] for d in boot])
     if not cc_check["identified"]:  # held at 0, the other terms refitted beside it, and their spread with it
         fit = fit_in_step(profile, cost, world_size, bucket_mb, targets, fine=fine, hold_cc=0.0)
-        fit["loadavg"] = [rec.get("loadavg_before"), rec.get("loadavg_after")]
         boot = bootstrap_in_step(profile, cost, world_size, bucket_mb, targets, fine=fine, hold_cc=0.0)
+    fit["loadavg"] = [rec.get("loadavg_before"), rec.get("loadavg_after")]
     fit["comm_contention_check"] = cc_check
     fit["bootstrap"] = [list(d) for d in boot]
     fit["leftover"] = leftover_fit(rec, rec_f)

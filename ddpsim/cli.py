@@ -99,7 +99,7 @@ def _main(argv: Sequence[str] | None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # --help, --version, or a bad argument (argparse already said why)
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
-    args._argv = list(sys.argv[1:] if argv is None else argv)  # the command line, for results that record it
+    args._argv = words  # the command line, for results that record it
     from realrun.errors import run_handler  # no torch: errors.py imports nothing heavy
 
     from .cliutil import check_outputs
