@@ -59,6 +59,9 @@ class CalibrateSpec:
     contention_steps: int = 10
     step_probe_steps: int = 10  # 0: no in-step probe (the contention probe's factors are used)
     step_probe_seconds: float = 1.0  # more probe steps where ``step_probe_steps`` would not fill this (0: exactly)
+    step_probe_check: bool = (
+        True  # the in-step probe at one bucket too: a check of the fit (the intervals' model error)
+    )
     cold_call_reps: int = 100  # 0: no cold-call probe (calls on idle channels cost what calls in a row do)
     switch_reps: int = 30  # 0: no broadcast-switch probe (a broadcast costs the same whichever rank sent last)
     optimizer: str = "sgd"
@@ -644,33 +647,48 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
             scale_bps,
         )
         if spec.step_probe_steps > 0:
-            from .step_probe import probe_bucket_mb, probe_fine_mb, probe_steps, run_step_probe, summary_line
+            from .step_probe import (
+                probe_bucket_mb,
+                probe_fine_mb,
+                probe_one_bucket_mb,
+                probe_steps,
+                run_step_probe,
+                summary_line,
+            )
 
             mb = probe_bucket_mb(prof.total_grad_bytes)
-            n, n_f = (
+            one_mb = probe_one_bucket_mb(prof.total_grad_bytes)
+            n, n_f, n_c = (
                 probe_steps(
                     prof, params.cost_model(), pool.world_size, cap, spec.step_probe_steps, spec.step_probe_seconds
                 )
-                for cap in (mb, probe_fine_mb(mb))
+                for cap in (mb, probe_fine_mb(mb), one_mb)
             )
+            if not spec.step_probe_check:
+                n_c = 0
             say(
                 f"in-step probe: torch DDP at {mb:g} MiB and at {probe_fine_mb(mb) * 1024:g} KiB (a call per "
                 f"gradient), {n} and {n_f} steps with per-bucket timelines"
+                + (f"; then at {one_mb:g} MiB (one bucket, a check the fit leaves out), {n_c} steps" if n_c else "")
                 + (
                     f" (more than {spec.step_probe_steps} where that many, as predicted, would not fill "
                     f"{spec.step_probe_seconds:g} s)"
-                    if max(n, n_f) > spec.step_probe_steps
+                    if max(n, n_f, n_c) > spec.step_probe_steps
                     else ""
                 )
             )
-            rec, rec_f, sfit_step = run_step_probe(pool, spec.model, bs, prof, params.cost_model(), n, steps_fine=n_f)
-            writer.write(
-                make_record("step_probe", env, model=spec.model, batch_size=bs, timeline=rec.to_dict(), fit=sfit_step)
+            sp = run_step_probe(
+                pool, spec.model, bs, prof, params.cost_model(), n, steps_fine=n_f, steps_check=n_c or None
             )
-            if rec_f is not None:
-                writer.write(
-                    make_record("step_probe_fine", env, model=spec.model, batch_size=bs, timeline=rec_f.to_dict())
+            sfit_step = sp.fit
+            writer.write(
+                make_record(
+                    "step_probe", env, model=spec.model, batch_size=bs, timeline=sp.record.to_dict(), fit=sfit_step
                 )
+            )
+            for kind, r in (("step_probe_fine", sp.fine_record), ("step_probe_check", sp.check_record)):
+                if r is not None:
+                    writer.write(make_record(kind, env, model=spec.model, batch_size=bs, timeline=r.to_dict()))
             say(summary_line(sfit_step))
             params = with_step_probe(params, sfit_step)
     return with_channel_check(params, say)

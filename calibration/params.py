@@ -431,28 +431,41 @@ def _kept_term_sd(in_step: Mapping[str, Any], fit_key: str, value_key: str) -> f
     return sd_of_ci((in_step.get(fit_key) or {}).get("ci95_s"))
 
 
-def probe_step_residual(in_step: Mapping[str, Any]) -> float:
-    """The root mean square of ``log(simulated / measured)`` of the in-step probe's step time at the
-    fitted terms, over the caps it ran at (two, or one before the fine probe): the fit matches the
-    probes' backward ends and summed all-reduce times, not their steps, so the steps are checks the
-    calibration carries out of its own fit, on real DDP configurations. It stands for what the model's
-    terms do not capture (a prediction's error beyond its inputs' errors); 0 when the probe did not
-    run or kept no step times. Both caps, not the coarse one alone: with the targets taken across
-    ranks the coarse probe's residual fell to 1-3 % on loopback, under the 4-6 % the validation rows
-    miss by (BENCHMARKS.md, "Ranks apart": coverage of the 80 % interval below 75 % in 23 of 52 cells
-    with one cap, 17 with both)."""
+def probe_step_residuals(in_step: Mapping[str, Any]) -> list[tuple[float, float, float]]:
+    """``(bucket_mb, measured, simulated)`` step of each probe the calibration ran beside its fit: the fitted
+    probe, the fine one and the one-bucket check, where each ran and kept its step (simulated at the fitted
+    terms, the optimizer's extra added: it is fitted after the simulated steps were taken, from the same steps)."""
     if not isinstance(in_step, Mapping):
-        return 0.0
-    res = []
-    fine = in_step.get("fine")
-    # the optimizer's extra is fitted after the simulated steps were taken (without it): it is the model's now
+        return []
+    out = []
     extra = float(in_step.get("optimizer_extra_s") or 0.0)
-    for part in (in_step, fine if isinstance(fine, Mapping) else {}):
+    for part in (in_step, in_step.get("fine"), in_step.get("check")):
+        if not isinstance(part, Mapping):
+            continue
         try:
             meas = float(part["measured"]["step_s"])
             sim = float(part["simulated_at_fit"]["step_s"]) + extra
+            mb = float(part.get("bucket_mb") or in_step.get("bucket_mb") or 0.0)
         except (KeyError, TypeError, ValueError):
             continue
         if math.isfinite(meas) and math.isfinite(sim) and meas > 0 and sim > 0:
-            res.append(math.log(sim / meas))
+            out.append((mb, meas, sim))
+    return out
+
+
+def probe_step_residual(in_step: Mapping[str, Any]) -> float:
+    """The root mean square of ``log(simulated / measured)`` of the in-step probe's step time at the
+    fitted terms, over the caps it ran at (``probe_step_residuals``: two, three with the one-bucket check,
+    one before the fine probe): the fit matches the probes' backward ends and summed all-reduce times,
+    not their steps, so the steps are checks the calibration carries out of its own fit, on real DDP
+    configurations; the one-bucket probe's whole step is out of the fit. It stands for what the model's
+    terms do not capture (a prediction's error beyond its inputs' errors); 0 when the probe did not
+    run or kept no step times. Both fitted caps, not the coarse one alone: with the targets taken across
+    ranks the coarse probe's residual fell to 1-3 % on loopback, under the 4-6 % the validation rows
+    miss by (BENCHMARKS.md, "Ranks apart": coverage of the 80 % interval below 75 % in 23 of 52 cells
+    with one cap, 17 with both). Two residuals, though, make a poor estimate of a spread: over the 36 cells
+    of runs m41-m43 it ran 0.3-12.5 %, and the cells' coverage followed it (88-100 % in 7 of the 9 where it
+    was over 5 %; 6-65 % in 5 of the 15 where it was under 1.5 %): hence the third probe (BENCHMARKS.md,
+    "Seventeenth session")."""
+    res = [math.log(sim / meas) for _, meas, sim in probe_step_residuals(in_step)]
     return math.sqrt(sum(r * r for r in res) / len(res)) if res else 0.0

@@ -126,7 +126,14 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
         from .step_probe import fit_step_probe, summary_line
 
         fine = _one(records, "step_probe_fine", path, required=False)
-        fit = fit_step_probe(at_p0[0], params.profile(), params.cost_model(), fine_record=fine and fine["timeline"])
+        check = _one(records, "step_probe_check", path, required=False)
+        fit = fit_step_probe(
+            at_p0[0],
+            params.profile(),
+            params.cost_model(),
+            fine_record=fine and fine["timeline"],
+            check_record=check and check["timeline"],
+        )
         say(summary_line(fit))
         params = with_step_probe(params, fit)
     params = with_channel_check(params, say)

@@ -26,9 +26,10 @@ is fitted negative). Validation rows are never used: the probe is its own config
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from simulator.network import CostModel
@@ -402,6 +403,23 @@ def probe_fine_mb(bucket_mb: float) -> float:
     return min(FINE_PROBE_MB, bucket_mb / 2)
 
 
+def probe_one_bucket_mb(total_grad_bytes: int) -> float:
+    """The check probe's cap: the power of two (MiB) at or above all the gradients, so torch DDP makes one
+    bucket and its one call starts after backward (no overlap: the shape the two fitted probes do not have)."""
+    return float(2.0 ** math.ceil(math.log2(max(total_grad_bytes / MIB, 1 / 1024))))
+
+
+@dataclass(frozen=True)
+class StepProbe:
+    """What ``run_step_probe`` measured and fitted: the records at the probe's cap, at the fine cap and at one
+    bucket (the check: ``None`` where not run), and the fit."""
+
+    record: TimelineRecord
+    fine_record: TimelineRecord | None
+    check_record: TimelineRecord | None
+    fit: dict[str, Any]
+
+
 def run_step_probe(
     pool: Any,
     model: str,
@@ -412,9 +430,10 @@ def run_step_probe(
     warmup: int = 3,
     fine: bool = True,
     steps_fine: int | None = None,
-) -> tuple[TimelineRecord, TimelineRecord | None, dict[str, Any]]:
-    """Measure the probe on ``pool`` (at its cap, and at the fine cap too with ``fine``: ``steps_fine`` steps,
-    default ``steps``) and fit it: ``(record, fine_record, fit)``."""
+    steps_check: int | None = None,
+) -> StepProbe:
+    """Measure the probe on ``pool`` (at its cap, at the fine cap too with ``fine``: ``steps_fine`` steps,
+    default ``steps``; and at one bucket, ``steps_check`` steps, where that is given and > 0) and fit it."""
     mb = probe_bucket_mb(profile.total_grad_bytes)
     rec = measure_step_probe(pool, model, batch_size, mb, steps, warmup)
     rec_f = (
@@ -424,7 +443,12 @@ def run_step_probe(
         if fine
         else None
     )
-    return rec, rec_f, fit_step_probe(rec, profile, cost, fine_record=rec_f)
+    rec_c = (
+        measure_step_probe(pool, model, batch_size, probe_one_bucket_mb(profile.total_grad_bytes), steps_check, warmup)
+        if steps_check
+        else None
+    )
+    return StepProbe(rec, rec_f, rec_c, fit_step_probe(rec, profile, cost, fine_record=rec_f, check_record=rec_c))
 
 
 def probe_steps(
@@ -574,11 +598,14 @@ def fit_step_probe(
     profile: GradProfile,
     cost: CostModel,
     fine_record: TimelineRecord | Mapping[str, Any] | None = None,
+    check_record: TimelineRecord | Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The in-step fit of a probe record (``measure_timeline``'s), measured now or read back from a
     ``"step_probe"`` record (``refit``, a dict), at the world size and bucket size the record was
     measured at, with its bootstrap refits; with ``fine_record`` (the same probe at a finer cap, the
-    same world size) the per-call compute cost too."""
+    same world size) the per-call compute cost too; with ``check_record`` (the same probe at one bucket)
+    that probe's step simulated at the fitted terms beside its measured one (``fit["check"]``): a check
+    the fit does not use, which ``calibration.params.probe_step_residual`` counts with the other two."""
     from realrun.step_record import timeline_mapping
 
     rec = timeline_mapping(record)
@@ -609,7 +636,33 @@ def fit_step_probe(
     fit["leftover_s"] = fit["leftover"]["leftover_s"]
     fit["optimizer_extra"] = optimizer_extra_fit(profile, targets, fine[1] if fine else None)
     fit["optimizer_extra_s"] = fit["optimizer_extra"]["optimizer_extra_s"]
+    if check_record is not None:
+        fit["check"] = check_at_fit(check_record, profile, cost, fit, world_size)
     return fit
+
+
+def check_at_fit(
+    record: TimelineRecord | Mapping[str, Any],
+    profile: GradProfile,
+    cost: CostModel,
+    fit: Mapping[str, Any],
+    world_size: int,
+) -> dict[str, Any]:
+    """The probe measured at another cap (the one-bucket check), simulated at ``fit``'s terms: nothing is fitted
+    to it. ``cost`` as the fit had it (without the leftover and the optimizer's extra: the residual adds the
+    extra to every probe alike)."""
+    from realrun.step_record import timeline_mapping
+
+    rec = timeline_mapping(record)
+    if int(rec["world_size"]) != world_size:
+        raise ValueError(f"the check probe (p = {rec['world_size']}) must be at the fitted probe's p = {world_size}")
+    targets = measured_targets(rec)
+    prof, scale = _scaled(profile, targets)
+    mb = float(rec["bucket_mb"])
+    terms = (fit["contention_c"], fit["comm_contention_c"], fit["call_cpu_s"], fit["call_cpu_s_per_byte"])
+    fin = float(fit.get("finalize_s_per_param") or 0.0)
+    sim = _sim(prof, cost, world_size, mb, *terms, fin)
+    return {"bucket_mb": mb, "compute_scale": scale, "measured": targets, "simulated_at_fit": sim}
 
 
 def summary_line(fit: dict[str, Any]) -> str:
@@ -636,7 +689,30 @@ def summary_line(fit: dict[str, Any]) -> str:
         + _not_identified(fit["not_identified"])
         + comm_contention_phrase(fit.get("comm_contention_check"))
         + _spread(fit.get("bootstrap") or [])
+        + steps_phrase(fit)
     )
+
+
+def cap_words(mb: float) -> str:
+    """A probe's cap as a person reads it: 1 KiB, 0.959 MiB, 4 MiB."""
+    return f"{mb * 1024:.3g} KiB" if mb < 1 / 64 else f"{mb:.3g} MiB"
+
+
+def steps_phrase(fit: Mapping[str, Any]) -> str:
+    """The probes' steps at the fitted terms, measured against simulated (the checks the fit leaves out), and
+    the model error the intervals take from them (``calibration.params.probe_step_residual``)."""
+    from .params import probe_step_residual, probe_step_residuals
+
+    steps = probe_step_residuals(fit)
+    if not steps:
+        return ""
+    check = (fit.get("check") or {}).get("bucket_mb")
+    parts = [
+        f"{m * 1e3:.1f} measured / {s * 1e3:.1f} simulated at {cap_words(mb)}" + (" (one bucket)" if mb == check else "")
+        for mb, m, s in steps
+    ]
+    sd = (math.exp(probe_step_residual(fit)) - 1) * 100
+    return f"; steps (ms): {', '.join(parts)}: the model's own error {sd:.1f} % (RMS), carried in every interval"
 
 
 def _recording_phrase(m: Mapping[str, Any], mf: Mapping[str, Any]) -> str:

@@ -208,6 +208,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             contention_steps=args.contention_steps,
             step_probe_steps=args.step_probe_steps,
             step_probe_seconds=args.step_probe_seconds,
+            step_probe_check=args.step_probe_check,
             cold_call_reps=args.cold_call_reps,
             switch_reps=args.switch_reps,
             sizes_bytes=args.sizes,
@@ -486,8 +487,16 @@ def add_commands(sub: Any) -> None:
         "--step-probe-steps",
         type=number(int, 0, 100_000),
         default=10,
-        help="timed torch DDP steps of the in-step probe at each of its two caps, at least (per-bucket timelines; "
-        "fits how compute and communication slow each other inside a step); 0 keeps the contention probe's factors",
+        help="timed torch DDP steps of the in-step probe at each of its caps, at least (per-bucket timelines; "
+        "fits how compute and communication slow each other inside a step, at two caps, and checks the fit at one "
+        "bucket); 0 keeps the contention probe's factors",
+    )
+    c.add_argument(
+        "--no-step-probe-check",
+        dest="step_probe_check",
+        action="store_false",
+        help="leave out the in-step probe at one bucket (a check of its fit that sets the model-error part of "
+        "every prediction interval; without it that part rests on the two fitted caps' steps)",
     )
     c.add_argument(
         "--step-probe-seconds",

@@ -440,6 +440,7 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         if text is argparse.SUPPRESS:
             return text
         d = action.default
-        if action.option_strings and d not in (None, False, argparse.SUPPRESS) and "default" not in text:
+        switch = isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction))  # the flag says it
+        if action.option_strings and not switch and d not in (None, False, argparse.SUPPRESS) and "default" not in text:
             text += " (default: %(default)s)"
         return text

@@ -37,7 +37,7 @@ from calibration.probes import (
     in_step_scale_rate,
 )
 from calibration.refit import refit_from_records  # noqa: E402
-from calibration.step_probe import fit_in_step, measured_targets, probe_bucket_mb  # noqa: E402
+from calibration.step_probe import fit_in_step, measured_targets, probe_bucket_mb, simulated_terms  # noqa: E402
 from calibration.validate import (  # noqa: E402
     DEFAULT_BLOCK,
     VALIDATION_SCHEMA,
@@ -88,14 +88,15 @@ def calibrated(pool, tmp_path_factory):
     )
     asked = []
 
-    def probe_steps(profile, cost, world_size, bucket_mb, steps, min_seconds):  # the fine cap one step more
+    def probe_steps(profile, cost, world_size, bucket_mb, steps, min_seconds):  # fine cap +1 step, one bucket +2
         asked.append((bucket_mb, steps, min_seconds))
-        return steps + (bucket_mb < probe_bucket_mb(profile.total_grad_bytes))
+        coarse = probe_bucket_mb(profile.total_grad_bytes)
+        return steps + (bucket_mb < coarse) + 2 * (bucket_mb > coarse)
 
     with pytest.MonkeyPatch.context() as mp:  # steps each cap gets, as asked, without the tiny model's 1 s
         mp.setattr("calibration.step_probe.probe_steps", probe_steps)
         params = calibrate_on_pool(pool, spec, said.append)
-    assert [(steps, secs) for _, steps, secs in asked] == [(STEPS, 0.5), (STEPS, 0.5)]
+    assert [(steps, secs) for _, steps, secs in asked] == [(STEPS, 0.5)] * 3
     return params, params.save(d / "params.json"), Path(spec.records), said
 
 
@@ -231,6 +232,7 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
         "contention": 1,
         "step_probe": 1,
         "step_probe_fine": 1,
+        "step_probe_check": 1,
     }
     ar = [r for r in recs if r["kind"] == "allreduce" and r["impl"] == "native"]
     streams = [r for r in recs if r["kind"] == "allreduce" and r["impl"] == "stream"]
@@ -321,6 +323,32 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
         hold_cc=None if sp["fit"]["comm_contention_check"]["identified"] else 0.0,  # as the calibration held it
     )
     assert sp["fit"]["comm_contention_check"] == params.probes["in_step"]["comm_contention_check"]
+    # the one-bucket check: measured at the power of two above every gradient, simulated at the fitted terms,
+    # and counted in the model error the intervals carry (its step, the other two's, nothing else)
+    (check,) = [r["timeline"] for r in recs if r["kind"] == "step_probe_check"]
+    assert check["bucket_mb"] == 1.0 and len(check["step_times_s"]) == STEPS + 2  # 0.76 MiB of gradients
+    ins = params.probes["in_step"]
+    assert ins["check"]["bucket_mb"] == 1.0 and ins["check"]["measured"]["n_buckets"] == 1
+    assert ins["check"]["simulated_at_fit"] == simulated_terms(
+        params.profile().scaled(ins["check"]["compute_scale"]),
+        params.cost_model().with_overrides(
+            contention=fit["contention_c"],
+            comm_contention=fit["comm_contention_c"],
+            call_cpu_s=fit["call_cpu_s"],
+            call_cpu_s_per_byte=fit["call_cpu_s_per_byte"],
+            finalize_s_per_param=ins["finalize_s_per_param"],
+            leftover_s=0.0,
+            optimizer_extra_s=0.0,
+        ),
+        2,
+        1.0,
+    )
+    extra = ins["optimizer_extra_s"]
+    logs = [
+        math.log((p["simulated_at_fit"]["step_s"] + extra) / p["measured"]["step_s"])
+        for p in (ins, ins["fine"], ins["check"])
+    ]
+    assert params.uncertainty().model_log_sd == pytest.approx(math.sqrt(sum(x * x for x in logs) / 3), rel=1e-12)
     assert (fit["contention_c"], fit["comm_contention_c"]) == (params.contention_c, params.comm_contention_c)
     assert (fit["call_cpu_s"], fit["call_cpu_s_per_byte"]) == params.work_at(None)
     assert params.work_at(None) == (params.cost_model().call_cpu_s, params.cost_model().call_cpu_s_per_byte)
@@ -597,14 +625,14 @@ def test_empty_measurement_is_a_clear_error(calibrated, tmp_path, capsys):
     )
     kinds = (
         r"kinds found: broadcast, broadcast_switch, cold_call, contention, copy_in_step, memcpy, profile, step_probe, "
-        r"step_probe_fine"
+        r"step_probe_check, step_probe_fine"
     )
-    with pytest.raises(ValueError, match=rf"none of the 11 records is an all-reduce measurement \({kinds}\)"):
+    with pytest.raises(ValueError, match=rf"none of the 12 records is an all-reduce measurement \({kinds}\)"):
         fit_linear(read_records(no_ar))
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     for path, msg in (
-        (no_ar, "none of the 11 records is an all-reduce measurement"),
+        (no_ar, "none of the 12 records is an all-reduce measurement"),
         (empty, "no records given: the measurement is empty"),
     ):
         assert ddpsim(["plot", "--allreduce", str(path), "--plot-dir", str(tmp_path / "plots")]) == 2
@@ -747,6 +775,20 @@ def _ddpsim_json(args: list[str], cwd: Path) -> dict:
     return env["results"]
 
 
+def test_cli_calibrate_leaves_the_check_probe_out_when_asked(tmp_path, monkeypatch):
+    """`--no-step-probe-check` reaches the calibration's spec (on by default); no ranks are started here."""
+    seen = []
+
+    def fake(spec, progress=True):
+        seen.append(spec.step_probe_check)
+        raise ValueError("stopped before measuring")
+
+    monkeypatch.setattr("calibration.calibrate.calibrate", fake)
+    base = ["calibrate", "--model", TINY, "--out", str(tmp_path / "p.json"), "--records", str(tmp_path / "r.jsonl")]
+    assert ddpsim(base) == 2 and ddpsim([*base, "--no-step-probe-check"]) == 2
+    assert seen == [True, False]
+
+
 def test_cli_calibrate_json_contract(tmp_path):
     out, recs = tmp_path / "params.json", tmp_path / "calibration.jsonl"
     d = _ddpsim_json(
@@ -789,7 +831,8 @@ def test_cli_calibrate_json_contract(tmp_path):
     assert [len(r["timeline"]["step_times_s"]) for r in read_records(recs) if r["kind"].startswith("step_probe")] == [
         4,
         4,
-    ]  # --step-probe-steps, exactly with --step-probe-seconds 0
+        4,
+    ]  # --step-probe-steps at each of the three caps, exactly with --step-probe-seconds 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["calibration.jsonl", "params.json"]  # nothing else written
     # --refit: the same fits from the records alone, no ranks started
     again = _ddpsim_json(["calibrate", "--refit", str(recs), "--out", str(tmp_path / "refit.json")], tmp_path)

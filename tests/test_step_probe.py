@@ -8,6 +8,7 @@ from calibration.step_probe import (
     measured_targets,
     probe_bucket_mb,
     probe_fine_mb,
+    probe_one_bucket_mb,
     probe_steps,
     simulated_terms,
 )
@@ -455,3 +456,18 @@ def test_holding_comm_contention_refits_the_other_terms_beside_it():
     assert fit["fine"]["simulated_at_fit"]["compute_s"] == pytest.approx(tf["compute_s"], rel=1e-4)
     boot = bootstrap_in_step(PROF, _cost(), 2, bucket, {**t, "per_step": [t] * 4}, n=3, fine=(fine, tf), hold_cc=0.0)
     assert [d[1] for d in boot] == [0.0, 0.0, 0.0]
+
+
+def test_the_check_probe_is_at_one_bucket_above_every_gradient():
+    """The one-bucket check's cap: the power of two (MiB) at or above all the gradients, so torch DDP makes one
+    bucket of them all (the simulator's buckets, as torch's)."""
+    from simulator.buckets import ddp_buckets
+
+    assert probe_one_bucket_mb(int(3.84 * MIB)) == 4.0 and probe_one_bucket_mb(4 * MIB) == 4.0
+    assert probe_one_bucket_mb(4 * MIB + 1) == 8.0 and probe_one_bucket_mb(int(0.76 * MIB)) == 1.0
+    assert probe_one_bucket_mb(1) == 1 / 1024  # never under 1 KiB
+    for name in ("gpt", "cnn", "micro-dlrm"):
+        prof = load_profile(name, "cpu-core")
+        cap = probe_one_bucket_mb(prof.total_grad_bytes)
+        assert cap / 2 < prof.total_grad_bytes / MIB <= cap
+        assert len(ddp_buckets(prof, bucket_cap_mb=cap).steady) == 1, name

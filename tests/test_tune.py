@@ -877,7 +877,7 @@ def test_params_carry_the_in_step_probes_step_residual_as_model_error():
     import math
 
     from calibration.fit import LinearFit
-    from calibration.params import Params, probe_step_residual
+    from calibration.params import Params, probe_step_residual, probe_step_residuals
 
     probe = {"measured": {"step_s": 0.300}, "simulated_at_fit": {"step_s": 0.330}}
     assert probe_step_residual(probe) == pytest.approx(math.log(1.1))
@@ -889,6 +889,22 @@ def test_params_carry_the_in_step_probes_step_residual_as_model_error():
     fine = {"measured": {"step_s": 0.200}, "simulated_at_fit": {"step_s": 0.200 * math.exp(-0.05)}}
     both = {**probe, "fine": fine}
     assert probe_step_residual(both) == pytest.approx(math.sqrt((math.log(1.1) ** 2 + 0.05**2) / 2))
+    # and the one-bucket check (simulated at the fitted terms, not fitted): the three together
+    check = {"bucket_mb": 4.0, "measured": {"step_s": 0.250}, "simulated_at_fit": {"step_s": 0.250 * math.exp(-0.2)}}
+    three = {**both, "check": check}
+    assert probe_step_residual(three) == pytest.approx(math.sqrt((math.log(1.1) ** 2 + 0.05**2 + 0.2**2) / 3))
+    assert [
+        mb for mb, _, _ in probe_step_residuals({**three, "bucket_mb": 0.5, "fine": {**fine, "bucket_mb": 0.001}})
+    ] == [
+        0.5,
+        0.001,
+        4.0,
+    ]
+    # the optimizer's extra is the model's once fitted: added to every simulated step alike
+    extra = {**three, "optimizer_extra_s": 0.01}
+    assert [s for _, _, s in probe_step_residuals(extra)] == pytest.approx(
+        [0.34, 0.200 * math.exp(-0.05) + 0.01, 0.250 * math.exp(-0.2) + 0.01]
+    )
     assert probe_step_residual({**probe, "fine": {"measured": {}}}) == pytest.approx(math.log(1.1))
     assert probe_step_residual({**probe, "fine": [1]}) == pytest.approx(math.log(1.1))
     assert probe_step_residual(None) == 0.0  # type: ignore[arg-type]
