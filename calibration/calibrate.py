@@ -59,9 +59,7 @@ class CalibrateSpec:
     contention_steps: int = 10
     step_probe_steps: int = 10  # 0: no in-step probe (the contention probe's factors are used)
     step_probe_seconds: float = 1.0  # more probe steps where ``step_probe_steps`` would not fill this (0: exactly)
-    step_probe_check: bool = (
-        True  # the in-step probe at one bucket too: a check of the fit (the intervals' model error)
-    )
+    step_probe_check: bool = True  # the in-step probe at one bucket too: a check of its fit (the model error)
     cold_call_reps: int = 100  # 0: no cold-call probe (calls on idle channels cost what calls in a row do)
     switch_reps: int = 30  # 0: no broadcast-switch probe (a broadcast costs the same whichever rank sent last)
     optimizer: str = "sgd"

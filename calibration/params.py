@@ -434,7 +434,10 @@ def _kept_term_sd(in_step: Mapping[str, Any], fit_key: str, value_key: str) -> f
 def probe_step_residuals(in_step: Mapping[str, Any]) -> list[tuple[float, float, float]]:
     """``(bucket_mb, measured, simulated)`` step of each probe the calibration ran beside its fit: the fitted
     probe, the fine one and the one-bucket check, where each ran and kept its step (simulated at the fitted
-    terms, the optimizer's extra added: it is fitted after the simulated steps were taken, from the same steps)."""
+    terms, the optimizer's extra added: it is fitted after the simulated steps were taken, from the same steps).
+    Measured: the median of the plain steps (the recorder off) measured beside the recorded ones, as a user's
+    step and a validation row are; the recorded steps' median where the record has no plain steps (before
+    they were kept). The recorder cost micro-DLRM's probe steps 3-8 % on loopback (BENCHMARKS.md)."""
     if not isinstance(in_step, Mapping):
         return []
     out = []
@@ -443,7 +446,8 @@ def probe_step_residuals(in_step: Mapping[str, Any]) -> list[tuple[float, float,
         if not isinstance(part, Mapping):
             continue
         try:
-            meas = float(part["measured"]["step_s"])
+            m = part["measured"]
+            meas = float(m.get("plain_step_s") or m["step_s"])
             sim = float(part["simulated_at_fit"]["step_s"]) + extra
             mb = float(part.get("bucket_mb") or in_step.get("bucket_mb") or 0.0)
         except (KeyError, TypeError, ValueError):

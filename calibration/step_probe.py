@@ -76,6 +76,11 @@ def measured_targets(record: TimelineRecord | Mapping[str, Any]) -> dict[str, An
     # what recording costs a step, said beside the fit, not taken off its targets: taken off the backward ends
     # (run m38) it moved no micro-DLRM row and put lib's median 1.28 -> 1.65 % (BENCHMARKS.md, "Twelfth session")
     med["recording_s"] = recording_cost(rec)
+    # the same configuration's steps without the recorder, beside them: what a user's step is, and what the
+    # model's step is checked against (``calibration.params.probe_step_residuals``)
+    plain = list(rec.get("plain_step_times_s") or ())
+    if plain:
+        med["plain_step_s"] = statistics.median(plain)
     med["n_buckets"] = statistics.median(len(t["buckets"]) for t in terms)
     med["launch_delay_median_s"] = statistics.median(b["launch_delay_s"] for t in terms for b in t["buckets"])
     med["compute_only_median_s"] = rec["compute_median_s"]
@@ -708,11 +713,12 @@ def steps_phrase(fit: Mapping[str, Any]) -> str:
         return ""
     check = (fit.get("check") or {}).get("bucket_mb")
     parts = [
-        f"{m * 1e3:.1f} measured / {s * 1e3:.1f} simulated at {cap_words(mb)}" + (" (one bucket)" if mb == check else "")
+        f"{m * 1e3:.1f} measured / {s * 1e3:.1f} simulated at {cap_words(mb)}"
+        + (" (one bucket)" if mb == check else "")
         for mb, m, s in steps
     ]
     sd = (math.exp(probe_step_residual(fit)) - 1) * 100
-    return f"; steps (ms): {', '.join(parts)}: the model's own error {sd:.1f} % (RMS), carried in every interval"
+    return f"; plain steps (ms): {', '.join(parts)}: the model's own error {sd:.1f} % (RMS), carried in every interval"
 
 
 def _recording_phrase(m: Mapping[str, Any], mf: Mapping[str, Any]) -> str:

@@ -27,8 +27,8 @@ from what was measured:
   leaves out, stays 0 and is not drawn);
 * the model's own error: a log-normal factor on the step whose standard
   deviation is the in-step probe's step residual (``calibration.params.
-  probe_step_residual``: the real DDP steps, at the probe's two caps, the
-  calibration checks but does not fit). The inputs' errors alone say how uncertain the model's inputs are,
+  probe_step_residual``: the real DDP steps the calibration checks but does not
+  fit, at the probe's two caps and at one bucket, each against its plain steps). The inputs' errors alone say how uncertain the model's inputs are,
   not how wrong its rules are; measured with a calm machine, their interval was
   narrower than the misses (benchmarks: coverage 29-59 % in cells whose median
   error was 2-5 %).

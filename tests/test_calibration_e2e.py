@@ -344,10 +344,12 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
         1.0,
     )
     extra = ins["optimizer_extra_s"]
-    logs = [
-        math.log((p["simulated_at_fit"]["step_s"] + extra) / p["measured"]["step_s"])
-        for p in (ins, ins["fine"], ins["check"])
-    ]
+    # each checked against its plain steps (the recorder off, measured beside), as a user's step is
+    parts = (ins, ins["fine"], ins["check"])
+    for part, kind in zip(parts, ("step_probe", "step_probe_fine", "step_probe_check")):
+        (tl,) = [r["timeline"] for r in recs if r["kind"] == kind]
+        assert part["measured"]["plain_step_s"] == statistics.median(tl["plain_step_times_s"])
+    logs = [math.log((p["simulated_at_fit"]["step_s"] + extra) / p["measured"]["plain_step_s"]) for p in parts]
     assert params.uncertainty().model_log_sd == pytest.approx(math.sqrt(sum(x * x for x in logs) / 3), rel=1e-12)
     assert (fit["contention_c"], fit["comm_contention_c"]) == (params.contention_c, params.comm_contention_c)
     assert (fit["call_cpu_s"], fit["call_cpu_s_per_byte"]) == params.work_at(None)
