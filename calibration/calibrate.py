@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from simulator.network import CostModel
 from simulator.units import KIB, MIB
 
 from .contention import fit_contention
@@ -427,13 +428,28 @@ def assemble_params(
 
 
 def with_step_probe(params: Params, fit: dict[str, Any]) -> Params:
-    """``params`` with the in-step probe's contention factors in place of the contention probe's."""
+    """``params`` with the in-step probe's contention factors in place of the contention probe's, and its
+    channel model where it kept the other one than the stream probe's (``step_probe.channel_choice``)."""
+    probes = {**params.probes, "in_step": fit, "contention_source": "in-step probe"}
+    channels = params.channels
+    ch = fit.get("channel")
+    if ch and ch.get("taken") == "other":
+        channels = int(ch["channels"])
+        probes.update(pipelined=bool(ch["pipelined"]), channel_source="in-step probe")
     return replace(
         params,
         contention_c=fit["contention_c"],
         comm_contention_c=fit["comm_contention_c"],
-        probes={**params.probes, "in_step": fit, "contention_source": "in-step probe"},
+        channels=channels,
+        probes=probes,
     )
+
+
+def other_channel(params: Params) -> CostModel:
+    """``params``' cost model with the channel model the stream probe did not choose, for the in-step probe to
+    weigh against it: one pipelined channel where the stream probe found the calls served one after another
+    (on one channel or gloo's two), else one serial channel."""
+    return params.cost_model().with_overrides(channels=1, pipelined=not params.pipelined)
 
 
 CHANNELS_MATTER = 0.05  # the other channel count moves `individual`'s predicted step this much or more
@@ -676,7 +692,15 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
                 )
             )
             sp = run_step_probe(
-                pool, spec.model, bs, prof, params.cost_model(), n, steps_fine=n_f, steps_check=n_c or None
+                pool,
+                spec.model,
+                bs,
+                prof,
+                params.cost_model(),
+                n,
+                steps_fine=n_f,
+                steps_check=n_c or None,
+                other_channel=other_channel(params),
             )
             sfit_step = sp.fit
             writer.write(

@@ -435,9 +435,11 @@ def probe_step_residuals(in_step: Mapping[str, Any]) -> list[tuple[float, float,
     """``(bucket_mb, measured, simulated)`` step of each probe the calibration ran beside its fit: the fitted
     probe, the fine one and the one-bucket check, where each ran and kept its step (simulated at the fitted
     terms, the optimizer's extra added: it is fitted after the simulated steps were taken, from the same steps).
-    Measured: the median of the plain steps (the recorder off) measured beside the recorded ones, as a user's
-    step and a validation row are; the recorded steps' median where the record has no plain steps (before
-    they were kept). The recorder cost micro-DLRM's probe steps 3-8 % on loopback (BENCHMARKS.md)."""
+    Measured: the recorded steps' median, the steps the fit's targets (backward ends, all-reduces) came from,
+    with what the recording costs in them on both sides. Checked against the plain steps beside them instead
+    (the recorder off, up to 50 ms a step apart at a call per gradient), the residual carried the recording's
+    cost as model error: replayed over run m44, the 80 % intervals covered 94-100 % of the rows in 10 of 12
+    cells (BENCHMARKS.md, "Seventeenth session")."""
     if not isinstance(in_step, Mapping):
         return []
     out = []
@@ -447,7 +449,7 @@ def probe_step_residuals(in_step: Mapping[str, Any]) -> list[tuple[float, float,
             continue
         try:
             m = part["measured"]
-            meas = float(m.get("plain_step_s") or m["step_s"])
+            meas = float(m["step_s"])
             sim = float(part["simulated_at_fit"]["step_s"]) + extra
             mb = float(part.get("bucket_mb") or in_step.get("bucket_mb") or 0.0)
         except (KeyError, TypeError, ValueError):

@@ -45,6 +45,7 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
         cold_call_line,
         fit_across_world_sizes,
         fit_network,
+        other_channel,
         with_channel_check,
         with_step_probe,
         with_step_probes_by_p,
@@ -133,6 +134,7 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
             params.cost_model(),
             fine_record=fine and fine["timeline"],
             check_record=check and check["timeline"],
+            other_channel=other_channel(params),
         )
         say(summary_line(fit))
         params = with_step_probe(params, fit)

@@ -134,6 +134,7 @@ def print_params(out: Any, params: Any, link: float | None) -> None:
         + (f", in-place division {params.scale_bytes_per_s / 1e9:.2f} GB/s" if params.scale_bytes_per_s else "")
         + f"; channels {params.channels}"
         + (" (pipelined: a queued call's hand-off overlaps the transfer before)" if params.pipelined else "")
+        + (" (the in-step probe's choice over the stream probe's)" if params.probes.get("channel_source") else "")
         + (f"; DDP's finalize {fin * 1e6:.1f} us per parameter (in-step probe)" if fin else "")
     )
     cold, tau = params.cold_call()

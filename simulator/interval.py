@@ -28,7 +28,7 @@ from what was measured:
 * the model's own error: a log-normal factor on the step whose standard
   deviation is the in-step probe's step residual (``calibration.params.
   probe_step_residual``: the real DDP steps the calibration checks but does not
-  fit, at the probe's two caps and at one bucket, each against its plain steps). The inputs' errors alone say how uncertain the model's inputs are,
+  fit, at the probe's two caps and at one bucket). The inputs' errors alone say how uncertain the model's inputs are,
   not how wrong its rules are; measured with a calm machine, their interval was
   narrower than the misses (benchmarks: coverage 29-59 % in cells whose median
   error was 2-5 %).

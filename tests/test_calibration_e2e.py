@@ -175,8 +175,18 @@ def test_stream_probe_takes_the_sizes_in_turns_after_an_untimed_round(monkeypatc
 def test_calibrated_params_are_positive_finite_and_of_this_run(calibrated):
     params, _, records, said = calibrated
     assert (params.backend, params.world_size, params.link_mbit) == ("gloo", 2, None)
-    # gloo runs 2 collectives at once only if async calls measured faster than blocking ones
-    assert params.channels == (2 if params.probes["async_speedup"] >= 1.3 else 1)
+    # gloo runs 2 collectives at once only if async calls measured faster than blocking ones (and not as one
+    # pipelined channel's); the in-step probe keeps that channel model or, far closer to its steps, the other
+    ch = params.probes["in_step"]["channel"]
+    stream = ch["stream"]
+    assert stream["channels"] == (2 if params.probes["async_speedup"] >= 1.3 and not stream["pipelined"] else 1)
+    kept = ch[ch["taken"]]
+    assert (
+        (params.channels, params.pipelined)
+        == (kept["channels"], kept["pipelined"])
+        == (ch["channels"], ch["pipelined"])
+    )
+    assert (ch["taken"] == "other") == (params.probes.get("channel_source") == "in-step probe")
     assert _positive_finite(params.o_us) and _positive_finite(params.w_gbps)
     assert params.o_us == params.linear.o_s * 1e6 and params.w_gbps == params.linear.w_bytes_per_s / 1e9
     lo, hi = params.linear.o_ci_us
@@ -344,12 +354,13 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
         1.0,
     )
     extra = ins["optimizer_extra_s"]
-    # each checked against its plain steps (the recorder off, measured beside), as a user's step is
+    # each checked against its recorded steps (the plain ones beside them, the recorder off, said too)
     parts = (ins, ins["fine"], ins["check"])
     for part, kind in zip(parts, ("step_probe", "step_probe_fine", "step_probe_check")):
         (tl,) = [r["timeline"] for r in recs if r["kind"] == kind]
         assert part["measured"]["plain_step_s"] == statistics.median(tl["plain_step_times_s"])
-    logs = [math.log((p["simulated_at_fit"]["step_s"] + extra) / p["measured"]["plain_step_s"]) for p in parts]
+        assert part["measured"]["step_s"] == statistics.median(tl["step_times_s"])
+    logs = [math.log((p["simulated_at_fit"]["step_s"] + extra) / p["measured"]["step_s"]) for p in parts]
     assert params.uncertainty().model_log_sd == pytest.approx(math.sqrt(sum(x * x for x in logs) / 3), rel=1e-12)
     assert (fit["contention_c"], fit["comm_contention_c"]) == (params.contention_c, params.comm_contention_c)
     assert (fit["call_cpu_s"], fit["call_cpu_s_per_byte"]) == params.work_at(None)

@@ -1,5 +1,7 @@
 """The in-step probe's fit: targets made by the simulator with known factors are recovered."""
 
+import math
+
 import pytest
 
 from calibration.step_probe import (
@@ -474,3 +476,24 @@ def test_the_check_probe_is_at_one_bucket_above_every_gradient():
         cap = probe_one_bucket_mb(prof.total_grad_bytes)
         assert cap / 2 < prof.total_grad_bytes / MIB <= cap
         assert len(ddp_buckets(prof, bucket_cap_mb=cap).steady) == 1, name
+
+
+def test_the_channel_choice_keeps_the_stream_probes_model_unless_the_other_fits_the_probe_steps_closer():
+    from calibration.step_probe import channel_choice, channel_phrase, fitted_caps_residual
+
+    serial, piped = _cost(), _cost().with_overrides(pipelined=True)
+    assert channel_choice(serial, piped, 0.10, 0.02)["taken"] == "other"
+    assert channel_choice(serial, piped, 0.10, 0.05)["taken"] == "other"  # half the stream probe's: kept
+    for res_other in (0.06, 0.10, 0.12):  # closer, but by less than half: the probe's noise keeps the stream's
+        ch = channel_choice(serial, piped, 0.10, res_other)
+        assert ch["taken"] == "stream" and not ch["pipelined"] and ch["channels"] == 1
+    ch = channel_choice(_cost().with_overrides(channels=2), piped, 0.08, 0.03)
+    assert (ch["channels"], ch["pipelined"], ch["stream"]["channels"]) == (1, True, 2)
+    assert channel_phrase(ch).endswith(
+        "2 channels (the stream probe's) 8.0 %, with one pipelined channel 3.0 %: one pipelined channel kept"
+    )
+    # the residual: the recorded steps (not the plain ones beside them); the two fitted caps only
+    part = {"measured": {"step_s": 0.1, "plain_step_s": 0.2}, "simulated_at_fit": {"step_s": 0.1}}
+    fine = {"measured": {"step_s": 0.1}, "simulated_at_fit": {"step_s": 0.1 * math.e}}
+    assert fitted_caps_residual({**part, "fine": fine}) == pytest.approx(math.sqrt(0.5))
+    assert fitted_caps_residual({**part, "check": fine}) == pytest.approx(0.0)

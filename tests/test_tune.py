@@ -900,9 +900,9 @@ def test_params_carry_the_in_step_probes_step_residual_as_model_error():
         0.001,
         4.0,
     ]
-    # checked against the plain steps (the recorder off) where the probe measured them
+    # checked against the recorded steps its targets came from, not the plain ones beside them
     plain = {**probe, "measured": {"step_s": 0.300, "plain_step_s": 0.320}}
-    assert probe_step_residual(plain) == pytest.approx(math.log(0.330 / 0.320))
+    assert probe_step_residual(plain) == pytest.approx(math.log(0.330 / 0.300))
     # the optimizer's extra is the model's once fitted: added to every simulated step alike
     extra = {**three, "optimizer_extra_s": 0.01}
     assert [s for _, _, s in probe_step_residuals(extra)] == pytest.approx(
