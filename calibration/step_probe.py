@@ -617,8 +617,8 @@ def fit_step_probe(
     the fit does not use, which ``calibration.params.probe_step_residual`` counts with the other two.
 
     ``other_channel``: ``cost`` with the channel model the stream probe did not choose (``channel_choice``);
-    with a fine record, the terms are fitted under both and the one whose two fitted caps' steps come closer
-    to the measured ones is kept (``fit["channel"]``)."""
+    with a fine record, the terms are fitted under both, and the other is kept where its two fitted caps' steps
+    come at most half as far from the measured ones (``fit["channel"]``)."""
     from realrun.step_record import timeline_mapping
 
     rec = timeline_mapping(record)
@@ -681,7 +681,7 @@ CHANNEL_SWITCH = 0.5  # the other channel model is kept where its probe residual
 
 def channel_choice(stream: CostModel, other: CostModel, res_stream: float, res_other: float) -> dict[str, Any]:
     """Which channel model the in-step probe keeps: the stream probe's (``stream``) unless the other one's
-    fitted probe steps come closer to the measured ones (``fitted_caps_residual``). The stream probe decides
+    fitted probe steps come far closer to the measured ones (``fitted_caps_residual``). The stream probe decides
     from 16 calls launched at once, a few seconds of a calibration: on a busy machine its large calls ran
     10-17 % over the wire time and outvoted the sizes where the two models differ (run m44: 4 of 8 link
     cells calibrated serial, 0 of 8 in m41 and m42), and the serial channel charged every bucket its ``o``:
@@ -691,7 +691,9 @@ def channel_choice(stream: CostModel, other: CostModel, res_stream: float, res_o
 
     The other model is kept only where its residual is at most ``CHANNEL_SWITCH`` of the stream probe's: in the
     other ten cells of m44 the other came at most 0.3 points closer (of 0.5-8.2 %), the probe's noise, not
-    a verdict; micro-DLRM's two over the links came 16.5 -> 3.2 % and 8.3 -> 2.3 %."""
+    a verdict; micro-DLRM's two over the links came 16.5 -> 3.2 % and 8.3 -> 2.3 %. The kept model's residual
+    then enters the model error (``params.probe_step_residual``) with the one-bucket check, which the choice
+    does not see."""
     taken = "other" if res_other <= CHANNEL_SWITCH * res_stream else "stream"
     chosen = other if taken == "other" else stream
     return {
