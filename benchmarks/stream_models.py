@@ -18,8 +18,7 @@ import sys
 from pathlib import Path
 
 from calibration.calibrate import fit_network
-
-MIB = 2**20
+from simulator.units import MIB
 
 
 def main(cells: list[str]) -> int:
