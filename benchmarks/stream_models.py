@@ -4,8 +4,8 @@
 
 Per cell (a folder holding ``validation.calibration*.jsonl[.gz]``): the network fit as calibration makes it
 (``calibration.calibrate.fit_network``), then per size of the stream probe the median async call (16 launched at
-once, then waited for) against what one serial channel (``o + n/w``) and one pipelined channel
-(``(o + n/w + (k-1) max(o, n/w)) / k``) predict, and the blocking call. Measures nothing.
+once, then waited for) against what one serial channel and one pipelined channel predict
+(``calibration.calibrate.stream_models``, as calibration weighs them), and the blocking call. Measures nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from calibration.calibrate import fit_network
+from calibration.calibrate import fit_network, stream_models
 from simulator.units import MIB
 
 
@@ -39,12 +39,12 @@ def main(cells: list[str]) -> int:
         for r in recs:
             if r.get("kind") != "allreduce" or r.get("impl") != "stream" or r.get("world_size") != p:
                 continue
-            a, n = r["async_times_s"], r["msg_bytes"]
-            k = max(1, int(r.get("iters") or len(a)) // len(a))
-            x = n / w
-            serial, piped = o + x, (o + x + (k - 1) * max(o, x)) / k
+            models = stream_models(r, o, w)
+            if models is None:
+                continue
+            meas, serial, piped, k = models
             print(
-                f"   {n / MIB:8.4g} {k:3d} {statistics.median(a) * 1e3:7.2f} {serial * 1e3:8.2f} {piped * 1e3:10.2f}"
+                f"   {r['msg_bytes'] / MIB:8.4g} {k:3d} {meas * 1e3:7.2f} {serial * 1e3:8.2f} {piped * 1e3:10.2f}"
                 f" {statistics.median(r['times_s']) * 1e3:9.2f}"
             )
     return 0

@@ -274,6 +274,21 @@ def speedup_interval(streams: list[dict[str, Any]], level: float = 0.95, seed: i
     return bootstrap_interval(data, stat, level, seed)  # None: NaN times
 
 
+def stream_models(r: dict[str, Any], o_s: float, w_bytes_per_s: float) -> tuple[float, float, float, int] | None:
+    """One stream-probe record (one size): ``(measured, serial, pipelined, k)``, the median async call (``k``
+    launched at once, then waited for) and what each channel model predicts a call of it takes: served one after
+    another ``o + n/w``; pipelined ``(o + n/w + (k - 1) max(o, n/w)) / k``. None where it has no async calls."""
+    a, n = r.get("async_times_s"), r.get("msg_bytes")
+    if not a or not n:
+        return None
+    meas = statistics.median(a)
+    if not meas > 0:
+        return None
+    k = max(1, int(r.get("iters") or len(a)) // len(a))
+    x = n / w_bytes_per_s
+    return meas, o_s + x, (o_s + x + (k - 1) * max(o_s, x)) / k, k
+
+
 def stream_pipelined(streams: list[dict[str, Any]], o_s: float, w_bytes_per_s: float) -> bool:
     """Whether one channel's queued calls overlap: the model whose prediction of the stream probe's async
     calls (``k`` launched at once, then waited for; ``async_times_s`` per call) is closer, in the median
@@ -286,16 +301,12 @@ def stream_pipelined(streams: list[dict[str, Any]], o_s: float, w_bytes_per_s: f
     channel charged every bucket its ``o`` (run m18: 0.25 MiB rows 7-24 % long over 1000 Mbit/s)."""
     e_serial, e_pipe = [], []
     for r in streams:
-        a, n = r.get("async_times_s"), r.get("msg_bytes")
-        if not a or not n:
+        models = stream_models(r, o_s, w_bytes_per_s)
+        if models is None:
             continue
-        meas = statistics.median(a)
-        k = max(1, int(r.get("iters") or len(a)) // len(a))
-        if not meas > 0:
-            continue
-        x = n / w_bytes_per_s
-        e_serial.append(abs(math.log((o_s + x) / meas)))
-        e_pipe.append(abs(math.log((o_s + x + (k - 1) * max(o_s, x)) / k / meas)))
+        meas, serial, piped, _ = models
+        e_serial.append(abs(math.log(serial / meas)))
+        e_pipe.append(abs(math.log(piped / meas)))
     if not e_pipe:
         return False
     pipe = statistics.median(e_pipe)

@@ -664,16 +664,11 @@ def fit_step_probe(
 
 
 def fitted_caps_residual(fit: Mapping[str, Any]) -> float:
-    """The RMS of ``log(simulated / measured)`` step at the two caps the in-step terms were fitted at (the
-    measured side the recorded steps' median, as ``params.probe_step_residuals``)."""
-    res = []
-    for part in (fit, fit.get("fine")):
-        if isinstance(part, Mapping):
-            m, sim = part["measured"], float(part["simulated_at_fit"]["step_s"])
-            meas = float(m["step_s"])
-            if meas > 0 and sim > 0:
-                res.append(math.log(sim / meas))
-    return math.sqrt(sum(r * r for r in res) / len(res)) if res else math.inf
+    """``params.probe_step_residual`` at the two caps the in-step terms were fitted at, the one-bucket check
+    left out (the channel choice is made from the fitted caps only)."""
+    from .params import probe_step_residual
+
+    return probe_step_residual({k: v for k, v in fit.items() if k != "check"})
 
 
 CHANNEL_SWITCH = 0.5  # the other channel model is kept where its probe residual is at most this share of the stream's
