@@ -46,6 +46,7 @@ from simulator.units import KIB, MIB
 from .contention import fit_contention
 from .fit import ABGFit, LinearFit, fit_abg, fit_bandwidth, fit_linear, with_terms
 from .params import Params
+from .probes import call_modes_line, fit_call_modes
 
 
 @dataclass(frozen=True)
@@ -217,6 +218,7 @@ class NetworkFit:
     channels: int
     pipelined: bool = False  # one channel whose queued calls' hand-offs overlap transfers (stream_pipelined)
     speedup_ci: tuple[float, float] | None = None  # 95 % bootstrap interval of ``speedup`` (gloo; None: no interval)
+    call_modes: dict[str, Any] | None = None  # the small calls' two kinds (``probes.fit_call_modes``)
 
     @property
     def channels_marginal(self) -> bool:
@@ -384,7 +386,10 @@ def fit_network(
         link_mbit=link,
         statistic="mean",
     )
-    return NetworkFit(typical, used, bfit, sfit, bw, speedup, channels, pipelined, speedup_ci)
+    modes = fit_call_modes(ar, world_size)
+    if modes is not None:
+        say(call_modes_line(modes, used.o_s))
+    return NetworkFit(typical, used, bfit, sfit, bw, speedup, channels, pipelined, speedup_ci, modes)
 
 
 def assemble_params(
@@ -434,6 +439,7 @@ def assemble_params(
             **({"cold_call": cold_call} if cold_call is not None else {}),
             **({"broadcast_switch": broadcast_switch} if broadcast_switch is not None else {}),
             **({"scale": {"scale_bytes_per_s": scale_bytes_per_s}} if scale_bytes_per_s else {}),
+            **({"call_modes": net.call_modes} if net.call_modes is not None else {}),
         },
     )
 

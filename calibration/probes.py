@@ -360,6 +360,66 @@ def fit_cold_call(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+# A small call this much over its size's 10th percentile waited for something other than its own work: on the
+# 2-core VM of BENCHMARKS.md ("Nineteenth session") such calls came 3.0-4.4 ms late (one scheduler tick at
+# 250 Hz is 4 ms) in all 314 stored calibrations, and no call came 1-2.5 ms late more than a few times in 200.
+SLOW_CALL_EXCESS_S = 2e-3
+CALL_MODE_MAX_BYTES = 64 << 10  # sizes whose own work is a fraction of SLOW_CALL_EXCESS_S on this box
+
+
+def fit_call_modes(records: list[dict[str, Any]], world_size: int) -> dict[str, Any] | None:
+    """The sweep's small all-reduces (one at a time, ``impl`` native, at most ``CALL_MODE_MAX_BYTES``) split in
+    two kinds: per size, a call more than ``SLOW_CALL_EXCESS_S`` over the size's 10th percentile is slow. The
+    fast calls' median, the slow share (over all and per size) and the slow calls' median lateness (over their
+    size's 10th percentile). None where the records hold no such size with 10 calls or more.
+
+    The stream probe's per-call time ``o`` is a mean over back-to-back calls, so it carries the slow share of the
+    minute it was measured in; the share is what moves it between calibrations of one machine."""
+    fast: list[float] = []
+    late: list[float] = []
+    by_size: dict[str, float] = {}
+    for r in records:
+        if r.get("kind") != "allreduce" or r.get("impl", "native") != "native" or r.get("world_size") != world_size:
+            continue
+        if int(r.get("msg_bytes", 0)) > CALL_MODE_MAX_BYTES:
+            continue
+        t = sorted(float(x) for x in r.get("times_s") or () if math.isfinite(float(x)))
+        if len(t) < 10:
+            continue
+        base = t[len(t) // 10]
+        slow = [x - base for x in t if x > base + SLOW_CALL_EXCESS_S]
+        fast += [x for x in t if x <= base + SLOW_CALL_EXCESS_S]
+        late += slow
+        by_size[str(int(r["msg_bytes"]))] = len(slow) / len(t)
+    n = len(fast) + len(late)
+    if not n:
+        return None
+    return {
+        "max_bytes": CALL_MODE_MAX_BYTES,
+        "calls": n,
+        "fast_median_s": statistics.median(fast),
+        "slow_share": len(late) / n,
+        "slow_late_median_s": statistics.median(late) if late else 0.0,
+        "slow_share_by_size": by_size,
+    }
+
+
+def call_modes_line(modes: dict[str, Any], o_s: float) -> str:
+    """``fit_call_modes`` in words, beside the per-call time ``o_s`` the model takes from the stream probe."""
+    head = f"small calls ({modes['calls']} one at a time, up to {modes['max_bytes'] >> 10} KiB): "
+    if not modes["slow_share"]:
+        return head + f"all took about {modes['fast_median_s'] * 1e3:.2f} ms (median), none stalled"
+    by = sorted(modes["slow_share_by_size"].items(), key=lambda kv: int(kv[0]))
+    sizes = ", ".join(f"{int(k) >> 10} KiB {v:.0%}" for k, v in by)
+    mean = modes["fast_median_s"] + modes["slow_share"] * modes["slow_late_median_s"]
+    return (
+        head + f"{1 - modes['slow_share']:.0%} took {modes['fast_median_s'] * 1e3:.2f} ms (median), "
+        f"{modes['slow_share']:.0%} stalled {modes['slow_late_median_s'] * 1e3:.2f} ms more ({sizes}): "
+        f"{mean * 1e3:.2f} ms a call on average, against o = {o_s * 1e3:.2f} ms back to back (the model's); "
+        f"configurations of many calls move with the stalled share"
+    )
+
+
 def _timed_steps(step, n: int) -> list[float]:
     out = []
     for _ in range(n):

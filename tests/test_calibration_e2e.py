@@ -32,6 +32,7 @@ from calibration.params import PARAMS_SCHEMA, Params  # noqa: E402
 from calibration.probes import (
     effective_copy_rate,
     fit_broadcast_switch,
+    fit_call_modes,
     fit_cold_call,
     in_step_copy_rate,
     in_step_scale_rate,
@@ -296,6 +297,9 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
         assert len(r["after_call_s"]) == STEPS and [len(x) for x in r["after_compute_s"]] == [STEPS] * 3
     cfit = fit_cold_call(cold["per_rank"])
     assert params.probes["cold_call"] == cfit and params.cold_call() == (cfit["cold_call_s"], cfit["cold_tau_s"])
+    # the small calls' two kinds, from the sweep's records
+    assert params.probes["call_modes"] == fit_call_modes(recs, 2)
+    assert 0 <= params.probes["call_modes"]["slow_share"] <= 1 and params.probes["call_modes"]["calls"] >= 10
     assert (params.cost_model().cold_call_s, params.cost_model().cold_tau_s) == params.cold_call()
     # within what was measured: no more than 1.5x the largest extra, a time constant within the gaps
     assert 0 <= cfit["cold_call_s"] <= 1.5 * max(max(cfit["extra_s"]), 0) + 1e-15

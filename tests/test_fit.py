@@ -470,3 +470,30 @@ def test_cold_call_fit_stays_within_what_was_measured():
     assert 0 < fit["cold_call_s"] <= 1.5 * 2.0e-3 * (1 + 1e-9) and 0 < fit["cold_tau_s"] <= 0.1
     assert fit["at_bound"]
     assert "at_bound" not in fit_cold_call(_cold_ranks(lambda g: 2e-3 * (1 - math.exp(-g / 0.015))))
+
+
+# ---- the small calls' two kinds (calibration.probes.fit_call_modes) -------------------------------
+def _sweep(nbytes, fast_s, late_s, n_late, n=200, p=2, seed=0):
+    rng = np.random.default_rng(seed)
+    t = fast_s * np.exp(rng.normal(0, 0.05, n))
+    t[:n_late] += late_s
+    return {"kind": "allreduce", "impl": "native", "world_size": p, "msg_bytes": nbytes, "times_s": t.tolist()}
+
+
+def test_call_modes_split_the_stalled_calls_from_the_fast_ones():
+    from calibration.probes import call_modes_line, fit_call_modes
+
+    recs = [_sweep(4096, 0.3e-3, 3.6e-3, 40), _sweep(65536, 0.35e-3, 3.6e-3, 20, seed=1)]
+    recs += [_sweep(1 << 20, 1e-3, 3.6e-3, 100), _sweep(4096, 0.3e-3, 3.6e-3, 200, p=4)]  # too large; other p
+    recs += [{**_sweep(4096, 0.3e-3, 0, 0), "impl": "stream"}]  # back-to-back calls are not counted
+    m = fit_call_modes(recs, 2)
+    assert m is not None and m["calls"] == 400
+    assert m["slow_share"] == pytest.approx(60 / 400)
+    assert m["slow_share_by_size"] == {"4096": pytest.approx(0.2), "65536": pytest.approx(0.1)}
+    assert m["slow_late_median_s"] == pytest.approx(3.6e-3, rel=0.05)
+    assert m["fast_median_s"] == pytest.approx(0.32e-3, rel=0.1)
+    line = call_modes_line(m, 1.2e-3)
+    assert "15% stalled" in line and "4 KiB 20%" in line and "o = 1.20 ms" in line
+    quiet = fit_call_modes([_sweep(4096, 0.3e-3, 0.0, 0)], 2)
+    assert quiet is not None and quiet["slow_share"] == 0 and "none stalled" in call_modes_line(quiet, 3e-4)
+    assert fit_call_modes([_sweep(1 << 20, 1e-3, 0.0, 0)], 2) is None
