@@ -10,14 +10,18 @@ call: the fast calls' median plus share x excess. Then a least-squares line o = 
 """
 
 import glob
-import gzip
 import json
 import re
 import sys
+from pathlib import Path
 
 import numpy as np
 
 from calibration.probes import fit_call_modes
+from realrun.records import read_records
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # benchmarks/
+from stored import cell_calibration  # noqa: E402
 
 rows = []
 
@@ -29,13 +33,12 @@ def run_number(path: str) -> int:
 
 for matrix in sorted(sys.argv[1:], key=run_number):
     for cell in sorted(glob.glob(matrix + "/*/")):
-        cal = glob.glob(cell + "validation.calibration*.jsonl*")
+        cal = cell_calibration(cell)
         par = glob.glob(cell + "validation.params*.json")
-        if not cal or not par:
+        if cal is None or not par:
             continue
         o_stream = ((json.load(open(par[0])).get("probes") or {}).get("stream_fit") or {}).get("o_s")
-        opener = gzip.open if cal[0].endswith(".gz") else open
-        m = fit_call_modes([json.loads(line) for line in opener(cal[0], "rt")], 2)
+        m = fit_call_modes(read_records(cal, "allreduce"), 2)
         if o_stream is None or m is None:
             continue
         mix = m["fast_median_s"] + m["slow_share"] * m["slow_late_median_s"]

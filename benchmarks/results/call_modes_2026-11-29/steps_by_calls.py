@@ -8,28 +8,30 @@ at the median and at p10, beside the calibration's per-call time `o` and its swe
 """
 
 import glob
-import gzip
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 
 from calibration.probes import fit_call_modes
+from realrun.records import iter_records, read_records
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # benchmarks/
+from stored import cell_calibration  # noqa: E402
 
 
 def steps(path: str) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
-    for line in gzip.open(path, "rt") if path.endswith(".gz") else open(path):
-        d = json.loads(line)
-        if d.get("kind") == "ddp_step":
-            out.setdefault(d["setting"], []).extend(d["step_times_s"])
+    for d in iter_records(path, "ddp_step"):
+        out.setdefault(d["setting"], []).extend(d["step_times_s"])
     return out
 
 
 for matrix in sys.argv[1:]:
     for cell in sorted(glob.glob(matrix.rstrip("/") + "/*loopback/")):
         meas = glob.glob(cell + "validation.jsonl*")
-        cal = glob.glob(cell + "validation.calibration*.jsonl*")
+        cal = cell_calibration(cell)
         par = glob.glob(cell + "validation.params*.json")
         val = glob.glob(cell + "validation.json")
         if not (meas and cal and par and val):
@@ -39,8 +41,7 @@ for matrix in sys.argv[1:]:
             continue
         n_calls = {r["strategy"]: r["n_buckets"] for r in json.load(open(val[0]))["rows"] if r.get("n_buckets")}
         p = json.load(open(par[0]))
-        opener = gzip.open if cal[0].endswith(".gz") else open
-        modes = fit_call_modes([json.loads(x) for x in opener(cal[0], "rt")], 2) or {}
+        modes = fit_call_modes(read_records(cal, "allreduce"), 2) or {}
         name = (
             matrix.rstrip("/").rsplit("/", 1)[-1].replace("accuracy_matrix_", "")
             + "/"
