@@ -197,6 +197,13 @@ class Params:
         tell it."""
         return self._in_step_term("optimizer_extra_s", world_size)
 
+    def queued_scale_at(self, world_size: int | None) -> float:
+        """The share of its latency part a queued call spends (``CostModel.queued_latency_scale``), fitted by the
+        in-step probe serving ``world_size`` from its plain steps at a call per gradient; 1 where it did not run,
+        predates the fit, or could not tell queued calls from the stream probe's."""
+        v = self._in_step_at(world_size)[1].get("queued_latency_scale")
+        return float(v) if v else 1.0
+
     @property
     def pipelined(self) -> bool:
         """One channel whose queued calls' hand-offs overlap the transfer before (``CostModel.pipelined``),
@@ -237,6 +244,7 @@ class Params:
             "finalize_s_per_param": self.finalize_at(world_size),
             "leftover_s": self.leftover_at(world_size),
             "optimizer_extra_s": self.optimizer_extra_at(world_size),
+            "queued_latency_scale": self.queued_scale_at(world_size),
             "cold_call_s": cold,
             "cold_tau_s": tau,
             "broadcast_switch_credit_s": self.broadcast_switch_credit_s,
@@ -273,6 +281,7 @@ class Params:
             finalize_s_per_param=fin,
             leftover_s=self.leftover_at(world_size),
             optimizer_extra_s=self.optimizer_extra_at(world_size),
+            queued_latency_scale=self.queued_scale_at(world_size),
             cold_call_s=cold,
             cold_tau_s=tau,
             broadcast_switch_credit_s=self.broadcast_switch_credit_s,
@@ -326,6 +335,7 @@ class Params:
             model_log_sd=probe_step_residual(in_step),
             leftover_sd_s=_kept_term_sd(in_step, "leftover", "leftover_s"),
             optimizer_extra_sd_s=_kept_term_sd(in_step, "optimizer_extra", "optimizer_extra_s"),
+            queued_scale_sd=_queued_scale_sd(in_step),
         )
 
     def hook_s_per_param(self) -> float:
@@ -431,6 +441,15 @@ def _kept_term_sd(in_step: Mapping[str, Any], fit_key: str, value_key: str) -> f
     return sd_of_ci((in_step.get(fit_key) or {}).get("ci95_s"))
 
 
+def _queued_scale_sd(in_step: Mapping[str, Any]) -> float:
+    """The standard error of the queued calls' scale (its 95 % bootstrap interval) where the probe kept one below
+    1; 0 otherwise."""
+    from simulator.interval import sd_of_ci
+
+    q = in_step.get("queued") or {}
+    return sd_of_ci(q.get("ci95")) if q.get("identified") else 0.0
+
+
 def probe_step_residuals(in_step: Mapping[str, Any]) -> list[tuple[float, float, float]]:
     """``(bucket_mb, measured, simulated)`` step of each probe the calibration ran beside its fit: the fitted
     probe, the fine one and the one-bucket check, where each ran and kept its step (simulated at the fitted
@@ -439,12 +458,15 @@ def probe_step_residuals(in_step: Mapping[str, Any]) -> list[tuple[float, float,
     with what the recording costs in them on both sides. Checked against the plain steps beside them instead
     (the recorder off, up to 50 ms a step apart at a call per gradient), the residual carried the recording's
     cost as model error: replayed over run m44, the 80 % intervals covered 94-100 % of the rows in 10 of 12
-    cells (BENCHMARKS.md, "Seventeenth session")."""
+    cells (BENCHMARKS.md, "Seventeenth session"). Where the queued calls' scale was kept
+    (``step_probe.queued_fit``) the fine probe's step is what that scale was fitted to, no longer a check: it is
+    left out, and the other two are simulated at the scale."""
     if not isinstance(in_step, Mapping):
         return []
     out = []
     extra = float(in_step.get("optimizer_extra_s") or 0.0)
-    for part in (in_step, in_step.get("fine"), in_step.get("check")):
+    fitted_fine = bool((in_step.get("queued") or {}).get("identified"))
+    for part in (in_step, None if fitted_fine else in_step.get("fine"), in_step.get("check")):
         if not isinstance(part, Mapping):
             continue
         try:

@@ -601,6 +601,103 @@ def leftover_phrase(lf: Mapping[str, Any] | None) -> str:
     return _term_phrase(lf, what, f"{n} pairs of turns", n, "leftover_s")
 
 
+QUEUED_MIN_SCALE = 0.05  # the bracket's low end: a queued call's latency part at least this share of the stream's
+_QUEUED_GRID = 40  # scales simulated between it and 1; the bootstrap's medians are read off this curve
+
+
+def queued_fit(
+    profile: GradProfile,
+    cost: CostModel,
+    fit: Mapping[str, Any],
+    fine_record: TimelineRecord | Mapping[str, Any] | None,
+    world_size: int,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """``CostModel.queued_latency_scale`` from the fine probe (torch DDP at about a call per gradient): the scale of
+    a queued call's latency part at which the probe's step, simulated at the fitted in-step terms (``fit``, with
+    ``cost`` as the fit had it, the optimizer's extra added as ``params.probe_step_residuals`` adds it), equals
+    the median of its plain steps, the same configuration's steps without the recorder measured in the same turns
+    (what a user's step is; the recorded steps carry the recorder's Python hook on every call).
+
+    The simulated step is taken over ``_QUEUED_GRID`` scales from ``QUEUED_MIN_SCALE`` to 1 and the measured
+    median read off that curve, for the plain steps and for ``PROBE_TERM_BOOT`` resamples of them (seeded). Kept
+    where there are ``PROBE_TERM_MIN_STEPS`` plain steps or more, the median lies within the curve's reach, and
+    the resamples' 95 % interval of the scale lies below 1 (the probe tells queued calls from the stream's);
+    else 1, as where the simulated step at scale 1 is not longer than the measured one (nothing is fitted above
+    1: a slower queue is ``comm_contention_c``'s). Fitted last, after the terms the recorded steps set, so
+    it takes up what the model's per-call time over-counts in a step of many calls."""
+    import numpy as np
+
+    from realrun.step_record import timeline_mapping
+
+    out: dict[str, Any] = {"queued_latency_scale": 1.0, "identified": False, "steps": 0}
+    fine = fit.get("fine")
+    if fine_record is None or not fine:
+        return out
+    plain = [float(x) for x in timeline_mapping(fine_record).get("plain_step_times_s") or () if math.isfinite(x)]
+    out["steps"] = len(plain)
+    if len(plain) < 2:
+        return out
+    prof_f = _scaled(profile, fine["measured"])[0]
+    terms = (fit["contention_c"], fit["comm_contention_c"], fit["call_cpu_s"], fit["call_cpu_s_per_byte"])
+    fin = float(fit.get("finalize_s_per_param") or 0.0)
+    extra = float(fit.get("optimizer_extra_s") or 0.0)
+    grid = np.linspace(QUEUED_MIN_SCALE, 1.0, _QUEUED_GRID)
+    sim = np.array(
+        [
+            _sim(
+                prof_f, cost.with_overrides(queued_latency_scale=float(q)), world_size, fine["bucket_mb"], *terms, fin
+            )["step_s"]
+            + extra
+            for q in grid
+        ]
+    )
+    sim = np.maximum.accumulate(sim)  # non-decreasing in the scale (re-timing can wobble it by rounding)
+
+    def scale_at(t: Any) -> Any:  # the scale whose simulated step is t; clipped at the curve's two ends
+        return np.interp(t, sim, grid, left=QUEUED_MIN_SCALE, right=1.0)
+
+    med = float(np.median(plain))
+    rng = np.random.default_rng(seed)
+    boot = scale_at(np.median(rng.choice(plain, (PROBE_TERM_BOOT, len(plain))), axis=1))
+    lo, hi = (float(x) for x in np.percentile(boot, [2.5, 97.5]))
+    q = float(scale_at(med))
+    reach = med >= sim[0]
+    kept = reach and hi < 1.0 and len(plain) >= PROBE_TERM_MIN_STEPS
+    out.update(
+        plain_median_s=med,
+        simulated_at_1_s=float(sim[-1]),
+        simulated_at_min_s=float(sim[0]),
+        fitted=q,
+        ci95=[lo, hi],
+        in_reach=bool(reach),
+        identified=bool(kept),
+        queued_latency_scale=q if kept else 1.0,
+    )
+    return out
+
+
+def queued_phrase(qf: Mapping[str, Any] | None) -> str:
+    """The queued calls' fit in words, for the probe's summary line."""
+    if not qf or "fitted" not in qf:
+        return ""
+    lo, hi = qf["ci95"]
+    head = (
+        f"; queued calls: the fine probe's plain steps {qf['plain_median_s'] * 1e3:.1f} ms against "
+        f"{qf['simulated_at_1_s'] * 1e3:.1f} simulated with the stream's per-call time"
+    )
+    n = int(qf["steps"])
+    if qf["identified"]:
+        verdict = f"kept, a queued call's latency x{qf['queued_latency_scale']:.2f}"
+    elif not qf["in_reach"]:
+        verdict = f"out of reach even at x{QUEUED_MIN_SCALE:g}, not kept"
+    elif n < PROBE_TERM_MIN_STEPS:
+        verdict = f"not kept (fewer than {PROBE_TERM_MIN_STEPS} steps)"
+    else:
+        verdict = "within the probe's noise, not kept"
+    return head + f" (x{qf['fitted']:.2f}, 95 % x{lo:.2f}..x{hi:.2f}, {n} steps): {verdict}"
+
+
 def fit_step_probe(
     record: TimelineRecord | Mapping[str, Any],
     profile: GradProfile,
@@ -635,11 +732,12 @@ def fit_step_probe(
         fine = (float(rec_f["bucket_mb"]), measured_targets(rec_f))
     # the probe's own steps carry the leftover on both sides (its compute-only steps too, half of them after
     # a DDP step): its fit sees none of it; nor the optimizer's extra, fitted after it from the same steps
-    cost = replace(cost, leftover_s=0.0, optimizer_extra_s=0.0)
+    # (nor the queued calls' scale, fitted last from the fine probe's plain steps)
+    cost = replace(cost, leftover_s=0.0, optimizer_extra_s=0.0, queued_latency_scale=1.0)
     fit = fit_in_step(profile, cost, world_size, bucket_mb, targets, fine=fine)
     channel = None
     if other_channel is not None and fine is not None:
-        other = replace(other_channel, leftover_s=0.0, optimizer_extra_s=0.0)
+        other = replace(other_channel, leftover_s=0.0, optimizer_extra_s=0.0, queued_latency_scale=1.0)
         fit_o = fit_in_step(profile, other, world_size, bucket_mb, targets, fine=fine)
         channel = channel_choice(cost, other, fitted_caps_residual(fit), fitted_caps_residual(fit_o))
         if channel["taken"] == "other":
@@ -656,11 +754,26 @@ def fit_step_probe(
     fit["leftover_s"] = fit["leftover"]["leftover_s"]
     fit["optimizer_extra"] = optimizer_extra_fit(profile, targets, fine[1] if fine else None)
     fit["optimizer_extra_s"] = fit["optimizer_extra"]["optimizer_extra_s"]
+    fit["queued"] = queued_fit(profile, cost, fit, rec_f, world_size)
+    q = fit["queued_latency_scale"] = fit["queued"]["queued_latency_scale"]
+    if q != 1:  # the probes' steps as the model now has them (the residuals the intervals carry come from these)
+        cost = cost.with_overrides(queued_latency_scale=q)
+        _resimulate(fit, profile, cost, world_size)
     if check_record is not None:
         fit["check"] = check_at_fit(check_record, profile, cost, fit, world_size)
     if channel is not None:
         fit["channel"] = channel
     return fit
+
+
+def _resimulate(fit: dict[str, Any], profile: GradProfile, cost: CostModel, world_size: int) -> None:
+    """``fit``'s probes simulated again at its terms under ``cost`` (``simulated_at_fit``, both caps)."""
+    terms = (fit["contention_c"], fit["comm_contention_c"], fit["call_cpu_s"], fit["call_cpu_s_per_byte"])
+    fin = float(fit.get("finalize_s_per_param") or 0.0)
+    for part in (fit, fit.get("fine")):
+        if part:
+            prof = _scaled(profile, part["measured"])[0]
+            part["simulated_at_fit"] = _sim(prof, cost, world_size, part["bucket_mb"], *terms, fin)
 
 
 def fitted_caps_residual(fit: Mapping[str, Any]) -> float:
@@ -761,6 +874,7 @@ def summary_line(fit: dict[str, Any]) -> str:
         + _recording_phrase(m, (fine or {}).get("measured") or {})
         + leftover_phrase(fit.get("leftover"))
         + optimizer_extra_phrase(fit.get("optimizer_extra"))
+        + queued_phrase(fit.get("queued"))
         + _not_identified(fit["not_identified"])
         + comm_contention_phrase(fit.get("comm_contention_check"))
         + _spread(fit.get("bootstrap") or [])

@@ -50,9 +50,18 @@ threads that run it wake from a wait or from compute first (measured by the
 cold-call probe with nothing computing, so compute does not slow the wait, nor
 the wait compute).
 A call that starts while another is in flight is taken as warm (gloo's second
-thread: not measured).
+thread: not measured). A call that waited in the channels' queue (it joined it
+while every channel was busy, so it starts the moment one frees) spends
+``cost.queued_latency_scale`` of its latency part: the threads that serve it
+go from one call to the next without a wait between them, unlike the stream
+probe's calls, each launched after the one before returned. Not in a step
+whose ranks block on collectives (sharded's broadcasts after the optimizer):
+there every call spends all of it (on this VM such steps' many-call phase cost
+what the stream probe's per-call time says in every run measured, BENCHMARKS.md
+"Twentieth session").
 
-With no contention, no per-call work, no cold-call cost and one channel, not pipelined, the event model reduces to a recursion
+With no contention, no per-call work, no cold-call cost, queued calls at their full latency and one channel, not
+pipelined, the event model reduces to a recursion
 that ``_analytic`` evaluates with numpy (``simulate_step(model="auto")``, the
 default, takes it when no events are recorded); ``tests/test_engine_fast.py``
 and ``tests/test_engine_golden.py`` hold both to the event model.
@@ -85,6 +94,7 @@ if TYPE_CHECKING:
 Event = tuple[float, float, int, str, str]
 
 _EPS = 1e-15
+_QUEUED_EPS_S = 1e-12  # a call that joined the queue this long before it started waited there (not: same instant)
 _SHARE = 0.5  # compute's share of its core while calls' work is owed on it (two runnable threads, fair share)
 
 
@@ -302,6 +312,7 @@ def analytic_applies(cost: CostModel) -> bool:
         and cost.channels == 1
         and not cost.pipelined
         and cost.cold_call_s == 0
+        and cost.queued_latency_scale == 1
     )
 
 
@@ -434,6 +445,9 @@ class _Step:
         self.in_compute = [False] * len(factors)  # which ranks compute now (call_cpu_s lands on them)
         self.debt = [0.0] * len(factors)  # calls' work landed on a rank and not yet done (call_cpu)
         self.debt_since = [0.0] * len(factors)  # when a rank stopped computing (its debt is done meanwhile)
+        # the scale holds in steps whose ranks never block on a collective (the in-step probe's kind); a plan with
+        # blocking collectives after its optimizer (sharded's broadcasts) keeps every call's full latency part
+        self.queued_scale = 1.0 if st.plan.n_post else self.cost.queued_latency_scale
         self.comm_track = self.cost.comm_contention > 0
         self.shared = self.cost.shared_bandwidth and self.cost.channels > 1
         self.busy = 0
@@ -596,6 +610,8 @@ class _Step:
                 yield env.timeout(cold)
                 self._set_busy(0, waking=-1)
             lat = self.lat[c]
+            if self.queued_scale != 1 and self.ready_s[c] < self.start_s[c] - _QUEUED_EPS_S:  # it waited
+                lat *= self.queued_scale
             if lat > 0:
                 yield from self._comm_work(lat, shared=False)
             if pipelined:  # the transfer waits for the wire; the next call's hand-off starts with it
@@ -771,8 +787,8 @@ def simulate_step(
     if model == "analytic" or (model == "auto" and not record and analytic_applies(cost)):
         if not analytic_applies(cost):
             raise ValueError(
-                "the analytic model needs no contention, no per-call work, no cold-call cost and one channel, "
-                "not pipelined"
+                "the analytic model needs no contention, no per-call work, no cold-call cost, queued calls at "
+                "their full latency and one channel, not pipelined"
             )
         return _analytic(st, factors, accum_steps)
     return _Step(st, factors, record).run(accum_steps)

@@ -25,6 +25,9 @@ from what was measured:
   centred on the fitted value), truncated at 0, from a generator of their own, where the prediction's
   cost model carries the term (``Uncertainty.for_cost``: a term the fit did not keep, or ``validate``
   leaves out, stays 0 and is not drawn);
+* the queued calls' latency scale (``CostModel.queued_latency_scale``, fitted from the in-step probe's plain
+  steps at a call per gradient where it kept one) from a normal as wide as its 95 % bootstrap interval,
+  centred on the fitted scale and held within (0, 1], from the in-step terms' generator, after them;
 * the model's own error: a log-normal factor on the step whose standard
   deviation is the in-step probe's step residual (``calibration.params.
   probe_step_residual``: the real DDP steps the calibration checks but does not
@@ -61,6 +64,7 @@ from .predict import predict
 from .profile import GradProfile
 from .strategies import StrategySpec
 
+_QUEUED_FLOOR = 0.01  # a drawn queued-call scale is held at or above this (the cost model needs it > 0)
 Z95 = 1.959963984540054  # two-sided 95 % normal quantile: a 95 % CI is +-Z95 standard errors
 
 
@@ -75,6 +79,7 @@ class Uncertainty:
     model_log_sd: float = 0.0  # the model's own error, as a log-normal factor on the step
     leftover_sd_s: float = 0.0  # standard error of CostModel.leftover_s, drawn where the cost carries it
     optimizer_extra_sd_s: float = 0.0  # standard error of CostModel.optimizer_extra_s, likewise
+    queued_scale_sd: float = 0.0  # standard error of CostModel.queued_latency_scale, where the cost has one below 1
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.o_sd_s) and self.o_sd_s >= 0):
@@ -90,7 +95,7 @@ class Uncertainty:
             )
         if not (math.isfinite(self.model_log_sd) and self.model_log_sd >= 0):
             raise ValueError(f"model_log_sd must be a finite number >= 0, got {self.model_log_sd!r}")
-        for name in ("leftover_sd_s", "optimizer_extra_sd_s"):
+        for name in ("leftover_sd_s", "optimizer_extra_sd_s", "queued_scale_sd"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v >= 0):
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
@@ -110,6 +115,8 @@ class Uncertainty:
             out.append("leftover fit CI")
         if self.optimizer_extra_sd_s > 0:
             out.append("optimizer extra fit CI")
+        if self.queued_scale_sd > 0:
+            out.append("queued calls' scale fit CI")
         if self.model_log_sd > 0:
             out.append(f"model error at the in-step probe ({(math.exp(self.model_log_sd) - 1) * 100:.1f}%)")
         return tuple(out)
@@ -122,6 +129,7 @@ class Uncertainty:
             self,
             leftover_sd_s=self.leftover_sd_s if cost.leftover_s > 0 else 0.0,
             optimizer_extra_sd_s=self.optimizer_extra_sd_s if cost.optimizer_extra_s > 0 else 0.0,
+            queued_scale_sd=self.queued_scale_sd if cost.queued_latency_scale < 1 else 0.0,
         )
 
     @property
@@ -241,6 +249,9 @@ def draw_inputs(
         if unc.optimizer_extra_sd_s > 0:
             extra = c.optimizer_extra_s + unc.optimizer_extra_sd_s * float(terms_rng.standard_normal())
             c = c.with_overrides(optimizer_extra_s=max(0.0, extra))
+        if unc.queued_scale_sd > 0:
+            q = c.queued_latency_scale + unc.queued_scale_sd * float(terms_rng.standard_normal())
+            c = c.with_overrides(queued_latency_scale=min(1.0, max(_QUEUED_FLOOR, q)))
         p = profile
         if len(rel) > 1:
             p = profile.scaled(compute_factor(rel, steps, rng))

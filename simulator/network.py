@@ -370,6 +370,14 @@ class CostModel:
     seconds of their payload for free, ``idle`` the time since their source
     last sent (``simulator.engine.switch_credit``; fitted by calibration from
     ``calibration.probes.broadcast_switch_probe``; 0 = none).
+    ``queued_latency_scale``: the share of its latency part a collective
+    spends when it waited in the channels' queue (it starts the moment the
+    call before it ends, the threads that run it still awake); a call that
+    finds a channel idle spends all of it. 1 = no difference (the stream
+    probe's calls one after another, each waited for, set the latency part);
+    fitted by calibration from the in-step probe's plain steps at a call per
+    gradient (``calibration.step_probe.queued_fit``). A step whose ranks block
+    on collectives (sharded's broadcasts) keeps 1 (``simulator.engine``).
     """
 
     o_s: float | None = None
@@ -392,6 +400,7 @@ class CostModel:
     broadcast_switch_credit_s: float = 0.0
     leftover_s: float = 0.0
     optimizer_extra_s: float = 0.0
+    queued_latency_scale: float = 1.0
     broadcast_o_s: float | None = None
     broadcast_w_bytes_per_s: float | None = None
     latency_share: float | None = None
@@ -454,6 +463,10 @@ class CostModel:
         _require(
             math.isfinite(self.broadcast_switch_credit_s) and self.broadcast_switch_credit_s >= 0,
             f"broadcast switch credit must be >= 0 s, got {self.broadcast_switch_credit_s}",
+        )
+        _require(
+            math.isfinite(self.queued_latency_scale) and 0 < self.queued_latency_scale <= 1,
+            f"queued calls' latency scale must be in (0, 1], got {self.queued_latency_scale}",
         )
         _require(
             self.copy_bytes_per_s is None or self.copy_bytes_per_s > 0,
@@ -687,6 +700,8 @@ class CostModel:
             d["optimizer_extra_s"] = self.optimizer_extra_s
         if self.pipelined:
             d["pipelined"] = True
+        if self.queued_latency_scale != 1:
+            d["queued_latency_scale"] = self.queued_latency_scale
         if self.measured_world_sizes:
             d["measured_world_sizes"] = list(self.measured_world_sizes)
         return d
@@ -716,6 +731,7 @@ class CostModel:
             broadcast_switch_credit_s=_num(d, "broadcast_switch_credit_s", 0.0),
             leftover_s=_num(d, "leftover_s", 0.0),
             optimizer_extra_s=_num(d, "optimizer_extra_s", 0.0),
+            queued_latency_scale=_num(d, "queued_latency_scale", 1.0),
             broadcast_o_s=_num(d, "broadcast_o_s"),
             broadcast_w_bytes_per_s=_num(d, "broadcast_w_bytes_per_s"),
             latency_share=_num(d, "latency_share"),

@@ -693,3 +693,59 @@ def test_the_division_rate_is_checked_and_round_trips():
     c = CostModel.linear(0.5, 1000.0, scale_bytes_per_s=6e9)
     assert CostModel.from_dict(c.to_dict()).scale_bytes_per_s == 6e9
     assert "scale_bytes_per_s" not in CostModel.linear(0.5, 1000.0).to_dict()  # files without it read as before
+
+
+def test_a_call_that_waited_for_the_channel_spends_the_queued_share_of_its_latency():
+    """o = 0.5 s, scale 0.5: c [1.5, 3.0] and b [3.5, 6.0] find the channel idle and pay all of o; a, ready at
+    4.5 while b holds the channel, waits and pays 0.25 s of it: [6.0, 7.25], optimizer to 7.5."""
+    cost = CostModel.linear(0.5, 1000.0, queued_latency_scale=0.5)
+    out = simulate_step(PROF, comm_plan(PROF, StrategySpec("individual"), 2), cost, 2, record=True)
+    assert [(e[4], e[0], e[1]) for e in out.events if e[3] == "allreduce"] == [
+        ("c", 1.5, 3.0),
+        ("b", 3.5, 6.0),
+        ("a", 6.0, 7.25),
+    ]
+    assert out.step_time_s == pytest.approx(7.5, abs=1e-12)
+    # a call that finds the channel idle pays all of o, cold or not: flat's one call, the same at any scale
+    for extra in ({}, {"cold_call_s": 0.2, "cold_tau_s": 1.0}):
+        flat = [
+            predict(PROF, CostModel.linear(0.5, 1000.0, queued_latency_scale=q, **extra), StrategySpec("flat"), 2)
+            for q in (1.0, 0.3)
+        ]
+        assert flat[0].step_time_s == flat[1].step_time_s
+    # two channels: a finds the second one free (no wait, all of o), as without the scale
+    two = simulate_step(
+        PROF, comm_plan(PROF, StrategySpec("individual"), 2), dataclasses.replace(cost, channels=2), 2, record=True
+    )
+    assert two.step_time_s == run("individual", channels=2).step_time_s
+
+
+def test_blocking_broadcasts_are_never_queued_and_the_scale_is_checked_and_round_trips():
+    """A bucket a parameter (caps of 1000 B): torch DDP's c, b, a queue as individual's do, and a gets the scale;
+    the same buckets in a sharded step (blocking broadcasts after its optimizer) keep all of o, broadcasts too."""
+    caps = {"bucket_cap_mb_list": (1000 / MIB,) * 3}
+    runs = {
+        name: [
+            simulate_step(
+                PROF,
+                comm_plan(PROF, StrategySpec(name, **caps), 2),
+                CostModel.linear(0.5, 1e3, queued_latency_scale=q),
+                2,
+                record=True,
+            )
+            for q in (1.0, 0.2)
+        ]
+        for name in ("torch-ddp", "sharded")
+    }
+    ddp, sharded = runs["torch-ddp"], runs["sharded"]
+    assert ddp[1].step_time_s == pytest.approx(ddp[0].step_time_s - 0.4, abs=1e-12)  # a: 0.8 of its o = 0.5 s
+    assert sharded[0].step_time_s == sharded[1].step_time_s and sharded[0].events == sharded[1].events
+    assert sum(e[3] == "broadcast" for e in sharded[0].events) == 3
+    for bad in (0.0, -0.1, 1.5, math.nan, math.inf):
+        with pytest.raises(ValueError, match="queued calls' latency scale"):
+            CostModel.linear(0.5, 1000.0, queued_latency_scale=bad)
+    cost = CostModel.linear(0.5, 1000.0, queued_latency_scale=0.4)
+    assert CostModel.from_dict(cost.to_dict()) == cost
+    assert "queued_latency_scale" not in CostModel.linear(0.5, 1000.0).to_dict()  # 1: files stay as they were
+    with pytest.raises(ValueError, match="analytic"):
+        simulate_step(PROF, comm_plan(PROF, StrategySpec("individual"), 2), cost, 2, model="analytic")

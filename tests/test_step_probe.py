@@ -12,6 +12,7 @@ from calibration.step_probe import (
     probe_fine_mb,
     probe_one_bucket_mb,
     probe_steps,
+    queued_phrase,
     simulated_terms,
 )
 from calibration.timeline import slowest_rank_timelines, step_terms
@@ -497,3 +498,43 @@ def test_the_channel_choice_keeps_the_stream_probes_model_unless_the_other_fits_
     fine = {"measured": {"step_s": 0.1}, "simulated_at_fit": {"step_s": 0.1 * math.e}}
     assert fitted_caps_residual({**part, "fine": fine}) == pytest.approx(math.sqrt(0.5))
     assert fitted_caps_residual({**part, "check": fine}) == pytest.approx(0.0)
+
+
+def test_the_queued_calls_scale_is_read_off_the_fine_probes_plain_steps():
+    """Plain steps at a call per gradient made by the model with queued calls at half their latency: the fit finds
+    the half and keeps it; steps as long as the model's at full latency, too few steps, or steps no scale can
+    reach keep 1."""
+    import numpy as np
+
+    from calibration.step_probe import QUEUED_MIN_SCALE, queued_fit
+
+    def cost(**kw):  # 10 ms a call: gpt's 52 calls at 1 KiB queue far past its backward
+        return CostModel.linear(10e-3, 1.5e9, 2, channels=1, copy_bytes_per_s=8e9, **kw)
+
+    def targets(mb):
+        return {**simulated_terms(PROF, cost(), 2, mb), "compute_only_median_s": PROF.compute_s, "steps": 10}
+
+    bucket = probe_bucket_mb(PROF.total_grad_bytes)
+    fine = probe_fine_mb(bucket)
+    fit = fit_in_step(PROF, cost(), 2, bucket, targets(bucket), fine=(fine, targets(fine)))
+
+    def plain(scale, n, noise=0.005):
+        step = simulated_terms(PROF, cost(queued_latency_scale=scale), 2, fine)["step_s"]
+        return {"plain_step_times_s": list(step * (1 + np.random.default_rng(3).normal(0, noise, n)))}
+
+    at_1 = simulated_terms(PROF, cost(), 2, fine)["step_s"]
+    assert simulated_terms(PROF, cost(queued_latency_scale=0.5), 2, fine)["step_s"] < 0.97 * at_1  # calls queue
+    half = queued_fit(PROF, cost(), fit, plain(0.5, 40), 2)
+    assert half["identified"] and half["queued_latency_scale"] == pytest.approx(0.5, abs=0.03)
+    assert half["ci95"][0] < 0.5 < half["ci95"][1] < 1 and half["simulated_at_1_s"] == pytest.approx(at_1)
+    assert "kept, a queued call's latency x0.5" in queued_phrase(half)
+    full = queued_fit(PROF, cost(), fit, plain(1.0, 40), 2)
+    assert not full["identified"] and full["queued_latency_scale"] == 1.0
+    few = queued_fit(PROF, cost(), fit, plain(0.5, 10), 2)
+    assert few["fitted"] == pytest.approx(0.5, abs=0.05) and not few["identified"] and few["queued_latency_scale"] == 1
+    low = simulated_terms(PROF, cost(queued_latency_scale=QUEUED_MIN_SCALE), 2, fine)["step_s"]
+    far = queued_fit(PROF, cost(), fit, {"plain_step_times_s": [0.8 * low] * 40}, 2)
+    assert not far["in_reach"] and far["queued_latency_scale"] == 1.0 and "out of reach" in queued_phrase(far)
+    # no fine probe, or records from before the plain steps: nothing fitted
+    assert queued_fit(PROF, cost(), fit, {}, 2)["steps"] == 0
+    assert queued_fit(PROF, cost(), {**fit, "fine": None}, plain(0.5, 40), 2)["queued_latency_scale"] == 1.0

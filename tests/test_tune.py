@@ -983,6 +983,28 @@ def test_params_give_the_in_step_terms_errors_only_where_the_probe_kept_them():
     assert Params(backend="gloo", world_size=2, linear=fit, probes={"in_step": old}).uncertainty().leftover_sd_s == 0
 
 
+def test_the_queued_calls_scale_and_its_error_come_from_the_probe_where_it_kept_one():
+    """Params carry the in-step probe's queued-call scale into the cost model and its 95 % interval into the
+    draws, held within (0, 1]; a scale not kept (or a fit from before it) is 1 with nothing drawn."""
+    from simulator.interval import draw_inputs
+
+    fit = LinearFit(o_s=400e-6, w_bytes_per_s=1.4e9)
+    kept = {"queued": {"ci95": [0.6, 0.99], "identified": True}, "queued_latency_scale": 0.9}
+    p = Params(backend="gloo", world_size=2, linear=fit, probes={"in_step": kept})
+    assert p.cost_model().queued_latency_scale == 0.9 and p.fitted_terms(None)["queued_latency_scale"] == 0.9
+    u = p.uncertainty()
+    assert u.queued_scale_sd == pytest.approx(0.39 / (2 * Z95)) and "queued calls' scale fit CI" in u.sources
+    q = np.array([c.queued_latency_scale for _, c in draw_inputs(_stream(), p.cost_model(), u, 2000, seed=1)])
+    assert np.median(q) == pytest.approx(0.9, abs=0.02) and q.max() == 1.0 and q.min() > 0  # held at 1
+    assert u.for_cost(STREAM_COST).queued_scale_sd == 0.0  # a cost at 1 draws nothing for it
+    dropped = {"queued": {"ci95": [0.7, 1.0], "identified": False}, "queued_latency_scale": 1.0}
+    for probes in ({"in_step": dropped}, {"in_step": {}}, {}):
+        q = Params(backend="gloo", world_size=2, linear=fit, probes=probes)
+        assert q.cost_model().queued_latency_scale == 1.0 and q.uncertainty().queued_scale_sd == 0.0
+    with pytest.raises(ValueError, match="queued_scale_sd"):
+        Uncertainty(queued_scale_sd=-0.1)
+
+
 def test_near_best_range_is_the_run_around_the_best_not_first_to_last_in_the_band():
     from simulator.sweep_plot import near_best_range
 
