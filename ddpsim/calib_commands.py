@@ -653,7 +653,9 @@ def add_commands(sub: Any) -> None:
     )
     p.add_argument("--validation", default=None, metavar="RESULT.json", help="a `ddpsim validate` result")
     p.add_argument("--scaling", default=None, metavar="RESULT.json", help="a scaling result (rows with world_size)")
-    p.add_argument("--plot-dir", default="plots", help="folder for the PNGs")
+    p.add_argument(
+        "--plot-dir", default="ddpsim-plot", help="folder for the PNGs (the command's run folder, as the others')"
+    )
     p.add_argument("--out-dir", dest="plot_dir", help=argparse.SUPPRESS)  # old spelling
     p.set_defaults(func=cmd_plot, _outputs={"plot_dir": "dir"})
 

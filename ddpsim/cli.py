@@ -8,8 +8,9 @@ paying torch's import time. ``python -m ddpsim`` is the same entry (also as
 
 Errors (``realrun.errors.run_handler``): a
 ``ValueError`` (bad input) prints one line on stderr and exits 2; a
-``RunFailure`` (a rank crashed, hung or timed out) prints one line and exits
-1; Ctrl-C exits 130. No traceback reaches the user unless ``DDPSIM_DEBUG=1``.
+``RunFailure`` (a rank crashed, hung or timed out) prints one line (the rest
+of its message, tracebacks and stacks included, goes to a file that line
+names) and exits 1; Ctrl-C exits 130; a warning is one line. No traceback reaches the user unless ``DDPSIM_DEBUG=1``.
 """
 
 from __future__ import annotations
@@ -100,6 +101,9 @@ def _main(argv: Sequence[str] | None) -> int:
     except SystemExit as e:  # --help, --version, or a bad argument (argparse already said why)
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
     args._argv = words  # the command line, for results that record it
+    import warnings
+
+    warnings.formatwarning = _warning_line  # a warning is one line too (a records file's torn last line, ...)
     from realrun.errors import run_handler  # no torch: errors.py imports nothing heavy
 
     from .cliutil import check_outputs
@@ -109,6 +113,10 @@ def _main(argv: Sequence[str] | None) -> int:
         return a.func(a)
 
     return run_handler("ddpsim", handler, args)
+
+
+def _warning_line(message: Warning | str, category: type[Warning], *_: object, **__: object) -> str:
+    return "ddpsim: warning: " + " ".join(str(message).split()) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

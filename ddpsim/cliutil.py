@@ -332,15 +332,21 @@ def check_outputs(args: argparse.Namespace) -> None:
             )
     elif getattr(args, "csv", None) is not None:
         outputs["csv"] = "file"
+    files: dict[Path, str] = {}
     for dest, kind in outputs.items():
         value = getattr(args, dest, None)
         if value is None:
             continue
+        flag = "--" + dest.replace("_", "-")
         try:
             check_writable(value, kind)
         except ValueError as e:
-            flag = "--" + dest.replace("_", "-")
             raise ValueError(f"{flag}: {e}") from None
+        if kind != "dir":  # two outputs into one file: the second would overwrite or corrupt the first
+            where = Path(os.fspath(value)).resolve()
+            if where in files:
+                raise ValueError(f"{files[where]} and {flag} both name {value}: give each its own file")
+            files[where] = flag
 
 
 def rescue_records(records: list[dict[str, Any]], command: str) -> str | None:

@@ -51,7 +51,7 @@ def parse_list(text: str, what: str, conv: Any) -> list[Any]:
     for item in str(text).split(","):
         item = item.strip()
         if not item:
-            continue
+            raise ValueError(f"an empty item in the comma list {text!r} ({what})")
         try:
             out.append(conv(item))
         except ValueError:
@@ -442,6 +442,12 @@ def bench_configs(
     from simulator.strategies import strategy
 
     out: list[tuple[str, float | None, list[float] | None]] = []
+    if cap_list and not any(strategy(s).accepts_cap_list for s in strategies):
+        from simulator.strategies import CAP_LIST
+
+        raise ValueError(
+            f"--bucket-cap-mb-list applies to {', '.join(CAP_LIST)}; none of {', '.join(strategies)} takes it"
+        )
     for s in strategies:
         entry = strategy(s)
         if entry.bucketed:
@@ -479,6 +485,13 @@ def bench_main(args: Any) -> int:
         _check_positive(name, v, lo)
     w = _workload(args.model)
     bs = args.batch_size or w.default_batch_size
+    params = None  # the predicted side of --timeline: read and checked before anything is measured
+    if args.params is not None:
+        if not args.timeline:
+            raise ValueError("--params is the predicted side of --timeline: give --timeline DIR too, or leave it out")
+        from calibration.params import Params
+
+        params = Params.load(args.params)
     from realrun.launch import torchrun_env_present
 
     backend = "gloo" if torchrun_env_present() else spawn_backend(args, world_sizes, args.link_mbit)
@@ -526,7 +539,7 @@ def bench_main(args: Any) -> int:
                     f"{rec.exposed_comm_s * 1e3:.2f} ms"
                 )
             if args.timeline and rnd == args.rounds - 1:
-                _bench_timelines(pool, args, configs, bs, say, lead)
+                _bench_timelines(pool, args, configs, bs, say, lead, params)
 
     def torchrun_body(pool: Any, lead: bool) -> int:
         with RecordWriter(args.out if lead else None) as writer:
@@ -550,14 +563,13 @@ def bench_main(args: Any) -> int:
     return _report_bench(records, args, world_sizes)
 
 
-def _bench_timelines(pool: Any, args: Any, configs: Any, bs: int, say: Any, lead: bool) -> None:
-    """``--timeline DIR``: each configuration again with timelines recorded, compared with the prediction."""
+def _bench_timelines(pool: Any, args: Any, configs: Any, bs: int, say: Any, lead: bool, params: Any = None) -> None:
+    """``--timeline DIR``: each configuration again with timelines recorded, compared with the prediction from
+    ``params`` (``--params``, read before the run), or from a calibration made here first."""
     from pathlib import Path
 
-    from calibration.params import Params
     from calibration.timeline import timelines_on_pool
 
-    params = Params.load(args.params) if args.params else None
     if params is None:
         from calibration.calibrate import CalibrateSpec, calibrate_on_pool
 

@@ -228,6 +228,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
             f"--profile {args.profile} was measured for model {given_prof.model!r}, not --model {args.model!r}: "
             "--verify and --target-device would run another model than the profile describes"
         )
+    elif given_prof is not None and given_prof.model != args.model:
+        raise ValueError(
+            f"--profile {args.profile} describes model {given_prof.model!r}; --model {args.model!r} would be ignored: "
+            "leave it out, or give that model's profile"
+        )
     if given_prof is not None and args.batch_size is not None:
         raise ValueError(
             f"--batch-size applies when profiling here; --profile {args.profile} was measured at batch "

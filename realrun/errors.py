@@ -34,7 +34,7 @@ def run_handler(prog: str, func, args) -> int:  # noqa: ANN001 - argparse handle
     except RunFailure as e:
         if debug:
             raise
-        print(f"{prog}: run failed: {e}", file=sys.stderr)
+        print(f"{prog}: run failed: {failure_line(str(e), prog)}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         raise  # the front door (ddpsim.cli.main) silences a closed stdout
@@ -47,6 +47,24 @@ def run_handler(prog: str, func, args) -> int:  # noqa: ANN001 - argparse handle
     except KeyboardInterrupt:
         print(f"{prog}: interrupted (ranks stopped; records taken so far stay in the files named)", file=sys.stderr)
         return 130
+
+
+def failure_line(text: str, prog: str = "ddpsim") -> str:
+    """A run failure's message on one line: its first line, and where the rest went (the other ranks' errors, the
+    failed rank's traceback or a hung rank's Python stacks, the ranks' log files) when it has more, written whole
+    to a new file in the temp folder (the message alone where that file cannot be made)."""
+    import tempfile
+
+    first, _, rest = text.strip().partition("\n")
+    if not rest.strip():
+        return first
+    try:
+        fd, path = tempfile.mkstemp(prefix=f"{prog}-failure-", suffix=".txt")
+        with open(fd, "w", encoding="utf-8") as fh:
+            fh.write(text.strip() + "\n")
+    except OSError:
+        return _one_line(text)
+    return f"{first} (details, with the ranks' tracebacks and logs: {path})"
 
 
 def _one_line(text: str) -> str:

@@ -236,6 +236,10 @@ def describe_builtins() -> str:
     return "; ".join(f"{k} ({v[3]})" for k, v in _BUILTINS.items())
 
 
+OPTION_MAX = 10_000_000  # any size option of a built-in workload, at most
+_OPTION_MAX = {"n_layer": 256, "depth": 256, "n_tables": 256, "n_head": 256}  # repeated blocks, at most
+
+
 def _parse_options(name: str, text: str, cfg_cls: type) -> Any:
     allowed = {f.name for f in fields(cfg_cls)}
     values: dict[str, int] = {}
@@ -252,6 +256,9 @@ def _parse_options(name: str, text: str, cfg_cls: type) -> Any:
             raise ValueError(f"{name}: option {key} must be an integer, got {val!r}") from None
         if v <= 0:
             raise ValueError(f"{name}: option {key} must be > 0, got {v}")
+        top = _OPTION_MAX.get(key, OPTION_MAX)
+        if v > top:  # a model of that size takes minutes to build here (gpt at n_layer=1000: 24 s) or all memory
+            raise ValueError(f"{name}: option {key} must be <= {top}, got {v}")
         values[key] = v
     return cfg_cls(**values)
 

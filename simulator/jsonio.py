@@ -27,6 +27,8 @@ def read_json(path: str | Path, what: str) -> Any:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise ValueError(f"cannot read {what} {p}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{what} {p} is not a JSON text file (not UTF-8)") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:

@@ -280,6 +280,20 @@ ROWS: list[tuple[str, str]] = [
     ("calibrate --out {tmp}/p.json --records {tmp}/r.jsonl --backend nccl --world-size 8", "CUDA device per rank"),
     ("validate --out {tmp}/v.json --records {tmp}/v.jsonl --model resnet", "unknown workload"),
     ("validate --out {tmp}/v.json --records {tmp}/v.jsonl --backend nccl --world-size 8", "CUDA device per rank"),
+    ("roofline --model gpt:n_layer=100000", "must be <= 256"),
+    ("check --model mlp:width=99999999999", "must be <= 10000000"),
+    ("bench-ddp --model mlp --bucket-mb 1,,2", "empty item in the comma list"),
+    ("bench-ddp --model mlp --world-size 2,", "expected a comma list"),
+    ("bench-ddp --model mlp --strategy naive --bucket-cap-mb-list 1,2", "applies to torch-ddp"),
+    ("tune --out-dir {tmp}/o --profile {tmp}/mlp_profile.json --network nccl-h100-ib --model nosuch", "ignored"),
+    ("predict --params {tmp}/bin.json", "params {tmp}/bin.json is not a JSON text file"),
+    ("predict --model {tmp}/bin.json", "is not a JSON text file"),
+    # ---- two outputs into one file; --params read before anything is measured
+    ("predict --trace {tmp}/same.json --csv {tmp}/same.json", "--trace and --csv both name"),
+    ("profile --model mlp --out {tmp}/same.json --records {tmp}/same.json", "--out and --records both name"),
+    ("bench-ddp --model mlp --params {tmp}/params_ok.json", "give --timeline DIR too"),
+    ("bench-ddp --model mlp --timeline {tmp}/tl --params {tmp}/notjson.json", "not valid JSON"),
+    ("bench-ddp --model mlp --timeline {tmp}/tl --params {tmp}/missing.json", "missing.json"),
 ]
 
 
@@ -290,6 +304,7 @@ def tmp(tmp_path_factory) -> Path:
     (d / "notrecords.txt").write_text("some notes of the user\nnot JSON at all\n")
     (d / "notjson.json").write_text('{"schema": ')
     (d / "list.json").write_text("[1, 2, 3]\n")
+    (d / "bin.json").write_bytes(b"\xff\xfe\x00binary")
     (d / "rows_other.json").write_text(json.dumps({"rows": [{"name": "x", "value": 3}]}))
     (d / "prof_numel.json").write_text(
         json.dumps({"schema": "ddpsim.profile/1", "model": "x", "params": [{"name": "w", "numel": "abc"}]})
@@ -418,3 +433,40 @@ def test_every_flag_help_has_its_default(capsys):
         assert "--json" in out and "--quiet" in out, cmd
     assert main(["predict", "--help"]) == 0
     assert "(default: 8)" in capsys.readouterr().out  # --world-size
+
+
+def test_a_run_failure_is_one_line_naming_the_file_with_the_rest(tmp_path, capsys, monkeypatch):
+    """A rank's traceback or a hung rank's stacks do not reach the terminal: the failure's first line does, with
+    the file that holds the whole message."""
+    from realrun.errors import RunFailure, failure_line, run_handler
+
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    text = "ranks 0, 1 did not answer within 8 s during task; killed\n  rank 0 stderr:\n    Thread 0x7f (most recent call first):"
+
+    def fails(_args):
+        raise RunFailure(text, rank=0)
+
+    assert run_handler("ddpsim", fails, None) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("ddpsim: run failed: ranks 0, 1 did not answer within 8 s")
+    path = err[0].rsplit(": ", 1)[1].rstrip(")")
+    assert Path(path).parent == tmp_path and Path(path).read_text() == text + "\n"
+    assert failure_line("rank 1 died (exited with code 9)") == "rank 1 died (exited with code 9)"  # one line stays
+
+
+def test_a_warning_is_one_line(tmp_path):
+    """A records file whose last line a writer left unfinished: the warning and the error, one line each, no
+    source line of the warning's origin."""
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text('{"schema": "ddpsim.record/1", "kind": "allre')
+    r = subprocess.run(
+        [sys.executable, "-m", "ddpsim", "calibrate", "--refit", str(torn), "--out", str(tmp_path / "p.json")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and all(line.startswith("ddpsim: ") for line in lines), r.stderr
+    assert any(line.startswith("ddpsim: warning: ") and "incomplete" in line for line in lines)
+    assert "return list(" not in r.stderr and "Traceback" not in r.stderr
