@@ -31,5 +31,7 @@ for matrix in sys.argv[1:]:
             one = np.array(steps.get(f"{s} 4 MiB", [])) * 1e3
             many = np.array(steps.get(f"{s} 0.25 MiB", [])) * 1e3
             fast = float(np.mean(many <= np.percentile(one, 90))) if len(one) and len(many) else float("nan")
-            parts.append(f"{s}: 0.25-4 {d25:+6.2f} ms, 1-4 {d1:+6.2f} ms, 0.25 MiB steps within 4 MiB's p90 {fast:4.0%}")
+            parts.append(
+                f"{s}: 0.25-4 {d25:+6.2f} ms, 1-4 {d1:+6.2f} ms, 0.25 MiB steps within 4 MiB's p90 {fast:4.0%}"
+            )
         print(f"{name:28s} " + " | ".join(parts))
