@@ -6,29 +6,30 @@ error. Where the 1 KiB probe's plain step is far under the simulated one, the ma
     python benchmarks/results/queued_calls_2026-11-29/probe_plain_vs_model.py benchmarks/results/accuracy_matrix_m4*
 """
 
-import glob
 import json
 import sys
+from pathlib import Path
 
-for matrix in sys.argv[1:]:
-    for cell in sorted(glob.glob(matrix.rstrip("/") + "/*/")):
-        par, val = glob.glob(cell + "validation.params*.json"), glob.glob(cell + "validation.json")
-        if not par or not val:
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # benchmarks/
+from stored import cell_file, cells  # noqa: E402
+
+for name, cell in cells(sys.argv[1:]):
+    par, val = cell_file(cell, "validation.params*.json"), cell_file(cell, "validation.json")
+    if not par or not val:
+        continue
+    ins = json.load(open(par))["probes"].get("in_step") or {}
+    rows = {(r["strategy"], r["bucket_mb"]): r for r in json.load(open(val))["rows"]}
+    out = []
+    for cap, part in (("2 MiB", ins), ("1 KiB", ins.get("fine")), ("one bucket", ins.get("check"))):
+        if not part or "measured" not in part:
             continue
-        ins = json.load(open(par[0]))["probes"].get("in_step") or {}
-        rows = {(r["strategy"], r["bucket_mb"]): r for r in json.load(open(val[0]))["rows"]}
-        out = []
-        for name, part in (("2 MiB", ins), ("1 KiB", ins.get("fine")), ("one bucket", ins.get("check"))):
-            if not part or "measured" not in part:
-                continue
-            m, sim = part["measured"], (part.get("simulated_at_fit") or {}).get("step_s")
-            if m.get("plain_step_s") and sim:
-                out.append(
-                    f"{name}: {m['step_s'] * 1e3:6.1f} rec / {m['plain_step_s'] * 1e3:6.1f} plain / {sim * 1e3:6.1f} sim"
-                    f" (sim/plain {sim / m['plain_step_s']:4.2f})"
-                )
-        if not out:
-            continue
-        ind = rows.get(("individual", None))
-        name = matrix.rstrip("/").rsplit("_", 1)[-1] + "/" + cell.rstrip("/").rsplit("/", 1)[-1]
-        print(f"{name:28s} " + " | ".join(out) + (f" | individual {ind['error_pct']:+.1f}%" if ind else ""))
+        m, sim = part["measured"], (part.get("simulated_at_fit") or {}).get("step_s")
+        if m.get("plain_step_s") and sim:
+            out.append(
+                f"{cap}: {m['step_s'] * 1e3:6.1f} rec / {m['plain_step_s'] * 1e3:6.1f} plain / {sim * 1e3:6.1f} sim"
+                f" (sim/plain {sim / m['plain_step_s']:4.2f})"
+            )
+    if not out:
+        continue
+    ind = rows.get(("individual", None))
+    print(f"{name:28s} " + " | ".join(out) + (f" | individual {ind['error_pct']:+.1f}%" if ind else ""))
