@@ -507,6 +507,8 @@ class CostModel:
     @property
     def label(self) -> str:
         piped = ", pipelined channel" if self.pipelined else ""
+        if self.queued_latency_scale != 1:
+            piped += f", queued calls x{self.queued_latency_scale:.2f} of t0"
         if self.network is not None:
             return self.network.name + piped
         assert self.o_s is not None and self.w_bytes_per_s is not None  # __post_init__: o and w, or a network

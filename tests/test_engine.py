@@ -747,5 +747,6 @@ def test_blocking_broadcasts_are_never_queued_and_the_scale_is_checked_and_round
     cost = CostModel.linear(0.5, 1000.0, queued_latency_scale=0.4)
     assert CostModel.from_dict(cost.to_dict()) == cost
     assert "queued_latency_scale" not in CostModel.linear(0.5, 1000.0).to_dict()  # 1: files stay as they were
+    assert cost.label.endswith(", queued calls x0.40 of t0") and "queued" not in CostModel.linear(0.5, 1e3).label
     with pytest.raises(ValueError, match="analytic"):
         simulate_step(PROF, comm_plan(PROF, StrategySpec("individual"), 2), cost, 2, model="analytic")
