@@ -333,9 +333,9 @@ class Params:
         return replace(
             unc,
             model_log_sd=probe_step_residual(in_step),
-            leftover_sd_s=_kept_term_sd(in_step, "leftover", "leftover_s"),
-            optimizer_extra_sd_s=_kept_term_sd(in_step, "optimizer_extra", "optimizer_extra_s"),
-            queued_scale_sd=_queued_scale_sd(in_step),
+            leftover_sd_s=_kept_term_sd(in_step, "leftover"),
+            optimizer_extra_sd_s=_kept_term_sd(in_step, "optimizer_extra"),
+            queued_scale_sd=_kept_term_sd(in_step, "queued", "ci95"),
         )
 
     def hook_s_per_param(self) -> float:
@@ -431,23 +431,14 @@ def load_params(path: str | Path) -> Params:
     return Params.load(path)
 
 
-def _kept_term_sd(in_step: Mapping[str, Any], fit_key: str, value_key: str) -> float:
-    """The standard error of an in-step term (``in_step[fit_key]``'s 95 % bootstrap interval) where the probe kept
-    it (``in_step[value_key]`` > 0); 0 for a term not kept or fits from before the interval was stored."""
+def _kept_term_sd(in_step: Mapping[str, Any], fit_key: str, ci_key: str = "ci95_s") -> float:
+    """The standard error of an in-step term (``in_step[fit_key]``'s 95 % bootstrap interval, under ``ci_key``) where
+    the probe kept it (the fit says ``identified``); 0 for a term not kept or fits from before the interval was
+    stored (in the 270 stored leftover and optimizer-extra fits, ``identified`` and a kept value above 0 agree)."""
     from simulator.interval import sd_of_ci
 
-    if not float(in_step.get(value_key) or 0.0) > 0:
-        return 0.0
-    return sd_of_ci((in_step.get(fit_key) or {}).get("ci95_s"))
-
-
-def _queued_scale_sd(in_step: Mapping[str, Any]) -> float:
-    """The standard error of the queued calls' scale (its 95 % bootstrap interval) where the probe kept one below
-    1; 0 otherwise."""
-    from simulator.interval import sd_of_ci
-
-    q = in_step.get("queued") or {}
-    return sd_of_ci(q.get("ci95")) if q.get("identified") else 0.0
+    fit = in_step.get(fit_key) or {}
+    return sd_of_ci(fit.get(ci_key)) if fit.get("identified") else 0.0
 
 
 def probe_step_residuals(in_step: Mapping[str, Any]) -> list[tuple[float, float, float]]:

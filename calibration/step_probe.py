@@ -275,6 +275,14 @@ def _sim(
     return simulated_terms(prof, cost.with_overrides(**over), world_size, bucket_mb)
 
 
+def _sim_at_fit(
+    prof: GradProfile, cost: CostModel, world_size: int, bucket_mb: float, fit: Mapping[str, Any]
+) -> dict[str, float]:
+    """``_sim`` at the terms of an in-step ``fit`` (its contention terms, work and finalize)."""
+    terms = (fit["contention_c"], fit["comm_contention_c"], fit["call_cpu_s"], fit["call_cpu_s_per_byte"])
+    return _sim(prof, cost, world_size, bucket_mb, *terms, float(fit.get("finalize_s_per_param") or 0.0))
+
+
 def _fit_work(
     profile: GradProfile,
     cost: CostModel,
@@ -639,15 +647,13 @@ def queued_fit(
     if len(plain) < 2:
         return out
     prof_f = _scaled(profile, fine["measured"])[0]
-    terms = (fit["contention_c"], fit["comm_contention_c"], fit["call_cpu_s"], fit["call_cpu_s_per_byte"])
-    fin = float(fit.get("finalize_s_per_param") or 0.0)
     extra = float(fit.get("optimizer_extra_s") or 0.0)
     grid = np.linspace(QUEUED_MIN_SCALE, 1.0, _QUEUED_GRID)
     sim = np.array(
         [
-            _sim(
-                prof_f, cost.with_overrides(queued_latency_scale=float(q)), world_size, fine["bucket_mb"], *terms, fin
-            )["step_s"]
+            _sim_at_fit(prof_f, cost.with_overrides(queued_latency_scale=float(q)), world_size, fine["bucket_mb"], fit)[
+                "step_s"
+            ]
             + extra
             for q in grid
         ]
@@ -768,12 +774,10 @@ def fit_step_probe(
 
 def _resimulate(fit: dict[str, Any], profile: GradProfile, cost: CostModel, world_size: int) -> None:
     """``fit``'s probes simulated again at its terms under ``cost`` (``simulated_at_fit``, both caps)."""
-    terms = (fit["contention_c"], fit["comm_contention_c"], fit["call_cpu_s"], fit["call_cpu_s_per_byte"])
-    fin = float(fit.get("finalize_s_per_param") or 0.0)
     for part in (fit, fit.get("fine")):
         if part:
             prof = _scaled(profile, part["measured"])[0]
-            part["simulated_at_fit"] = _sim(prof, cost, world_size, part["bucket_mb"], *terms, fin)
+            part["simulated_at_fit"] = _sim_at_fit(prof, cost, world_size, part["bucket_mb"], fit)
 
 
 def fitted_caps_residual(fit: Mapping[str, Any]) -> float:
@@ -847,9 +851,7 @@ def check_at_fit(
     targets = measured_targets(rec)
     prof, scale = _scaled(profile, targets)
     mb = float(rec["bucket_mb"])
-    terms = (fit["contention_c"], fit["comm_contention_c"], fit["call_cpu_s"], fit["call_cpu_s_per_byte"])
-    fin = float(fit.get("finalize_s_per_param") or 0.0)
-    sim = _sim(prof, cost, world_size, mb, *terms, fin)
+    sim = _sim_at_fit(prof, cost, world_size, mb, fit)
     return {"bucket_mb": mb, "compute_scale": scale, "measured": targets, "simulated_at_fit": sim}
 
 

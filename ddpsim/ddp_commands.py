@@ -439,12 +439,10 @@ def bench_configs(
     strategies: Sequence[str], bucket_mbs: Sequence[float | None], cap_list: Sequence[float] | None
 ) -> list[tuple[str, float | None, list[float] | None]]:
     """(strategy, bucket_mb, bucket_cap_mb_list) per configuration, in the order they run."""
-    from simulator.strategies import strategy
+    from simulator.strategies import CAP_LIST, strategy
 
     out: list[tuple[str, float | None, list[float] | None]] = []
     if cap_list and not any(strategy(s).accepts_cap_list for s in strategies):
-        from simulator.strategies import CAP_LIST
-
         raise ValueError(
             f"--bucket-cap-mb-list applies to {', '.join(CAP_LIST)}; none of {', '.join(strategies)} takes it"
         )
