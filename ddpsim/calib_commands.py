@@ -654,10 +654,12 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--validation", default=None, metavar="RESULT.json", help="a `ddpsim validate` result")
     p.add_argument("--scaling", default=None, metavar="RESULT.json", help="a scaling result (rows with world_size)")
     p.add_argument(
-        "--plot-dir", default="ddpsim-plot", help="folder for the PNGs (the command's run folder, as the others')"
+        "--plot-dir",
+        default=None,
+        help="folder for the PNGs (default: a new run folder, plot-<UTC time>, as the other commands' run folders)",
     )
     p.add_argument("--out-dir", dest="plot_dir", help=argparse.SUPPRESS)  # old spelling
-    p.set_defaults(func=cmd_plot, _outputs={"plot_dir": "dir"})
+    p.set_defaults(func=cmd_plot, _outputs={"plot_dir": "dir"}, _run_command="plot", _run_dir_dest="plot_dir")
 
     try:
         from .tune_command import add_tune_command

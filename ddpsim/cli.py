@@ -106,13 +106,18 @@ def _main(argv: Sequence[str] | None) -> int:
     warnings.formatwarning = _warning_line  # a warning is one line too (a records file's torn last line, ...)
     from realrun.errors import run_handler  # no torch: errors.py imports nothing heavy
 
-    from .cliutil import check_outputs
+    from .cliutil import check_outputs, close_run_folder
 
     def handler(a: argparse.Namespace) -> int:
         check_outputs(a)  # every output path, before anything is measured
         return a.func(a)
 
-    return run_handler("ddpsim", handler, args)
+    code = 1
+    try:
+        code = run_handler("ddpsim", handler, args)
+        return code
+    finally:  # after the run's own message: an empty run folder goes, a failed run's is named
+        close_run_folder(args, failed=code != 0)
 
 
 def _warning_line(message: Warning | str, category: type[Warning], *_: object, **__: object) -> str:

@@ -302,22 +302,94 @@ def _check_records_file(p: Path) -> None:
         raise ValueError(f"{p} exists and does not hold ddpsim records; records are appended, so choose a new file")
 
 
+RUN_ROOT_ENV = "DDPSIM_RUN_ROOT"  # where each run's own folder goes when no --out-dir is given
+
+
+def run_root() -> Path:
+    """Where a run whose outputs were not placed gets its own folder: ``$DDPSIM_RUN_ROOT``, else
+    ``$XDG_STATE_HOME/ddpsim/runs``, else ``~/.local/state/ddpsim/runs``: never the current folder."""
+    env = os.environ.get(RUN_ROOT_ENV, "").strip()
+    if env:
+        return Path(env).expanduser()
+    state = os.environ.get("XDG_STATE_HOME", "").strip()
+    if state and os.path.isabs(state):  # the XDG spec ignores a relative value
+        return Path(state) / "ddpsim" / "runs"
+    try:
+        home = Path.home()
+    except RuntimeError:  # no HOME and no password entry
+        raise ValueError(f"no home folder to keep runs in: give --out-dir, or set {RUN_ROOT_ENV}") from None
+    return home / ".local" / "state" / "ddpsim" / "runs"
+
+
+def new_run_folder(command: str, root: Path | None = None, now: float | None = None) -> Path:
+    """A new, empty folder for one run of ``command``: ``<root>/<command>-<UTC yyyymmdd-HHMMSS>``, with ``-2``,
+    ``-3``, ... where that exists (created here, so two runs at once never share one). ``ValueError`` (one line)
+    where it cannot be made."""
+    import time
+
+    root = run_root() if root is None else root
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now))
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        for k in range(1, 1000):
+            p = root / (f"{command}-{stamp}" + (f"-{k}" if k > 1 else ""))
+            try:
+                p.mkdir()
+            except FileExistsError:
+                continue
+            return p
+    except OSError as e:
+        raise ValueError(
+            f"cannot make a run folder under {root}: {e.strerror or e}; give --out-dir, or set {RUN_ROOT_ENV}"
+        ) from None
+    raise ValueError(f"{root} already holds 999 runs of {command} started this second; give --out-dir")
+
+
 def add_out_dir(parser: argparse.ArgumentParser, command: str, what: str) -> None:
-    """``--out-dir``: the command's run folder (``ddpsim-<command>``, as ``tune``'s), where every output the
-    user did not place goes; nothing goes into the current folder by default."""
+    """``--out-dir``: the run folder, where every output the user did not place goes; without it each run gets
+    a new folder of its own under ``run_root()`` (nothing goes into the current folder, nothing is replaced)."""
     parser.add_argument(
         "--out-dir",
-        default=f"ddpsim-{command}",
+        default=None,
         metavar="DIR",
-        help=f"the run folder: {what}; a new run replaces the results of the last one there, records are appended",
+        help=f"the run folder: {what}; a run given this folder replaces the results of the last one there, "
+        f"records are appended (default: a new folder per run, {command}-<UTC time>, under ${RUN_ROOT_ENV}, "
+        "else $XDG_STATE_HOME/ddpsim/runs, else ~/.local/state/ddpsim/runs)",
     )
+    parser.set_defaults(_run_command=command, _run_dir_dest="out_dir")
 
 
 def fill_run_folder(args: argparse.Namespace) -> None:
-    """Outputs left unset go into the run folder: ``set_defaults(_in_run_dir={dest: file name})``."""
-    for dest, name in (getattr(args, "_in_run_dir", None) or {}).items():
-        if getattr(args, dest, None) is None:
-            setattr(args, dest, str(Path(args.out_dir) / name))
+    """Outputs left unset go into the run folder (``set_defaults(_in_run_dir={dest: file name})``); where the
+    run folder itself was not given and something goes into it, a new one is made for this run
+    (``new_run_folder``) and kept in ``args._fresh_run_dir``, which the command line removes again if the run
+    leaves it empty, or names if the run fails after writing into it (``close_run_folder``)."""
+    dest = getattr(args, "_run_dir_dest", None)
+    unset = {d: n for d, n in (getattr(args, "_in_run_dir", None) or {}).items() if getattr(args, d, None) is None}
+    if dest is None:
+        return
+    if getattr(args, dest, None) is None:
+        if getattr(args, "_in_run_dir", None) and not unset:
+            return  # every output was placed: no run folder
+        fresh = new_run_folder(args._run_command)
+        args._fresh_run_dir = fresh
+        setattr(args, dest, str(fresh))
+    for d, name in unset.items():
+        setattr(args, d, str(Path(getattr(args, dest)) / name))
+
+
+def close_run_folder(args: argparse.Namespace, failed: bool) -> None:
+    """After a run, the run folder ``fill_run_folder`` made: removed if the run wrote nothing into it (bad input
+    found after the outputs were checked, a failure before the first record), so no empty folders pile up;
+    named on stderr if the run failed after writing into it (what it measured is kept there)."""
+    fresh = getattr(args, "_fresh_run_dir", None)
+    if fresh is None:
+        return
+    try:
+        Path(fresh).rmdir()  # only an empty folder goes
+    except OSError:
+        if failed and Path(fresh).is_dir():
+            print(f"ddpsim: what this run wrote is kept in {fresh}", file=sys.stderr, flush=True)
 
 
 def check_outputs(args: argparse.Namespace) -> None:

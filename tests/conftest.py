@@ -22,6 +22,14 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(autouse=True)
+def run_root(tmp_path, monkeypatch):
+    """Each test's runs get their folders here (``ddpsim.cliutil.run_root``), never in the home folder."""
+    root = tmp_path / "ddpsim-runs"
+    monkeypatch.setenv("DDPSIM_RUN_ROOT", str(root))
+    return root
+
+
 @pytest.fixture(scope="session")
 def rank_pool():
     from realrun.launch import RankPool
