@@ -161,9 +161,10 @@ def _unit_scale(u: str) -> float | None:
     return _PREFIX[prefix.lower()] * (1.0 if unit == "B/s" else 1 / 8)
 
 
-def rate(unit_bytes_per_s: float, unit_name: str, hi: float) -> Callable[[str], float]:
+def rate(unit_bytes_per_s: float, unit_name: str, hi: float, lo: float = 0.0) -> Callable[[str], float]:
     """An argparse type for a bandwidth: ``100GB/s``, ``400Gbit/s``, ``800Mbit/s``, or a plain number in
-    ``unit_name``; returns the value in ``unit_name`` (so ``--w 400Gbit/s`` gives 50.0 GB/s)."""
+    ``unit_name``; returns the value in ``unit_name`` (so ``--w 400Gbit/s`` gives 50.0 GB/s), > 0, within
+    ``lo`` .. ``hi`` (a rate below ``lo`` is a slip of the units, not a network: ``--w 1e-300``)."""
 
     def parse(text: str) -> float:
         m = _RATE_RE.match(text.replace(" ", ""))
@@ -189,13 +190,15 @@ def rate(unit_bytes_per_s: float, unit_name: str, hi: float) -> Callable[[str], 
             raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
         if v > hi:
             raise argparse.ArgumentTypeError(f"must be <= {hi:g} {unit_name}, got {text}")
+        if v < lo:
+            raise argparse.ArgumentTypeError(f"must be >= {lo:g} {unit_name}, got {text}")
         return v
 
     parse.__name__ = "rate"
     return parse
 
 
-link_mbit = rate(1e6 / 8, "Mbit/s", 1e5)  # emulated links: a number is Mbit/s; 1Gbit/s accepted
+link_mbit = rate(1e6 / 8, "Mbit/s", 1e5, 0.01)  # emulated links: a number is Mbit/s; 1Gbit/s accepted
 
 
 def gbps_both(bytes_per_s: float) -> str:

@@ -26,7 +26,7 @@ positive_int = number(int, 1, 1 << 31)
 bucket_mib = number(float, 0, MAX_MIB, lo_open=True)
 float_list = number_list(bucket_mib)
 o_us = number(float, 0, 1e7)  # up to 10 s per call
-w_rate = rate(1e9, "GB/s", 1e6)  # a plain number is GB/s; 100GB/s, 400Gbit/s accepted
+w_rate = rate(1e9, "GB/s", 1e6, 1e-6)  # a plain number is GB/s (1 kB/s at least); 100GB/s, 400Gbit/s accepted
 contention = number(float, 0, 100)
 jitter = number(float, 0, 3)  # lognormal sigma: 3 already means x20 at one sigma
 sim_world = number(int, 1, 1 << 24)

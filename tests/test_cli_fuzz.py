@@ -29,6 +29,8 @@ ROWS: list[tuple[str, str]] = [
     ("predict --o-us -1", "must be >= 0"),
     ("predict --o-us 1e12", "must be <="),
     ("predict --w 0", "must be > 0"),
+    ("predict --w 1e-300", "must be >= 1e-06 GB/s"),
+    ("predict --w 10bit/s", "must be >= 1e-06 GB/s"),
     ("predict --w inf", "finite"),
     ("predict --w 5XB/s", "unknown rate unit"),
     ("predict --w fast", "not a rate"),
