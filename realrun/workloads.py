@@ -21,9 +21,13 @@ or batch-statistics layers, so DDP on a shard equals training on the whole batch
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
-from collections.abc import Callable, Mapping
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -341,6 +345,45 @@ def _check_user_workload(w: Workload, path: Path) -> None:
         )
 
 
+USER_CODE_TIMEOUT_ENV = "DDPSIM_USER_CODE_TIMEOUT_S"
+USER_CODE_TIMEOUT_S = 300.0  # importing a user module and checking it on one batch, at most (a library's import
+# of a large framework takes tens of seconds on a 2-core VM; a hang takes forever)
+
+
+class _UserCodeTimeout(BaseException):  # not an Exception: the handlers of user code (theirs, ours) let it by
+    pass
+
+
+@contextlib.contextmanager
+def _time_limit(what: str) -> Iterator[None]:
+    """Raise a one-line ``ValueError`` where the block (the user's code) runs past ``USER_CODE_TIMEOUT_S``
+    (``$DDPSIM_USER_CODE_TIMEOUT_S``): an alarm signal, so only in the main thread of a POSIX process; elsewhere
+    (a rank's worker thread) the block runs unlimited, as the rank pool has its own time limits."""
+    try:
+        limit = float(os.environ.get(USER_CODE_TIMEOUT_ENV) or USER_CODE_TIMEOUT_S)
+    except ValueError:
+        limit = USER_CODE_TIMEOUT_S
+    if not (limit > 0 and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()):
+        yield
+        return
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        raise _UserCodeTimeout
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    try:
+        yield
+    except _UserCodeTimeout:
+        raise ValueError(
+            f"{what} did not finish in {limit:g} s (does it hang, or wait for input?); "
+            f"{USER_CODE_TIMEOUT_ENV} sets the limit"
+        ) from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
 def _load_user(spec: str) -> Workload:
     file_part, sep, fn_name = spec.rpartition(":")
     if not sep or not fn_name.isidentifier():
@@ -348,7 +391,8 @@ def _load_user(spec: str) -> Workload:
     path = Path(file_part)
     if not path.is_file():
         raise ValueError(f"--model {spec!r}: no such file {path}")
-    mod = _import_file(path)
+    with _time_limit(f"importing {path}"):
+        mod = _import_file(path)
     build_fn = getattr(mod, fn_name, None)
     if not callable(build_fn):
         raise ValueError(f"{path} defines no function {fn_name!r} (the build function named after ':')")
@@ -367,7 +411,8 @@ def _load_user(spec: str) -> Workload:
         tokens_per_sample=int(getattr(mod, "TOKENS_PER_SAMPLE", 1)),
         default_batch_size=int(getattr(mod, "BATCH_SIZE", 32)),
     )
-    _check_user_workload(w, path)
+    with _time_limit(f"{spec}: building the model and running one batch"):
+        _check_user_workload(w, path)
     return w
 
 

@@ -377,8 +377,8 @@ def test_the_table_is_large():
 
 
 # ---- the real entry point --------------------------------------------------------------------
-def _run(args, **kw):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+def _run(args, env=None, **kw):
+    env = env or dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120, **kw)
 
 
@@ -388,6 +388,23 @@ def test_user_module_that_calls_sys_exit(tmp_path):
     r = _run(["-m", "ddpsim", "check", "--model", f"{mod}:build"])
     assert r.returncode == 2 and "sys.exit(0)" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "code, where",
+    [
+        ("import time\ntime.sleep(600)\n", "importing"),  # hangs at import
+        ("import time, torch\ndef build():\n    time.sleep(600)\n", "building the model"),  # hangs in build()
+    ],
+)
+def test_user_module_that_hangs_is_one_line_after_the_limit(tmp_path, code, where):
+    mod = tmp_path / "hangs.py"
+    mod.write_text(code + "def example_batch(n):\n    import torch\n    return torch.zeros(n, 4)\n")
+    env = {"DDPSIM_USER_CODE_TIMEOUT_S": "2"}
+    r = _run(["-m", "ddpsim", "check", "--model", f"{mod}:build"], env=dict(os.environ, PYTHONPATH=str(ROOT), **env))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert where in line and "did not finish in 2 s" in line and "DDPSIM_USER_CODE_TIMEOUT_S" in line
 
 
 def test_missing_torch_says_how_to_install():
