@@ -22,7 +22,13 @@ with RankPool(2, timeout_s=900) as pool:
         row = {"rep": rep, "compute_s": comp, "raw": {f"{r.strategy}:{r.bucket_mb}": list(r.step_times_s) for r in res}}
         row.update({f"{r.strategy}:{r.bucket_mb}": r.median_s for r in res[1:]})
         rows.append(row)
-        print(f"rep {rep}: compute {comp * 1e3:.2f} ms; " + "; ".join(f"{r.strategy} {r.bucket_mb} {r.median_s * 1e3:.2f} (+{(r.median_s - comp) * 1e3:.2f})" for r in res[1:]), flush=True)
+        print(
+            f"rep {rep}: compute {comp * 1e3:.2f} ms; "
+            + "; ".join(
+                f"{r.strategy} {r.bucket_mb} {r.median_s * 1e3:.2f} (+{(r.median_s - comp) * 1e3:.2f})" for r in res[1:]
+            ),
+            flush=True,
+        )
 for k in [f"{s}:{b}" for s, b in configs[1:]]:
     print(k, "beyond compute, median over reps:", f"{st.median(r[k] - r['compute_s'] for r in rows) * 1e3:.2f} ms")
 json.dump(rows, open(sys.argv[0].replace(".py", f"_{model}.json"), "w"))

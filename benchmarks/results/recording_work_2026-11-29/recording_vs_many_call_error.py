@@ -55,4 +55,6 @@ for net, v in by_net.items():
         f"individual {a[:, 1].mean():+.2f} %, torch-ddp 0.25 {a[:, 2].mean():+.2f} %"
     )
 rho, p = spearmanr(allx, ally)
-print(f"rank correlation, fine cap's recording cost vs individual over the one-bucket rows: {rho:.2f} (p {p:.4f}, {len(allx)} cells)")
+print(
+    f"rank correlation, fine cap's recording cost vs individual over the one-bucket rows: {rho:.2f} (p {p:.4f}, {len(allx)} cells)"
+)

@@ -36,11 +36,16 @@ with RankPool(2, timeout_s=900) as pool:
             out.append(row)
             print(
                 f"rep {rep} block {block:2d}: compute {comp * 1e3:7.2f} ms; "
-                + "; ".join(f"{c:g} MiB step {row[f'step_{c:g}'] * 1e3:7.2f} beyond {row[f'beyond_{c:g}'] * 1e3:6.2f}" for c in caps),
+                + "; ".join(
+                    f"{c:g} MiB step {row[f'step_{c:g}'] * 1e3:7.2f} beyond {row[f'beyond_{c:g}'] * 1e3:6.2f}"
+                    for c in caps
+                ),
                 flush=True,
             )
 for c in caps:
     for b in (1, 10):
         xs = [r[f"beyond_{c:g}"] * 1e3 for r in out if r["block"] == b]
-        print(f"{c:g} MiB block {b:2d}: beyond compute median over reps {st.median(xs):.2f} ms ({', '.join(f'{x:.2f}' for x in xs)})")
+        print(
+            f"{c:g} MiB block {b:2d}: beyond compute median over reps {st.median(xs):.2f} ms ({', '.join(f'{x:.2f}' for x in xs)})"
+        )
 json.dump(out, open(sys.argv[0].replace(".py", f"_{model}.json"), "w"))
