@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
+import math
 import os
 import signal
 import threading
@@ -359,11 +360,14 @@ def _time_limit(what: str) -> Iterator[None]:
     """Raise a one-line ``ValueError`` where the block (the user's code) runs past ``USER_CODE_TIMEOUT_S``
     (``$DDPSIM_USER_CODE_TIMEOUT_S``): an alarm signal, so only in the main thread of a POSIX process; elsewhere
     (a rank's worker thread) the block runs unlimited, as the rank pool has its own time limits."""
+    text = os.environ.get(USER_CODE_TIMEOUT_ENV, "").strip()
     try:
-        limit = float(os.environ.get(USER_CODE_TIMEOUT_ENV) or USER_CODE_TIMEOUT_S)
+        limit = float(text) if text else USER_CODE_TIMEOUT_S
     except ValueError:
-        limit = USER_CODE_TIMEOUT_S
-    if not (limit > 0 and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()):
+        limit = math.nan
+    if not (math.isfinite(limit) and limit > 0):
+        raise ValueError(f"{USER_CODE_TIMEOUT_ENV} must be a number of seconds > 0, got {text!r}")
+    if not (hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()):
         yield
         return
 

@@ -407,6 +407,21 @@ def test_user_module_that_hangs_is_one_line_after_the_limit(tmp_path, code, wher
     assert where in line and "did not finish in 2 s" in line and "DDPSIM_USER_CODE_TIMEOUT_S" in line
 
 
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
+def test_a_bad_user_code_time_limit_is_one_line(tmp_path, value):
+    mod = tmp_path / "ok.py"
+    mod.write_text(
+        "import torch\ndef build():\n    return torch.nn.Linear(4, 1)\ndef example_batch(n):\n    return torch.zeros(n, 4)\n"
+    )
+    r = _run(
+        ["-m", "ddpsim", "check", "--model", f"{mod}:build"],
+        env=dict(os.environ, PYTHONPATH=str(ROOT), DDPSIM_USER_CODE_TIMEOUT_S=value),
+    )
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert "DDPSIM_USER_CODE_TIMEOUT_S must be a number of seconds > 0" in line
+
+
 def test_missing_torch_says_how_to_install():
     code = "import sys; sys.modules['torch'] = None; from ddpsim.cli import main; sys.exit(main(['check', '--model', 'mlp']))"
     r = _run(["-c", code])
