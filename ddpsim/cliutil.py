@@ -368,9 +368,9 @@ def fill_run_folder(args: argparse.Namespace) -> None:
     (``new_run_folder``) and kept in ``args._fresh_run_dir``, which the command line removes again if the run
     leaves it empty, or names if the run fails after writing into it (``close_run_folder``)."""
     dest = getattr(args, "_run_dir_dest", None)
-    unset = {d: n for d, n in (getattr(args, "_in_run_dir", None) or {}).items() if getattr(args, d, None) is None}
     if dest is None:
         return
+    unset = {d: n for d, n in (getattr(args, "_in_run_dir", None) or {}).items() if getattr(args, d, None) is None}
     if getattr(args, dest, None) is None:
         if getattr(args, "_in_run_dir", None) and not unset:
             return  # every output was placed: no run folder

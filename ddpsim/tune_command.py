@@ -272,7 +272,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     backend = spawn_backend(args, run_world, args.link_mbit)
     need_ranks = need_cal or args.profile is None or args.verify
     out_dir = Path(args.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)  # after every check: bad input leaves no folder behind
+    out_dir.mkdir(parents=True, exist_ok=True)  # a given --out-dir after every check: bad input leaves no folder behind
 
     def plan(pool: Any | None) -> int:
         prof: GradProfile | None = given_prof

@@ -506,17 +506,17 @@ class CostModel:
 
     @property
     def label(self) -> str:
-        piped = ", pipelined channel" if self.pipelined else ""
+        tail = ", pipelined channel" if self.pipelined else ""
         if self.queued_latency_scale != 1:
-            piped += f", queued calls x{self.queued_latency_scale:.2f} of t0"
+            tail += f", queued calls x{self.queued_latency_scale:.2f} of t0"
         if self.network is not None:
-            return self.network.name + piped
+            return self.network.name + tail
         assert self.o_s is not None and self.w_bytes_per_s is not None  # __post_init__: o and w, or a network
         # o_s here is the whole zero-byte time of a call at ref_world_size (t0 = o + A(p) alpha), not the per-call o
         at = f" at p={self.ref_world_size}" if self.ref_world_size is not None else ""
         return (
             f"t0={self.o_s * 1e6:.1f}us w={self.w_bytes_per_s / 1e9:.3g}GB/s "
-            f"({self.w_bytes_per_s * 8 / 1e9:.3g}Gbit/s){at}{piped}"
+            f"({self.w_bytes_per_s * 8 / 1e9:.3g}Gbit/s){at}{tail}"
         )
 
     # --- what the terms are, and where they come from -------------------------

@@ -377,8 +377,8 @@ def test_the_table_is_large():
 
 
 # ---- the real entry point --------------------------------------------------------------------
-def _run(args, env=None, **kw):
-    env = env or dict(os.environ, PYTHONPATH=str(ROOT))
+def _run(args, extra_env=None, **kw):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **(extra_env or {}))
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120, **kw)
 
 
@@ -400,8 +400,7 @@ def test_user_module_that_calls_sys_exit(tmp_path):
 def test_user_module_that_hangs_is_one_line_after_the_limit(tmp_path, code, where):
     mod = tmp_path / "hangs.py"
     mod.write_text(code + "def example_batch(n):\n    import torch\n    return torch.zeros(n, 4)\n")
-    env = {"DDPSIM_USER_CODE_TIMEOUT_S": "2"}
-    r = _run(["-m", "ddpsim", "check", "--model", f"{mod}:build"], env=dict(os.environ, PYTHONPATH=str(ROOT), **env))
+    r = _run(["-m", "ddpsim", "check", "--model", f"{mod}:build"], extra_env={"DDPSIM_USER_CODE_TIMEOUT_S": "2"})
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     (line,) = r.stderr.strip().splitlines()
     assert where in line and "did not finish in 2 s" in line and "DDPSIM_USER_CODE_TIMEOUT_S" in line
@@ -415,7 +414,7 @@ def test_a_bad_user_code_time_limit_is_one_line(tmp_path, value):
     )
     r = _run(
         ["-m", "ddpsim", "check", "--model", f"{mod}:build"],
-        env=dict(os.environ, PYTHONPATH=str(ROOT), DDPSIM_USER_CODE_TIMEOUT_S=value),
+        extra_env={"DDPSIM_USER_CODE_TIMEOUT_S": value},
     )
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     (line,) = r.stderr.strip().splitlines()
