@@ -64,6 +64,8 @@ class CalibrateSpec:
     step_probe_check: bool = True  # the in-step probe at one bucket too: a check of its fit (the model error)
     cold_call_reps: int = 100  # 0: no cold-call probe (calls on idle channels cost what calls in a row do)
     switch_reps: int = 30  # 0: no broadcast-switch probe (a broadcast costs the same whichever rank sent last)
+    sharded_steps: int = 20  # 0: no sharded-step probe (a broadcast in the step costs what the broadcast fit says)
+    sharded_seconds: float = 3.0  # more sharded-probe steps where ``sharded_steps`` would not fill this
     optimizer: str = "sgd"
     records: str = "calibration.jsonl"
     timeout_s: float = 900.0
@@ -80,6 +82,8 @@ class CalibrateSpec:
             raise ValueError(f"--link-mbit must be > 0, got {self.link_mbit}")
         if self.batch_size is not None and self.batch_size < 1:
             raise ValueError(f"--batch-size must be >= 1, got {self.batch_size}")
+        if not (math.isfinite(self.sharded_seconds) and self.sharded_seconds >= 0):
+            raise ValueError(f"sharded_seconds must be a finite number >= 0, got {self.sharded_seconds!r}")
         if not (math.isfinite(self.step_probe_seconds) and self.step_probe_seconds >= 0):
             raise ValueError(f"--step-probe-seconds must be a finite number >= 0, got {self.step_probe_seconds!r}")
 
@@ -730,7 +734,39 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
                     writer.write(make_record(kind, env, model=spec.model, batch_size=bs, timeline=r.to_dict()))
             say(summary_line(sfit_step))
             params = with_step_probe(params, sfit_step)
+        if spec.sharded_steps > 0 and pool.world_size >= 2:
+            params = with_sharded_probe(pool, params, spec, bs, writer, env, say)
     return with_channel_check(params, say)
+
+
+def with_sharded_probe(
+    pool: Any, params: Params, spec: CalibrateSpec, bs: int, writer: Any, env: Any, say: Callable[[str], None]
+) -> Params:
+    """``params`` with the sharded-step probe's fit (``calibration.sharded_probe``) in ``probes["sharded_step"]``:
+    torch DDP and sharded at one bucket, interleaved; the record written before it is fitted. Run last, against
+    the other terms as fitted."""
+    from realrun.records import make_record
+    from simulator.predict import predict
+    from simulator.strategies import StrategySpec
+
+    from .sharded_probe import fit_sharded_probe, measure_sharded_probe, probe_steps, sharded_probe_line
+    from .step_probe import probe_one_bucket_mb
+    from .validate import auto_block
+
+    prof, cost = params.profile(), params.cost_model()
+    mb = probe_one_bucket_mb(prof.total_grad_bytes)
+    est = predict(prof, cost, StrategySpec("sharded", bucket_mb=mb), pool.world_size).step_time_s
+    block = auto_block(est)
+    n = probe_steps(est, spec.sharded_steps, spec.sharded_seconds, block)
+    say(
+        f"sharded step: torch DDP and the sharded optimizer at {mb:g} MiB (one bucket), {n} steps each, "
+        + ("interleaved in turns of {block}" if block > 1 else "interleaved step by step").format(block=block)
+    )
+    probe = measure_sharded_probe(pool, spec.model, bs, mb, n, block, optimizer=spec.optimizer)
+    writer.write(make_record("sharded_probe", env, model=spec.model, batch_size=bs, probe=probe))
+    fit = fit_sharded_probe(probe, prof, cost, pool.world_size)
+    say(sharded_probe_line(fit))
+    return replace(params, probes={**params.probes, "sharded_step": fit})
 
 
 def calibrate(spec: CalibrateSpec, progress: bool = True) -> Params:

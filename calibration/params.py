@@ -223,6 +223,14 @@ class Params:
         return float((self.probes.get("broadcast_switch") or {}).get("broadcast_switch_credit_s") or 0.0)
 
     @property
+    def broadcast_step_extra_s(self) -> float:
+        """``CostModel.broadcast_step_extra_s`` from the sharded-step probe (``probes["sharded_step"]``,
+        ``calibration.sharded_probe``), measured at the calibration's own world size; 0 where it did not run or
+        could not tell the extra from its noise."""
+        f = self.probes.get("sharded_step") or {}
+        return float(f.get("broadcast_step_extra_s") or 0.0) if f.get("identified") else 0.0
+
+    @property
     def scale_bytes_per_s(self) -> float | None:
         """``CostModel.scale_bytes_per_s``: the in-place division pass timed by the copy-in-step probe
         (``probes["scale"]``); None for calibrations from before it timed that pass."""
@@ -248,6 +256,7 @@ class Params:
             "cold_call_s": cold,
             "cold_tau_s": tau,
             "broadcast_switch_credit_s": self.broadcast_switch_credit_s,
+            "broadcast_step_extra_s": self.broadcast_step_extra_s,
             "scale_bytes_per_s": self.scale_bytes_per_s,
             "channels": self.channels,
             "pipelined": self.pipelined,
@@ -285,6 +294,7 @@ class Params:
             cold_call_s=cold,
             cold_tau_s=tau,
             broadcast_switch_credit_s=self.broadcast_switch_credit_s,
+            broadcast_step_extra_s=self.broadcast_step_extra_s,
             scale_bytes_per_s=self.scale_bytes_per_s,
             broadcast_o_s=self.broadcast.o_s if self.broadcast is not None else None,
             broadcast_w_bytes_per_s=self.broadcast.w_bytes_per_s if self.broadcast is not None else None,
@@ -336,6 +346,7 @@ class Params:
             leftover_sd_s=_kept_term_sd(in_step, "leftover"),
             optimizer_extra_sd_s=_kept_term_sd(in_step, "optimizer_extra"),
             queued_scale_sd=_kept_term_sd(in_step, "queued", "ci95"),
+            broadcast_extra_sd_s=_kept_term_sd(self.probes or {}, "sharded_step"),
         )
 
     def hook_s_per_param(self) -> float:

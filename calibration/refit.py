@@ -6,7 +6,7 @@ records give ``o`` and ``w`` (``calibrate.fit_network``); the cold-call record, 
 cost of a call on idle channels; the in-step copy record (else the memory-copy record) the copy rate; the
 profile record the compute profile; the contention record the contention probe's factors; the
 in-step probe's records (their per-bucket timelines; at two bucket caps since the per-call cost,
-one before) are fitted again against the refitted network.
+one before) are fitted again against the refitted network, and the sharded-step probe's record after them.
 Records of larger world sizes, if any, give the cross-p model as ``calibrate --world-size 2,4``
 does. The records must be one calibration's: a file with several calibrations of one world size
 (appended runs) is refused, since pooling them would mix two machines' states.
@@ -138,6 +138,14 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
         )
         say(summary_line(fit))
         params = with_step_probe(params, fit)
+    # the sharded-step probe where the records have it (since 2026-11-29), against the terms refitted above
+    sh_rec = _one(records, "sharded_probe", path, required=False)
+    if sh_rec is not None:
+        from .sharded_probe import fit_sharded_probe, sharded_probe_line
+
+        sfit = fit_sharded_probe(sh_rec["probe"], params.profile(), params.cost_model(), p0)
+        say(sharded_probe_line(sfit))
+        params = replace(params, probes={**params.probes, "sharded_step": sfit})
     params = with_channel_check(params, say)
     if len(sizes_at) > 1:
         native = [r for r in ar if r.get("kind") == "allreduce" and r.get("impl", "native") == "native"]

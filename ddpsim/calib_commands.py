@@ -212,6 +212,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             step_probe_check=args.step_probe_check,
             cold_call_reps=args.cold_call_reps,
             switch_reps=args.switch_reps,
+            sharded_steps=args.sharded_steps,
             sizes_bytes=args.sizes,
         )
         params = calibrate(spec, progress=not args.quiet)
@@ -522,6 +523,14 @@ def add_commands(sub: Any) -> None:
         help="repetitions of the broadcast-switch probe (8 broadcasts of 256 KiB from one rank, against 8 from "
         "alternating ranks: the free transfer a rate-limited link's idle direction earns, which the sharded "
         "optimizer's broadcasts get); 0 leaves the term out",
+    )
+    c.add_argument(
+        "--sharded-steps",
+        type=number(int, 0, 100_000),
+        default=20,
+        help="steps of the sharded-step probe (torch DDP and the sharded optimizer at one bucket, interleaved; more "
+        "where they would not fill 3 s): what each of the sharded optimizer's broadcasts costs in "
+        "the step beyond the broadcast fit; 0 leaves the term out (default 20)",
     )
     c.add_argument(
         "--sizes",

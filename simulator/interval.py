@@ -80,6 +80,7 @@ class Uncertainty:
     leftover_sd_s: float = 0.0  # standard error of CostModel.leftover_s, drawn where the cost carries it
     optimizer_extra_sd_s: float = 0.0  # standard error of CostModel.optimizer_extra_s, likewise
     queued_scale_sd: float = 0.0  # standard error of CostModel.queued_latency_scale, where the cost has one below 1
+    broadcast_extra_sd_s: float = 0.0  # standard error of CostModel.broadcast_step_extra_s, where the cost has one
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.o_sd_s) and self.o_sd_s >= 0):
@@ -95,7 +96,7 @@ class Uncertainty:
             )
         if not (math.isfinite(self.model_log_sd) and self.model_log_sd >= 0):
             raise ValueError(f"model_log_sd must be a finite number >= 0, got {self.model_log_sd!r}")
-        for name in ("leftover_sd_s", "optimizer_extra_sd_s", "queued_scale_sd"):
+        for name in ("leftover_sd_s", "optimizer_extra_sd_s", "queued_scale_sd", "broadcast_extra_sd_s"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v >= 0):
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
@@ -117,6 +118,8 @@ class Uncertainty:
             out.append("optimizer extra fit CI")
         if self.queued_scale_sd > 0:
             out.append("queued calls' scale fit CI")
+        if self.broadcast_extra_sd_s > 0:
+            out.append("sharded step probe CI")
         if self.model_log_sd > 0:
             out.append(f"model error at the in-step probe ({(math.exp(self.model_log_sd) - 1) * 100:.1f}%)")
         return tuple(out)
@@ -130,6 +133,7 @@ class Uncertainty:
             leftover_sd_s=self.leftover_sd_s if cost.leftover_s > 0 else 0.0,
             optimizer_extra_sd_s=self.optimizer_extra_sd_s if cost.optimizer_extra_s > 0 else 0.0,
             queued_scale_sd=self.queued_scale_sd if cost.queued_latency_scale < 1 else 0.0,
+            broadcast_extra_sd_s=self.broadcast_extra_sd_s if cost.broadcast_step_extra_s else 0.0,
         )
 
     @property
@@ -252,6 +256,9 @@ def draw_inputs(
         if unc.queued_scale_sd > 0:
             q = c.queued_latency_scale + unc.queued_scale_sd * float(terms_rng.standard_normal())
             c = c.with_overrides(queued_latency_scale=min(1.0, max(_QUEUED_FLOOR, q)))
+        if unc.broadcast_extra_sd_s > 0:
+            b = c.broadcast_step_extra_s + unc.broadcast_extra_sd_s * float(terms_rng.standard_normal())
+            c = c.with_overrides(broadcast_step_extra_s=b)
         p = profile
         if len(rel) > 1:
             p = profile.scaled(compute_factor(rel, steps, rng))

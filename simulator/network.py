@@ -378,6 +378,12 @@ class CostModel:
     fitted by calibration from the in-step probe's plain steps at a call per
     gradient (``calibration.step_probe.queued_fit``). A step whose ranks block
     on collectives (sharded's broadcasts) keeps 1 (``simulator.engine``).
+    ``broadcast_step_extra_s``: what each blocking broadcast of the sharded
+    optimizer's step costs beyond ``broadcast_parts_s``' latency part (may be
+    below 0; a broadcast's latency never is): the broadcast benchmark times
+    each call after a barrier, the step issues them back to back after the
+    optimizer (fitted by calibration from ``calibration.sharded_probe``: the
+    sharded step against torch DDP's at the same cap, per broadcast; 0 = none).
     """
 
     o_s: float | None = None
@@ -401,6 +407,7 @@ class CostModel:
     leftover_s: float = 0.0
     optimizer_extra_s: float = 0.0
     queued_latency_scale: float = 1.0
+    broadcast_step_extra_s: float = 0.0
     broadcast_o_s: float | None = None
     broadcast_w_bytes_per_s: float | None = None
     latency_share: float | None = None
@@ -463,6 +470,10 @@ class CostModel:
         _require(
             math.isfinite(self.broadcast_switch_credit_s) and self.broadcast_switch_credit_s >= 0,
             f"broadcast switch credit must be >= 0 s, got {self.broadcast_switch_credit_s}",
+        )
+        _require(
+            math.isfinite(self.broadcast_step_extra_s),
+            f"a broadcast's extra in the step must be a finite number of seconds, got {self.broadcast_step_extra_s}",
         )
         _require(
             math.isfinite(self.queued_latency_scale) and 0 < self.queued_latency_scale <= 1,
@@ -627,13 +638,15 @@ class CostModel:
         """One broadcast: same call overhead as an all-reduce, the payload at all-reduce bus bandwidth
         (``w * 2(p-1)/p``): a pipelined broadcast moves each byte over each link once, a ring
         all-reduce ``2(p-1)/p`` times. A fitted broadcast (``broadcast_o_s``/``broadcast_w_bytes_per_s``)
-        takes precedence."""
+        takes precedence. ``broadcast_step_extra_s`` is added to the latency part (not below 0)."""
         if p <= 1:
             return 0.0, 0.0
         if self.broadcast_o_s is not None and self.broadcast_w_bytes_per_s is not None:
-            return self.broadcast_o_s, msg_bytes / self.broadcast_w_bytes_per_s
-        o, slope = self._affine(msg_bytes, p)
-        return o, msg_bytes * slope / C.busbw_factor_allreduce(p)
+            o, xfer = self.broadcast_o_s, msg_bytes / self.broadcast_w_bytes_per_s
+        else:
+            o, slope = self._affine(msg_bytes, p)
+            xfer = msg_bytes * slope / C.busbw_factor_allreduce(p)
+        return max(0.0, o + self.broadcast_step_extra_s), xfer
 
     def linear_at(self, p: int, msg_bytes: float = 25 * MIB) -> tuple[float, float]:
         """``(o_s, w_bytes_per_s)`` of the all-reduce at ``p`` ranks (for the algorithm chosen at ``msg_bytes``)."""
@@ -704,6 +717,8 @@ class CostModel:
             d["pipelined"] = True
         if self.queued_latency_scale != 1:
             d["queued_latency_scale"] = self.queued_latency_scale
+        if self.broadcast_step_extra_s:
+            d["broadcast_step_extra_s"] = self.broadcast_step_extra_s
         if self.measured_world_sizes:
             d["measured_world_sizes"] = list(self.measured_world_sizes)
         return d
@@ -734,6 +749,7 @@ class CostModel:
             leftover_s=_num(d, "leftover_s", 0.0),
             optimizer_extra_s=_num(d, "optimizer_extra_s", 0.0),
             queued_latency_scale=_num(d, "queued_latency_scale", 1.0),
+            broadcast_step_extra_s=_num(d, "broadcast_step_extra_s", 0.0),
             broadcast_o_s=_num(d, "broadcast_o_s"),
             broadcast_w_bytes_per_s=_num(d, "broadcast_w_bytes_per_s"),
             latency_share=_num(d, "latency_share"),
