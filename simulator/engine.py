@@ -206,16 +206,21 @@ def affine_parts(cost: CostModel, msg_bytes: np.ndarray, p: int) -> tuple[np.nda
 
 
 def collective_parts(cost: CostModel, op: str, msg_bytes: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(latency_s, transfer_s)`` arrays: ``cost.allreduce_parts_s`` / ``broadcast_parts_s`` per message."""
+    """``(latency_s, transfer_s)`` arrays: ``cost.allreduce_parts_s`` / ``broadcast_parts_s`` per message
+    (``broadcast_step_extra_s`` on each broadcast's latency, as there)."""
     msg = np.asarray(msg_bytes, dtype=np.int64)
     if p <= 1:
         return np.zeros(msg.shape), np.zeros(msg.shape)
     if op == "broadcast" and cost.broadcast_o_s is not None and cost.broadcast_w_bytes_per_s is not None:
-        return np.full(msg.shape, cost.broadcast_o_s), msg / cost.broadcast_w_bytes_per_s
-    o, slope = affine_parts(cost, msg, p)
-    if op == "broadcast":
-        return o, msg * slope / C.busbw_factor_allreduce(p)
-    return o, msg * slope
+        lat, xfer = np.full(msg.shape, cost.broadcast_o_s), msg / cost.broadcast_w_bytes_per_s
+    else:
+        o, slope = affine_parts(cost, msg, p)
+        if op != "broadcast":
+            return o, msg * slope
+        lat, xfer = o, msg * slope / C.busbw_factor_allreduce(p)
+    if cost.broadcast_step_extra_s:
+        lat = np.maximum(lat + cost.broadcast_step_extra_s, 0.0)
+    return lat, xfer
 
 
 def switch_credit(src: np.ndarray, lat: np.ndarray, xfer: np.ndarray, credit_s: float) -> np.ndarray:

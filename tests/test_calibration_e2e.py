@@ -24,6 +24,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import calibration.calibrate as calibrate_mod  # noqa: E402
+import calibration.sharded_probe as sharded_probe  # noqa: E402
 import realrun.bench_ddp as bench_ddp  # noqa: E402
 import realrun.netns as netns  # noqa: E402
 from calibration.calibrate import CalibrateSpec, calibrate_on_pool, fit_probe  # noqa: E402
@@ -85,6 +86,8 @@ def calibrated(pool, tmp_path_factory):
         step_probe_seconds=0.5,
         cold_call_reps=STEPS,
         switch_reps=STEPS,
+        sharded_steps=STEPS,
+        sharded_seconds=0.0,
         records=str(d / "calibration.jsonl"),
     )
     asked = []
@@ -224,6 +227,8 @@ def test_calibrated_params_are_positive_finite_and_of_this_run(calibrated):
         "contention:",
         "in-step probe:",
         "in-step probe (torch-ddp",
+        "sharded step: torch DDP and the sharded optimizer at",
+        "sharded step at",
     ):
         assert any(line.startswith(phase) for line in said), (phase, said)
 
@@ -244,6 +249,7 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
         "step_probe": 1,
         "step_probe_fine": 1,
         "step_probe_check": 1,
+        "sharded_probe": 1,
     }
     ar = [r for r in recs if r["kind"] == "allreduce" and r["impl"] == "native"]
     streams = [r for r in recs if r["kind"] == "allreduce" and r["impl"] == "stream"]
@@ -312,6 +318,15 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
     assert params.probes["broadcast_switch"] == sfit
     assert params.cost_model().broadcast_switch_credit_s == params.broadcast_switch_credit_s
     assert params.broadcast_switch_credit_s == (sfit["difference_s"] if sfit["identified"] else 0.0)
+    # the sharded-step probe: whole turns of both configurations, at least MIN_TURNS of them, fitted last against
+    # the other terms; the cost model has its extra only where kept
+    (shp,) = [r["probe"] for r in recs if r["kind"] == "sharded_probe"]
+    block = shp["block"]
+    assert len(shp["torch_ddp_step_times_s"]) == len(shp["sharded_step_times_s"]) == block * sharded_probe.MIN_TURNS
+    shfit = params.probes["sharded_step"]
+    assert shfit == sharded_probe.fit_sharded_probe(shp, params.profile(), params.cost_model(), 2)
+    assert shfit["n_broadcasts"] == sum(1 for q in params.profile().params if q.requires_grad)
+    assert params.cost_model().broadcast_step_extra_s == (shfit["fitted_s"] if shfit["identified"] else 0.0)
     (cont,) = [r for r in recs if r["kind"] == "contention"]
     refit = fit_probe(cont["per_rank"])
     probe = params.probes["contention"]

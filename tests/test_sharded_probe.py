@@ -1,0 +1,142 @@
+"""The sharded-step probe's fit (``calibration.sharded_probe``) and the term it feeds
+(``CostModel.broadcast_step_extra_s``): recovered from synthetic steps whose truth is known, applied once per
+broadcast and only to broadcasts, carried into params, intervals and JSON."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from calibration.fit import LinearFit
+from calibration.params import Params
+from calibration.sharded_probe import (
+    MIN_TURNS,
+    fit_sharded_probe,
+    n_broadcasts,
+    probe_steps,
+    sharded_probe_line,
+    simulated_difference_s,
+)
+from simulator.interval import Uncertainty
+from simulator.network import CostModel
+from simulator.predict import predict
+from simulator.profile import GradProfile, ParamSpec
+from simulator.strategies import StrategySpec
+from simulator.units import MIB
+
+PROF = GradProfile(
+    "six",
+    tuple(ParamSpec(f"w{i}", MIB // 2 if i % 2 else 4096, bwd_s=1e-3) for i in range(6)),
+    forward_s=2e-3,
+    optimizer_s=1e-3,
+)
+COST = CostModel.linear(300e-6, 1.5e9, 2, broadcast_o_s=150e-6, broadcast_w_bytes_per_s=4e9)
+
+
+def _steps(diff_s: float, turns: int, block: int, noise_s: float, seed: int) -> dict:
+    """A probe record's payload: torch DDP steps around 10 ms and sharded ones ``diff_s`` longer, each with noise."""
+    rng = np.random.default_rng(seed)
+    n = turns * block
+    drift = np.repeat(rng.normal(0, 1e-3, turns), block)  # the machine's state moving turn by turn, both alike
+    ddp = 10e-3 + drift + rng.normal(0, noise_s, n)
+    sh = 10e-3 + diff_s + drift + rng.normal(0, noise_s, n)
+    return {"bucket_mb": 4.0, "block": block, "torch_ddp_step_times_s": ddp.tolist(), "sharded_step_times_s": sh.tolist()}
+
+
+def test_each_broadcast_of_the_sharded_step_pays_the_extra_and_nothing_else_does():
+    n = n_broadcasts(PROF)
+    assert n == 6
+    for cost in (COST, COST.with_overrides(contention=0.2)):  # the analytic path, and the event model's
+        base = {s: predict(PROF, cost, StrategySpec(s, bucket_mb=4), 2).step_time_s for s in ("sharded", "torch-ddp")}
+        more = cost.with_overrides(broadcast_step_extra_s=50e-6)
+        assert predict(PROF, more, StrategySpec("sharded", bucket_mb=4), 2).step_time_s == pytest.approx(
+            base["sharded"] + n * 50e-6, rel=1e-9
+        )
+        assert predict(PROF, more, StrategySpec("torch-ddp", bucket_mb=4), 2).step_time_s == base["torch-ddp"]
+    # below 0 it takes from the latency part, never below none of it
+    assert more.with_overrides(broadcast_step_extra_s=-1.0).broadcast_parts_s(4096, 2)[0] == 0.0
+    assert COST.broadcast_parts_s(4096, 2)[0] == pytest.approx(150e-6)
+
+
+def test_the_fit_recovers_a_known_extra_per_broadcast():
+    sim = simulated_difference_s(PROF, COST, 2, 4.0)
+    truth = 80e-6
+    fit = fit_sharded_probe(_steps(sim + 6 * truth, 30, 10, 0.3e-3, seed=1), PROF, COST, 2)
+    assert fit["simulated_difference_s"] == pytest.approx(sim)
+    assert fit["fitted_s"] == pytest.approx(truth, abs=25e-6)
+    lo, hi = fit["ci95_s"]
+    assert lo < truth < hi and lo > 0
+    assert fit["identified"] and fit["broadcast_step_extra_s"] == fit["fitted_s"]
+    assert "kept" in sharded_probe_line(fit) and "not kept" not in sharded_probe_line(fit)
+
+
+def test_the_fit_keeps_nothing_where_the_model_already_has_the_difference():
+    sim = simulated_difference_s(PROF, COST, 2, 4.0)
+    fit = fit_sharded_probe(_steps(sim, 30, 10, 0.3e-3, seed=2), PROF, COST, 2)
+    lo, hi = fit["ci95_s"]
+    assert lo < 0 < hi
+    assert not fit["identified"] and fit["broadcast_step_extra_s"] == 0.0
+    assert "within the probe's noise, not kept" in sharded_probe_line(fit)
+
+
+def test_an_extra_below_zero_is_kept_too():
+    sim = simulated_difference_s(PROF, COST, 2, 4.0)
+    fit = fit_sharded_probe(_steps(sim - 6 * 60e-6, 30, 10, 0.1e-3, seed=3), PROF, COST, 2)
+    assert fit["identified"] and fit["broadcast_step_extra_s"] == pytest.approx(-60e-6, abs=20e-6)
+
+
+def test_too_few_turns_give_no_interval_and_keep_nothing():
+    sim = simulated_difference_s(PROF, COST, 2, 4.0)
+    fit = fit_sharded_probe(_steps(sim + 1e-3, MIN_TURNS - 1, 10, 0.1e-3, seed=4), PROF, COST, 2)
+    assert "ci95_s" not in fit and not fit["identified"] and fit["broadcast_step_extra_s"] == 0.0
+    assert fit["fitted_s"] > 0
+    assert "too few turns" in sharded_probe_line(fit)
+    empty = fit_sharded_probe({"bucket_mb": 4.0, "torch_ddp_step_times_s": [], "sharded_step_times_s": []}, PROF, COST, 2)
+    assert not empty["identified"] and "no steps measured" in sharded_probe_line(empty)
+
+
+def test_probe_steps_fill_the_time_in_whole_turns_and_at_least_the_minimum_of_turns():
+    assert probe_steps(0.01, 20, 3.0, 10) == 300
+    assert probe_steps(0.2, 20, 3.0, 1) == 20
+    assert probe_steps(1.0, 2, 0.0, 1) == MIN_TURNS
+    assert probe_steps(0.01, 20, 0.0, 10) == 10 * MIN_TURNS
+    assert all(probe_steps(s, 20, 3.0, 10) % 10 == 0 for s in (0.001, 0.013, 0.05))
+
+
+def _params(sharded_step: dict | None) -> Params:
+    probes = {"sharded_step": sharded_step} if sharded_step is not None else {}
+    return Params(
+        backend="gloo",
+        world_size=2,
+        linear=LinearFit(o_s=300e-6, w_bytes_per_s=1.5e9),
+        broadcast=LinearFit(o_s=150e-6, w_bytes_per_s=4e9),
+        compute_profile=PROF.to_dict(),
+        probes=probes,
+    )
+
+
+def test_params_carry_a_kept_extra_into_the_cost_model_its_interval_and_json():
+    kept = {"identified": True, "broadcast_step_extra_s": 80e-6, "ci95_s": [40e-6, 120e-6]}
+    p = _params(kept)
+    cost = p.cost_model()
+    assert cost.broadcast_step_extra_s == 80e-6 and p.fitted_terms(2)["broadcast_step_extra_s"] == 80e-6
+    assert CostModel.from_dict(cost.to_dict()).broadcast_step_extra_s == 80e-6
+    assert Params.from_dict(p.to_dict()).cost_model().broadcast_step_extra_s == 80e-6
+    unc = p.uncertainty()
+    assert unc.broadcast_extra_sd_s == pytest.approx(80e-6 / (2 * 1.959963984540054), rel=1e-6)
+    assert "sharded step probe CI" in unc.for_cost(cost).sources
+    # a cost without the term draws none of its error
+    assert unc.for_cost(cost.with_overrides(broadcast_step_extra_s=0.0)).broadcast_extra_sd_s == 0.0
+    for not_kept in ({"identified": False, "broadcast_step_extra_s": 80e-6}, None):
+        q = _params(not_kept)
+        assert q.cost_model().broadcast_step_extra_s == 0.0 and q.uncertainty().broadcast_extra_sd_s == 0.0
+        assert "broadcast_step_extra_s" not in q.cost_model().to_dict()
+
+
+def test_bad_values_of_the_term_are_refused():
+    with pytest.raises(ValueError, match="broadcast's extra in the step"):
+        COST.with_overrides(broadcast_step_extra_s=math.nan)
+    with pytest.raises(ValueError, match="broadcast_extra_sd_s"):
+        Uncertainty(broadcast_extra_sd_s=-1.0)
