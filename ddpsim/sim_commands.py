@@ -155,9 +155,17 @@ def add_strategy_args(p: argparse.ArgumentParser, sweep: bool = False) -> None:
     )
 
 
+DEFAULT_SIM_WORLD = 8  # predict's and sweep's ranks without --world-size or --params
+
+
 def add_sim_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("simulation")
-    g.add_argument("--world-size", type=sim_world, default=8, help="number of ranks p")
+    g.add_argument(
+        "--world-size",
+        type=sim_world,
+        default=None,
+        help=f"number of ranks p (default: the world size --params were measured at, else {DEFAULT_SIM_WORLD})",
+    )
     g.add_argument("--ranks", type=number(int, 1, 256), default=1, help="ranks simulated explicitly (1 stands for all)")
     g.add_argument("--jitter", type=jitter, default=0.0, help="per-rank compute jitter, lognormal sigma, <= 3")
     g.add_argument("--repeats", type=number(int, 1, 1000), default=9, help="seeded repetitions when jitter > 0")
@@ -228,9 +236,11 @@ def load_params(path: str) -> Any:
 
 def _resolve_all(args: argparse.Namespace) -> tuple[GradProfile, CostModel, int, Any]:
     """Profile, cost model, world size, and the fitted params they came from (``None`` without --params)."""
+    params = load_params(args.params) if args.params else None
+    if args.world_size is None:  # the calibration's own p: a prediction at another is an extrapolation, asked for
+        args.world_size = params.world_size if params is not None else DEFAULT_SIM_WORLD
     if not isinstance(args.world_size, int) or args.world_size < 1:
         raise ValueError(f"--world-size must be >= 1, got {args.world_size}")
-    params = load_params(args.params) if args.params else None
     return resolve_profile(args, params), resolve_cost(args, args.world_size, params), args.world_size, params
 
 

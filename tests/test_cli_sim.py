@@ -194,6 +194,23 @@ def test_predict_from_fitted_params_carries_an_interval_and_a_preset_says_it_has
     assert "no interval" in out
 
 
+def test_predict_and_sweep_default_to_the_world_size_the_params_were_measured_at(capsys, tmp_path):
+    from calibration.fit import LinearFit
+    from calibration.params import Params
+    from simulator.zoo import load_profile
+
+    path = tmp_path / "params.json"
+    prof = load_profile("gpt", "cpu-core").to_dict()
+    Params(backend="gloo", world_size=2, linear=LinearFit(o_s=4e-4, w_bytes_per_s=1.4e9), compute_profile=prof).save(path)
+    for cmd in ("predict", "sweep"):
+        code, out, _ = run_cli(capsys, cmd, "--params", str(path), "--json")
+        assert code == 0 and json.loads(out)["results"]["world_size"] == 2, cmd
+        code, out, _ = run_cli(capsys, cmd, "--params", str(path), "--world-size", "4", "--json")
+        assert json.loads(out)["results"]["world_size"] == 4, cmd
+        code, out, _ = run_cli(capsys, cmd, "--model", "gpt2-small", "--json")  # no params: 8, as before
+        assert json.loads(out)["results"]["world_size"] == 8, cmd
+
+
 # ---- --csv: the table as CSV, to a file or on stdout --------------------------------------
 def _csv_rows(text):
     import csv
