@@ -656,15 +656,15 @@ def test_empty_measurement_is_a_clear_error(calibrated, tmp_path, capsys):
         "".join(line + "\n" for line in records.read_text().splitlines() if '"kind":"allreduce"' not in line)
     )
     kinds = (
-        r"kinds found: broadcast, broadcast_switch, cold_call, contention, copy_in_step, memcpy, profile, step_probe, "
-        r"step_probe_check, step_probe_fine"
+        r"kinds found: broadcast, broadcast_switch, cold_call, contention, copy_in_step, memcpy, profile, "
+        r"sharded_probe, step_probe, step_probe_check, step_probe_fine"
     )
-    with pytest.raises(ValueError, match=rf"none of the 12 records is an all-reduce measurement \({kinds}\)"):
+    with pytest.raises(ValueError, match=rf"none of the 13 records is an all-reduce measurement \({kinds}\)"):
         fit_linear(read_records(no_ar))
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     for path, msg in (
-        (no_ar, "none of the 12 records is an all-reduce measurement"),
+        (no_ar, "none of the 13 records is an all-reduce measurement"),
         (empty, "no records given: the measurement is empty"),
     ):
         assert ddpsim(["plot", "--allreduce", str(path), "--plot-dir", str(tmp_path / "plots")]) == 2
