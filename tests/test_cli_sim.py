@@ -201,7 +201,9 @@ def test_predict_and_sweep_default_to_the_world_size_the_params_were_measured_at
 
     path = tmp_path / "params.json"
     prof = load_profile("gpt", "cpu-core").to_dict()
-    Params(backend="gloo", world_size=2, linear=LinearFit(o_s=4e-4, w_bytes_per_s=1.4e9), compute_profile=prof).save(path)
+    Params(backend="gloo", world_size=2, linear=LinearFit(o_s=4e-4, w_bytes_per_s=1.4e9), compute_profile=prof).save(
+        path
+    )
     for cmd in ("predict", "sweep"):
         code, out, _ = run_cli(capsys, cmd, "--params", str(path), "--json")
         assert code == 0 and json.loads(out)["results"]["world_size"] == 2, cmd

@@ -42,7 +42,12 @@ def _steps(diff_s: float, turns: int, block: int, noise_s: float, seed: int) -> 
     drift = np.repeat(rng.normal(0, 1e-3, turns), block)  # the machine's state moving turn by turn, both alike
     ddp = 10e-3 + drift + rng.normal(0, noise_s, n)
     sh = 10e-3 + diff_s + drift + rng.normal(0, noise_s, n)
-    return {"bucket_mb": 4.0, "block": block, "torch_ddp_step_times_s": ddp.tolist(), "sharded_step_times_s": sh.tolist()}
+    return {
+        "bucket_mb": 4.0,
+        "block": block,
+        "torch_ddp_step_times_s": ddp.tolist(),
+        "sharded_step_times_s": sh.tolist(),
+    }
 
 
 def test_each_broadcast_of_the_sharded_step_pays_the_extra_and_nothing_else_does():
@@ -93,7 +98,9 @@ def test_too_few_turns_give_no_interval_and_keep_nothing():
     assert "ci95_s" not in fit and not fit["identified"] and fit["broadcast_step_extra_s"] == 0.0
     assert fit["fitted_s"] > 0
     assert "too few turns" in sharded_probe_line(fit)
-    empty = fit_sharded_probe({"bucket_mb": 4.0, "torch_ddp_step_times_s": [], "sharded_step_times_s": []}, PROF, COST, 2)
+    empty = fit_sharded_probe(
+        {"bucket_mb": 4.0, "torch_ddp_step_times_s": [], "sharded_step_times_s": []}, PROF, COST, 2
+    )
     assert not empty["identified"] and "no steps measured" in sharded_probe_line(empty)
 
 
