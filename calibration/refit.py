@@ -143,7 +143,10 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
     if sh_rec is not None:
         from .sharded_probe import fit_sharded_probe, sharded_probe_line
 
-        sfit = fit_sharded_probe(sh_rec["probe"], params.profile(), params.cost_model(), p0)
+        try:
+            sfit = fit_sharded_probe(sh_rec.get("probe"), params.profile(), params.cost_model(), p0)
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from None
         say(sharded_probe_line(sfit))
         params = replace(params, probes={**params.probes, "sharded_step": sfit})
     params = with_channel_check(params, say)

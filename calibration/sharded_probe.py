@@ -3,11 +3,11 @@
 ``sharded`` (ZeRO-1, ``realrun.sharded``) is torch DDP plus, after the optimizer, one blocking broadcast per
 parameter from its owner. The broadcast fit (``calibration.calibrate.fit_network``) times each broadcast after a
 barrier, one root, one buffer. In the step the calls follow each other and the optimizer, the owner alternating,
-each into another parameter; measured on this VM's loopback (2 gloo ranks, 2026-11-29,
-``benchmarks/results/sharded_loopback_2026-11-29/``) the sharded step ran 0.17 ms a broadcast over what the model
-put between it and torch DDP's step (micro-DLRM, 16 broadcasts: 6.36 ms measured, 3.60 modelled), and the
-validation rows of ``sharded`` ran short on loopback in nearly every stored run (cnn -3..-10 %, micro-DLRM
--7..-22 % at 4-64 MiB) while those over emulated links did not.
+each into another parameter. The validation rows of ``sharded`` ran short on loopback in nearly every stored run
+(cnn -3..-10 %, micro-DLRM -7..-22 % at 4-64 MiB) while those over emulated links did not; on this VM's loopback
+(2 gloo ranks, 2026-11-29, ``benchmarks/results/sharded_loopback_2026-11-29/``) micro-DLRM's sharded step ran 0.17 ms
+a broadcast over what the model put between it and torch DDP's step in one run (6.36 ms measured, 3.60 modelled),
+and -0.013..+0.078 ms, within the noise, in four calibrations minutes later: the excess moves from minute to minute.
 
 The probe: torch DDP and sharded at one cap (one bucket: the reducer's part is one call in both), interleaved in
 turns of timed steps after an untimed one, as ``validate`` measures (``calibration.validate.auto_block``: 10 steps a
@@ -95,10 +95,15 @@ def fit_sharded_probe(
     calibration's other terms) and ``profile``; with its 95 % interval and whether it was kept."""
     import numpy as np
 
-    ddp = [float(x) for x in probe.get("torch_ddp_step_times_s") or []]
-    sh = [float(x) for x in probe.get("sharded_step_times_s") or []]
-    mb = float(probe["bucket_mb"])
-    block = int(probe.get("block") or 1)
+    try:
+        ddp = [float(x) for x in probe.get("torch_ddp_step_times_s") or []]
+        sh = [float(x) for x in probe.get("sharded_step_times_s") or []]
+        mb = float(probe["bucket_mb"])
+        block = int(probe.get("block") or 1)
+    except (AttributeError, KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"a sharded-step probe record that is not one ({type(e).__name__}: {e})") from None
+    if not (math.isfinite(mb) and mb > 0 and block >= 1) or not all(math.isfinite(t) and t > 0 for t in ddp + sh):
+        raise ValueError("a sharded-step probe record with a cap, turn or step time that is not a number > 0")
     n = n_broadcasts(profile)
     sim = simulated_difference_s(profile, cost, world_size, mb)
     out: dict[str, Any] = {

@@ -942,3 +942,21 @@ def test_calibrate_across_world_sizes_probes_each_p_and_refits_to_the_same_param
     assert [r["env"]["world_size"] for r in probes] == [2, 3]
     assert [len(r["timeline"]["step_times_s"]) for r in probes] == [STEPS, STEPS + 1]
     assert refit_from_records(spec.records).to_dict() == params.to_dict()
+
+
+def test_a_malformed_sharded_probe_record_is_refused_naming_the_file(calibrated, tmp_path):
+    _, _, records, _ = calibrated
+    bad = tmp_path / "bad_sharded.jsonl"
+    lines = []
+    for line in records.read_text().splitlines():
+        r = json.loads(line)
+        if r["kind"] == "sharded_probe":
+            r["probe"]["bucket_mb"] = "four"
+        lines.append(json.dumps(r) + "\n")
+    bad.write_text("".join(lines))
+    with pytest.raises(ValueError, match=rf"{bad}: a sharded-step probe record that is not one"):
+        refit_from_records(bad)
+    old = tmp_path / "before_sharded_probe.jsonl"  # records from before the probe: refit without the term
+    old.write_text("".join(ln + "\n" for ln in records.read_text().splitlines() if '"kind":"sharded_probe"' not in ln))
+    refit = refit_from_records(old)
+    assert "sharded_step" not in refit.probes and refit.cost_model().broadcast_step_extra_s == 0.0

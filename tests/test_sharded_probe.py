@@ -147,3 +147,20 @@ def test_bad_values_of_the_term_are_refused():
         COST.with_overrides(broadcast_step_extra_s=math.nan)
     with pytest.raises(ValueError, match="broadcast_extra_sd_s"):
         Uncertainty(broadcast_extra_sd_s=-1.0)
+
+
+@pytest.mark.parametrize(
+    "probe",
+    [
+        None,
+        {"torch_ddp_step_times_s": [0.01], "sharded_step_times_s": [0.02]},  # no cap
+        {"bucket_mb": "four", "torch_ddp_step_times_s": [], "sharded_step_times_s": []},
+        {"bucket_mb": 4.0, "torch_ddp_step_times_s": [0.01, "x"], "sharded_step_times_s": [0.02]},
+        {"bucket_mb": 4.0, "torch_ddp_step_times_s": [0.01, float("nan")], "sharded_step_times_s": [0.02]},
+        {"bucket_mb": -1.0, "torch_ddp_step_times_s": [0.01], "sharded_step_times_s": [0.02]},
+        {"bucket_mb": 4.0, "block": -2, "torch_ddp_step_times_s": [0.01], "sharded_step_times_s": [0.02]},
+    ],
+)
+def test_a_malformed_probe_record_is_one_clear_error(probe):
+    with pytest.raises(ValueError, match="sharded-step probe record"):
+        fit_sharded_probe(probe, PROF, COST, 2)
