@@ -64,7 +64,7 @@ class CalibrateSpec:
     step_probe_check: bool = True  # the in-step probe at one bucket too: a check of its fit (the model error)
     cold_call_reps: int = 100  # 0: no cold-call probe (calls on idle channels cost what calls in a row do)
     switch_reps: int = 30  # 0: no broadcast-switch probe (a broadcast costs the same whichever rank sent last)
-    sharded_steps: int = 20  # 0: no sharded-step probe (a broadcast in the step costs what the broadcast fit says)
+    sharded_steps: int = 10  # 0: no sharded-step probe (a broadcast in the step costs what the broadcast fit says)
     sharded_seconds: float = 3.0  # more sharded-probe steps where ``sharded_steps`` would not fill this
     optimizer: str = "sgd"
     records: str = "calibration.jsonl"

@@ -527,10 +527,10 @@ def add_commands(sub: Any) -> None:
     c.add_argument(
         "--sharded-steps",
         type=number(int, 0, 100_000),
-        default=20,
+        default=10,
         help="steps of the sharded-step probe (torch DDP and the sharded optimizer at one bucket, interleaved; more "
         "where they would not fill 3 s): what each of the sharded optimizer's broadcasts costs in "
-        "the step beyond the broadcast fit; 0 leaves the term out (default 20)",
+        "the step beyond the broadcast fit; 0 leaves the term out (default 10)",
     )
     c.add_argument(
         "--sizes",
