@@ -28,6 +28,8 @@ from what was measured:
 * the queued calls' latency scale (``CostModel.queued_latency_scale``, fitted from the in-step probe's plain
   steps at a call per gradient where it kept one) from a normal as wide as its 95 % bootstrap interval,
   centred on the fitted scale and held within (0, 1], from the in-step terms' generator, after them;
+* the sharded step's extra per broadcast (``CostModel.broadcast_step_extra_s``, ``calibration.sharded_probe``,
+  where it was kept) from a normal as wide as its 95 % interval over resampled turns, likewise, after them;
 * the model's own error: a log-normal factor on the step whose standard
   deviation is the in-step probe's step residual (``calibration.params.
   probe_step_residual``: the real DDP steps the calibration checks but does not
