@@ -749,7 +749,7 @@ def with_sharded_probe(
     from simulator.predict import predict
     from simulator.strategies import StrategySpec
 
-    from .sharded_probe import fit_sharded_probe, measure_sharded_probe, probe_steps, sharded_probe_line
+    from .sharded_probe import measure_sharded_probe, probe_steps
     from .step_probe import probe_one_bucket_mb
     from .validate import auto_block
 
@@ -764,7 +764,15 @@ def with_sharded_probe(
     )
     probe = measure_sharded_probe(pool, spec.model, bs, mb, n, block, optimizer=spec.optimizer)
     writer.write(make_record("sharded_probe", env, model=spec.model, batch_size=bs, probe=probe))
-    fit = fit_sharded_probe(probe, prof, cost, pool.world_size)
+    return with_sharded_fit(params, probe, pool.world_size, say)
+
+
+def with_sharded_fit(params: Params, probe: Any, world_size: int, say: Callable[[str], None]) -> Params:
+    """``params`` with the sharded-step probe's record payload ``probe`` fitted against their terms
+    (``sharded_probe.fit_sharded_probe``) in ``probes["sharded_step"]``, its line said; as calibrated and refitted."""
+    from .sharded_probe import fit_sharded_probe, sharded_probe_line
+
+    fit = fit_sharded_probe(probe, params.profile(), params.cost_model(), world_size)
     say(sharded_probe_line(fit))
     return replace(params, probes={**params.probes, "sharded_step": fit})
 

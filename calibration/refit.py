@@ -47,6 +47,7 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
         fit_network,
         other_channel,
         with_channel_check,
+        with_sharded_fit,
         with_step_probe,
         with_step_probes_by_p,
     )
@@ -141,14 +142,10 @@ def refit_from_records(path: str | Path, say: Callable[[str], None] = lambda s: 
     # the sharded-step probe where the records have it (since 2026-11-29), against the terms refitted above
     sh_rec = _one(records, "sharded_probe", path, required=False)
     if sh_rec is not None:
-        from .sharded_probe import fit_sharded_probe, sharded_probe_line
-
         try:
-            sfit = fit_sharded_probe(sh_rec.get("probe"), params.profile(), params.cost_model(), p0)
+            params = with_sharded_fit(params, sh_rec.get("probe"), p0, say)
         except ValueError as e:
             raise ValueError(f"{path}: {e}") from None
-        say(sharded_probe_line(sfit))
-        params = replace(params, probes={**params.probes, "sharded_step": sfit})
     params = with_channel_check(params, say)
     if len(sizes_at) > 1:
         native = [r for r in ar if r.get("kind") == "allreduce" and r.get("impl", "native") == "native"]

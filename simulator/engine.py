@@ -211,12 +211,13 @@ def collective_parts(cost: CostModel, op: str, msg_bytes: np.ndarray, p: int) ->
     msg = np.asarray(msg_bytes, dtype=np.int64)
     if p <= 1:
         return np.zeros(msg.shape), np.zeros(msg.shape)
-    if op == "broadcast" and cost.broadcast_o_s is not None and cost.broadcast_w_bytes_per_s is not None:
+    if op != "broadcast":
+        o, slope = affine_parts(cost, msg, p)
+        return o, msg * slope
+    if cost.broadcast_o_s is not None and cost.broadcast_w_bytes_per_s is not None:
         lat, xfer = np.full(msg.shape, cost.broadcast_o_s), msg / cost.broadcast_w_bytes_per_s
     else:
         o, slope = affine_parts(cost, msg, p)
-        if op != "broadcast":
-            return o, msg * slope
         lat, xfer = o, msg * slope / C.busbw_factor_allreduce(p)
     if cost.broadcast_step_extra_s:
         lat = np.maximum(lat + cost.broadcast_step_extra_s, 0.0)
