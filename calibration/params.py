@@ -327,8 +327,9 @@ class Params:
         fit's 95 % intervals, the step-to-step spread of ``compute_samples_s`` (measured compute times), the
         in-step probe's bootstrap fits of the contention terms (two factors, and the work per call and per
         byte where it was fitted), the standard errors of the leftover and the optimizer's extra where the
-        probe kept them (``_kept_term_sd``), and the model's own error at that probe (``probe_step_residual``)
-        when it ran."""
+        probe kept them (``_kept_term_sd``), and the model's own error: at the calibration's step check where it
+        ran (``sharded_probe.step_check_residual``: real steps measured and predicted as ``validate`` measures and
+        predicts its rows), else at the in-step probe (``probe_step_residual``)."""
         from simulator.interval import Uncertainty
 
         _, in_step = self._in_step_at(world_size)
@@ -340,9 +341,13 @@ class Params:
             compute_samples_s,
             [d for d in boot if isinstance(d, (list, tuple)) and len(d) in (2, 4)],
         )
+        from .sharded_probe import step_check_residual
+
+        check = step_check_residual((self.probes or {}).get("sharded_step"))
         return replace(
             unc,
-            model_log_sd=probe_step_residual(in_step),
+            model_log_sd=probe_step_residual(in_step) if check is None else check,
+            model_error_from="the in-step probe" if check is None else "the step check",
             leftover_sd_s=_kept_term_sd(in_step, "leftover"),
             optimizer_extra_sd_s=_kept_term_sd(in_step, "optimizer_extra"),
             queued_scale_sd=_kept_term_sd(in_step, "queued", "ci95"),

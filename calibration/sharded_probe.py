@@ -16,13 +16,23 @@ the two medians, less the difference the model has at the calibration's terms, o
 ``CostModel.broadcast_step_extra_s``. Its 95 % interval from resampling whole turns (both configurations' steps of
 a turn together: the pairing the interleaving gives); kept where that interval excludes 0, as the other in-step
 terms are.
+
+The step check rides on the same turns: copies of the bare module among the configurations
+(``calibration.validate.baseline_order``) and, for a model with over twice ``CHECK_MB`` of gradients, torch DDP at
+``CHECK_MB`` (several buckets, a cap outside ``validate``'s grid). Each configuration is then predicted as
+``validate`` predicts a row (the profile rescaled to the compute-only steps' median, the cost as that order sees
+it) at the terms as fitted, the extra as kept; ``log(predicted / measured median)`` over the rows no term was
+fitted to is the model's error the intervals carry (``step_check_residual``, ``calibration.params.Params.
+uncertainty``). The in-step probe's recorded steps, which carried it before, are steps with a recorder, and the
+model's terms were fitted to their backward ends: over emulated links they ran 2-6 % from the model in cells
+whose validation rows missed by 1-2 %, so those cells' 80 % intervals covered every row (runs m45-m54).
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from simulator.network import CostModel
@@ -30,6 +40,9 @@ from simulator.profile import GradProfile
 
 N_BOOT = 2000
 MIN_TURNS = 5  # fewer paired turns than this: no interval, nothing kept
+# The step check's third configuration: torch DDP at a cap outside ``validate``'s grid (0.25, 1, 4, 16, 64 MiB),
+# several buckets for every workload with more than twice as many gradient bytes (``check_mb_for``).
+CHECK_MB = 2.0
 
 
 def probe_steps(predicted_step_s: float, min_steps: int, seconds: float, block: int) -> int:
@@ -39,30 +52,56 @@ def probe_steps(predicted_step_s: float, min_steps: int, seconds: float, block: 
     return block * max(MIN_TURNS, math.ceil(n / block))
 
 
+def check_mb_for(total_grad_bytes: int) -> float | None:
+    """The step check's many-bucket cap for a model of ``total_grad_bytes``: ``CHECK_MB`` where that makes more than
+    one bucket of it (over twice the cap), else none (the one-bucket rows are checked already)."""
+    return CHECK_MB if total_grad_bytes > 2 * CHECK_MB * 1024 * 1024 else None
+
+
 def measure_sharded_probe(
-    pool: Any, model: str, batch_size: int, bucket_mb: float, steps: int, block: int, optimizer: str = "sgd"
+    pool: Any,
+    model: str,
+    batch_size: int,
+    bucket_mb: float,
+    steps: int,
+    block: int,
+    optimizer: str = "sgd",
+    check_mb: float | None = None,
 ) -> dict[str, Any]:
-    """torch DDP and sharded at ``bucket_mb``, ``steps`` timed steps each, interleaved in turns of ``block`` (one
-    untimed turn first); the step times (the slowest rank's) as a record's payload."""
+    """torch DDP and sharded at ``bucket_mb`` (and torch DDP at ``check_mb``, where given), ``steps`` timed steps
+    each, beside copies of the bare module (``calibration.validate.baseline_order``: as ``validate`` measures),
+    interleaved in turns of ``block`` (one untimed turn first); the step times (the slowest rank's) as a record's
+    payload."""
     from realrun.bench_ddp import measure_interleaved
 
+    from .validate import baseline_order
+
+    members: list[tuple[str, float]] = [("torch-ddp", bucket_mb), ("sharded", bucket_mb)]
+    if check_mb is not None:
+        members.append(("torch-ddp", check_mb))
+    order = baseline_order(len(members))
     res = measure_interleaved(
         pool,
         model,
-        [("torch-ddp", bucket_mb), ("sharded", bucket_mb)],
+        [("compute", None) if k is None else members[k] for k in order],
         batch_size=batch_size,
         steps=steps,
         warmup=1,
         optimizer=optimizer,
         block=block,
     )
-    return {
+    by = {k: list(r.step_times_s) for k, r in zip(order, res) if k is not None}
+    out: dict[str, Any] = {
         "bucket_mb": bucket_mb,
         "block": block,
         "optimizer": optimizer,
-        "torch_ddp_step_times_s": list(res[0].step_times_s),
-        "sharded_step_times_s": list(res[1].step_times_s),
+        "torch_ddp_step_times_s": by[0],
+        "sharded_step_times_s": by[1],
+        "compute_step_times_s": [t for k, r in zip(order, res) if k is None for t in r.step_times_s],
     }
+    if check_mb is not None:
+        out.update(check_mb=check_mb, torch_ddp_check_step_times_s=by[2])
+    return out
 
 
 def simulated_difference_s(profile: GradProfile, cost: CostModel, world_size: int, bucket_mb: float) -> float:
@@ -92,18 +131,94 @@ def fit_sharded_probe(
     seed: int = 0,
 ) -> dict[str, Any]:
     """``broadcast_step_extra_s`` from a probe record's payload (``measure_sharded_probe``), against ``cost`` (the
-    calibration's other terms) and ``profile``; with its 95 % interval and whether it was kept."""
-    import numpy as np
-
+    calibration's other terms) and ``profile``; with its 95 % interval and whether it was kept; and the step check
+    (``check_rows``) at those terms and the extra as kept, where the record has compute-only steps."""
     try:
         ddp = [float(x) for x in probe.get("torch_ddp_step_times_s") or []]
         sh = [float(x) for x in probe.get("sharded_step_times_s") or []]
+        comp = [float(x) for x in probe.get("compute_step_times_s") or []]
+        chk = [float(x) for x in probe.get("torch_ddp_check_step_times_s") or []]
+        chk_mb = float(probe["check_mb"]) if chk else 1.0
         mb = float(probe["bucket_mb"])
         block = int(probe.get("block") or 1)
     except (AttributeError, KeyError, TypeError, ValueError) as e:
         raise ValueError(f"a sharded-step probe record that is not one ({type(e).__name__}: {e})") from None
-    if not (math.isfinite(mb) and mb > 0 and block >= 1) or not all(math.isfinite(t) and t > 0 for t in ddp + sh):
+    if not (math.isfinite(mb) and mb > 0 and math.isfinite(chk_mb) and chk_mb > 0 and block >= 1) or not all(
+        math.isfinite(t) and t > 0 for t in ddp + sh + comp + chk
+    ):
         raise ValueError("a sharded-step probe record with a cap, turn or step time that is not a number > 0")
+    out = _fit_difference(ddp, sh, mb, block, profile, cost, world_size, n_boot, seed)
+    if comp:
+        kept = cost.with_overrides(broadcast_step_extra_s=out["broadcast_step_extra_s"])
+        measured = [("torch-ddp", mb, ddp, False), ("sharded", mb, sh, out["identified"])]
+        if chk:
+            measured.append(("torch-ddp", chk_mb, chk, False))
+        out["check"] = check_rows(measured, comp, block, profile, kept, world_size)
+    return out
+
+
+def check_rows(
+    measured: Sequence[tuple[str, float, Sequence[float], bool]],
+    compute_s: Sequence[float],
+    block: int,
+    profile: GradProfile,
+    cost: CostModel,
+    world_size: int,
+) -> list[dict[str, Any]]:
+    """The step check: each ``(strategy, bucket_mb, step times, fitted)`` measured beside the compute-only steps
+    ``compute_s`` predicted as ``validate`` predicts a row (the profile rescaled to their median, the cost as that
+    order sees it: ``calibration.validate.order_cost``), its ``log(predicted / measured median)``. ``fitted``: a
+    row a term was fitted to (sharded's, where the probe kept the extra), which is no check."""
+    from simulator.predict import predict
+    from simulator.strategies import StrategySpec
+
+    from .validate import order_cost
+
+    scale = statistics.median(compute_s) / profile.compute_s if profile.compute_s > 0 else 1.0
+    prof = profile.scaled(scale) if scale != 1.0 else profile
+    c = order_cost(cost, True, block)
+    rows = []
+    for strategy, mb, times, fitted in measured:
+        if not times:
+            continue
+        pred = predict(prof, c, StrategySpec(strategy, bucket_mb=mb), world_size).step_time_s
+        meas = statistics.median(times)
+        rows.append(
+            {
+                "strategy": strategy,
+                "bucket_mb": mb,
+                "steps": len(times),
+                "measured_median_s": meas,
+                "predicted_s": pred,
+                "log_residual": math.log(pred / meas),
+                "fitted": bool(fitted),
+            }
+        )
+    return rows
+
+
+def step_check_residual(fit: Mapping[str, Any] | None) -> float | None:
+    """The root mean square of the step check's ``log(predicted / measured)`` over the rows no term was fitted to
+    (``check_rows``); ``None`` where the probe had no check (a record from before it, or no compute-only steps)."""
+    rows = [r for r in ((fit or {}).get("check") or ()) if isinstance(r, Mapping) and not r.get("fitted")]
+    res = [float(r["log_residual"]) for r in rows if math.isfinite(float(r.get("log_residual", math.nan)))]
+    return math.sqrt(sum(x * x for x in res) / len(res)) if res else None
+
+
+def _fit_difference(
+    ddp: list[float],
+    sh: list[float],
+    mb: float,
+    block: int,
+    profile: GradProfile,
+    cost: CostModel,
+    world_size: int,
+    n_boot: int,
+    seed: int,
+) -> dict[str, Any]:
+    """The extra per broadcast from the two configurations' steps, its interval over resampled turns, kept or not."""
+    import numpy as np
+
     n = n_broadcasts(profile)
     sim = simulated_difference_s(profile, cost, world_size, mb)
     out: dict[str, Any] = {
@@ -152,3 +267,22 @@ def sharded_probe_line(fit: Mapping[str, Any]) -> str:
         return f"{head}{body} (too few turns for an interval): not kept"
     verdict = "kept" if fit["identified"] else "within the probe's noise, not kept"
     return f"{head}{body} (95 % {ci[0] * ms:+.3f}..{ci[1] * ms:+.3f} ms): {verdict}"
+
+
+def step_check_line(fit: Mapping[str, Any]) -> str | None:
+    """One progress line for the step check in ``fit_sharded_probe``'s result; ``None`` where there was none."""
+    rows = (fit or {}).get("check") or []
+    if not rows:
+        return None
+    parts = []
+    for r in rows:
+        err = (r["predicted_s"] - r["measured_median_s"]) / r["measured_median_s"] * 100
+        tag = " (fitted, no check)" if r.get("fitted") else ""
+        parts.append(f"{r['strategy']} {r['bucket_mb']:g} MiB {err:+.1f} %{tag}")
+    sd = step_check_residual(fit)
+    tail = (
+        f": the model's error {(math.exp(sd) - 1) * 100:.1f} % (root mean square), its intervals' model-error term"
+        if sd is not None
+        else ""
+    )
+    return "step check beside compute-only steps, predicted as validate predicts: " + ", ".join(parts) + tail

@@ -31,12 +31,19 @@ from what was measured:
 * the sharded step's extra per broadcast (``CostModel.broadcast_step_extra_s``, ``calibration.sharded_probe``,
   where it was kept) from a normal as wide as its 95 % interval over resampled turns, likewise, after them;
 * the model's own error: a log-normal factor on the step whose standard
-  deviation is the in-step probe's step residual (``calibration.params.
-  probe_step_residual``: the real DDP steps the calibration checks but does not
-  fit, at the probe's two caps and at one bucket). The inputs' errors alone say how uncertain the model's inputs are,
-  not how wrong its rules are; measured with a calm machine, their interval was
-  narrower than the misses (benchmarks: coverage 29-59 % in cells whose median
-  error was 2-5 %).
+  deviation is the root mean square of ``log(predicted / measured)`` over real
+  steps the calibration measures but fits nothing to. Where it ran, the step
+  check (``calibration.sharded_probe.step_check_residual``): torch DDP at one
+  bucket and at 2 MiB, and sharded where its extra was not kept, measured beside
+  compute-only steps and predicted with the profile rescaled to them, as
+  ``validate`` measures and predicts its rows. Else (records from before it) the
+  in-step probe's step residual (``calibration.params.probe_step_residual``: its
+  recorded steps at two caps and at one bucket, which over emulated links ran
+  2-6 % from the model in cells whose rows missed by 1-2 %, so that their
+  intervals covered 100 %). The inputs' errors alone say how uncertain the
+  model's inputs are, not how wrong its rules are; measured with a calm machine,
+  their interval was narrower than the misses (benchmarks: coverage 29-59 % in
+  cells whose median error was 2-5 %).
 
 Which interval is asked for matters: a single step varies with the machine's
 noise, while the median of many steps (what a benchmark reports) varies only
@@ -83,6 +90,7 @@ class Uncertainty:
     optimizer_extra_sd_s: float = 0.0  # standard error of CostModel.optimizer_extra_s, likewise
     queued_scale_sd: float = 0.0  # standard error of CostModel.queued_latency_scale, where the cost has one below 1
     broadcast_extra_sd_s: float = 0.0  # standard error of CostModel.broadcast_step_extra_s, where the cost has one
+    model_error_from: str = "the in-step probe"  # what model_log_sd was measured at (named in ``sources``)
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.o_sd_s) and self.o_sd_s >= 0):
@@ -123,7 +131,7 @@ class Uncertainty:
         if self.broadcast_extra_sd_s > 0:
             out.append("sharded step probe CI")
         if self.model_log_sd > 0:
-            out.append(f"model error at the in-step probe ({(math.exp(self.model_log_sd) - 1) * 100:.1f}%)")
+            out.append(f"model error at {self.model_error_from} ({(math.exp(self.model_log_sd) - 1) * 100:.1f}%)")
         return tuple(out)
 
     def for_cost(self, cost: CostModel) -> Uncertainty:

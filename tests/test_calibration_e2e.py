@@ -29,7 +29,7 @@ import realrun.bench_ddp as bench_ddp  # noqa: E402
 import realrun.netns as netns  # noqa: E402
 from calibration.calibrate import CalibrateSpec, calibrate_on_pool, fit_probe  # noqa: E402
 from calibration.fit import fit_bandwidth, fit_linear  # noqa: E402
-from calibration.params import PARAMS_SCHEMA, Params  # noqa: E402
+from calibration.params import PARAMS_SCHEMA, Params, probe_step_residual  # noqa: E402
 from calibration.probes import (
     effective_copy_rate,
     fit_broadcast_switch,
@@ -227,8 +227,9 @@ def test_calibrated_params_are_positive_finite_and_of_this_run(calibrated):
         "contention:",
         "in-step probe:",
         "in-step probe (torch-ddp",
-        "sharded step: torch DDP and the sharded optimizer at",
+        "sharded step and step check: torch DDP and the sharded optimizer at",
         "sharded step at",
+        "step check beside compute-only steps, predicted as validate predicts: torch-ddp",
     ):
         assert any(line.startswith(phase) for line in said), (phase, said)
 
@@ -327,6 +328,16 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
     assert shfit == sharded_probe.fit_sharded_probe(shp, params.profile(), params.cost_model(), 2)
     assert shfit["n_broadcasts"] == sum(1 for q in params.profile().params if q.requires_grad)
     assert params.cost_model().broadcast_step_extra_s == (shfit["fitted_s"] if shfit["identified"] else 0.0)
+    # with the step check beside it: one bare copy among the two (0.76 MiB of gradients: no 2 MiB row), its rows
+    # predicted as validate predicts, the sharded one marked fitted where the extra was kept
+    assert len(shp["compute_step_times_s"]) == block * sharded_probe.MIN_TURNS and "check_mb" not in shp
+    assert [(r["strategy"], r["fitted"]) for r in shfit["check"]] == [
+        ("torch-ddp", False),
+        ("sharded", shfit["identified"]),
+    ]
+    for r, times in zip(shfit["check"], (shp["torch_ddp_step_times_s"], shp["sharded_step_times_s"])):
+        assert r["measured_median_s"] == statistics.median(times)
+        assert r["log_residual"] == math.log(r["predicted_s"] / r["measured_median_s"])
     (cont,) = [r for r in recs if r["kind"] == "contention"]
     refit = fit_probe(cont["per_rank"])
     probe = params.probes["contention"]
@@ -380,7 +391,10 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
         assert part["measured"]["plain_step_s"] == statistics.median(tl["plain_step_times_s"])
         assert part["measured"]["step_s"] == statistics.median(tl["step_times_s"])
     logs = [math.log((p["simulated_at_fit"]["step_s"] + extra) / p["measured"]["step_s"]) for p in parts]
-    assert params.uncertainty().model_log_sd == pytest.approx(math.sqrt(sum(x * x for x in logs) / 3), rel=1e-12)
+    assert probe_step_residual(ins) == pytest.approx(math.sqrt(sum(x * x for x in logs) / 3), rel=1e-12)
+    # the intervals' model error: the step check's, which ran, not the in-step probe's
+    unc = params.uncertainty()
+    assert unc.model_log_sd == sharded_probe.step_check_residual(shfit) and unc.model_error_from == "the step check"
     assert (fit["contention_c"], fit["comm_contention_c"]) == (params.contention_c, params.comm_contention_c)
     assert (fit["call_cpu_s"], fit["call_cpu_s_per_byte"]) == params.work_at(None)
     assert params.work_at(None) == (params.cost_model().call_cpu_s, params.cost_model().call_cpu_s_per_byte)

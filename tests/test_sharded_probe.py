@@ -12,13 +12,18 @@ import pytest
 from calibration.fit import LinearFit
 from calibration.params import Params
 from calibration.sharded_probe import (
+    CHECK_MB,
     MIN_TURNS,
+    check_mb_for,
     fit_sharded_probe,
     n_broadcasts,
     probe_steps,
     sharded_probe_line,
     simulated_difference_s,
+    step_check_line,
+    step_check_residual,
 )
+from calibration.validate import order_cost
 from simulator.interval import Uncertainty
 from simulator.network import CostModel
 from simulator.predict import predict
@@ -159,8 +164,90 @@ def test_bad_values_of_the_term_are_refused():
         {"bucket_mb": 4.0, "torch_ddp_step_times_s": [0.01, float("nan")], "sharded_step_times_s": [0.02]},
         {"bucket_mb": -1.0, "torch_ddp_step_times_s": [0.01], "sharded_step_times_s": [0.02]},
         {"bucket_mb": 4.0, "block": -2, "torch_ddp_step_times_s": [0.01], "sharded_step_times_s": [0.02]},
+        {
+            "bucket_mb": 4.0,
+            "torch_ddp_step_times_s": [0.01],
+            "sharded_step_times_s": [0.02],
+            "compute_step_times_s": [0],
+        },
+        {"bucket_mb": 4.0, "torch_ddp_step_times_s": [0.01], "sharded_step_times_s": [0.02], "compute_step_times_s": 3},
+        {  # check steps without their cap
+            "bucket_mb": 4.0,
+            "torch_ddp_step_times_s": [0.01],
+            "sharded_step_times_s": [0.02],
+            "compute_step_times_s": [0.005],
+            "torch_ddp_check_step_times_s": [0.01],
+        },
     ],
 )
 def test_a_malformed_probe_record_is_one_clear_error(probe):
     with pytest.raises(ValueError, match="sharded-step probe record"):
         fit_sharded_probe(probe, PROF, COST, 2)
+
+
+def _check_probe(ddp_factor: float, check_factor: float, sharded_gap_s: float = 0.0) -> dict:
+    """A probe record whose compute-only steps run 1.2x the profile's compute and whose torch DDP steps (one bucket
+    and ``CHECK_MB``) run ``ddp_factor`` / ``check_factor`` of what the model predicts for them at that compute, as
+    ``validate`` would; sharded's ``sharded_gap_s`` more than the model's difference over torch DDP's."""
+    block, n = 1, 8
+    scale = 1.2
+    prof, cost = PROF.scaled(scale), order_cost(COST, True, block)
+    ddp = predict(prof, cost, StrategySpec("torch-ddp", bucket_mb=4.0), 2).step_time_s * ddp_factor
+    chk = predict(prof, cost, StrategySpec("torch-ddp", bucket_mb=CHECK_MB), 2).step_time_s * check_factor
+    sh = ddp + simulated_difference_s(PROF, COST, 2, 4.0) + sharded_gap_s
+    return {
+        "bucket_mb": 4.0,
+        "block": block,
+        "torch_ddp_step_times_s": [ddp] * n,
+        "sharded_step_times_s": [sh] * n,
+        "compute_step_times_s": [PROF.compute_s * scale] * n,
+        "check_mb": CHECK_MB,
+        "torch_ddp_check_step_times_s": [chk] * n,
+    }
+
+
+def test_the_step_check_predicts_its_rows_as_validate_predicts_them():
+    fit = fit_sharded_probe(_check_probe(1.05, 0.98), PROF, COST, 2)
+    assert not fit["identified"]  # sharded's difference is the model's: nothing kept, its row a check too
+    rows = {(r["strategy"], r["bucket_mb"]): r for r in fit["check"]}
+    assert rows["torch-ddp", 4.0]["log_residual"] == pytest.approx(-math.log(1.05), rel=1e-9)
+    assert rows["torch-ddp", CHECK_MB]["log_residual"] == pytest.approx(-math.log(0.98), rel=1e-9)
+    assert not any(r["fitted"] for r in fit["check"])
+    want = math.sqrt(sum(r["log_residual"] ** 2 for r in fit["check"]) / 3)
+    assert step_check_residual(fit) == pytest.approx(want, rel=1e-12) and want > math.log(1.02)
+    line = step_check_line(fit)
+    assert line and "torch-ddp 4 MiB -4.8 %" in line and "torch-ddp 2 MiB +2.0 %" in line
+
+
+def test_a_sharded_row_the_extra_was_fitted_to_is_no_check():
+    fit = fit_sharded_probe(_check_probe(1.05, 1.0, sharded_gap_s=2e-3), PROF, COST, 2)
+    assert fit["identified"] and fit["broadcast_step_extra_s"] == pytest.approx(2e-3 / n_broadcasts(PROF))
+    sharded = [r for r in fit["check"] if r["strategy"] == "sharded"]
+    assert len(sharded) == 1 and sharded[0]["fitted"]
+    assert "sharded 4 MiB" in step_check_line(fit) and "(fitted, no check)" in step_check_line(fit)
+    ddp = [r["log_residual"] for r in fit["check"] if not r["fitted"]]
+    assert step_check_residual(fit) == pytest.approx(math.sqrt(sum(x * x for x in ddp) / 2), rel=1e-12)
+
+
+def test_without_compute_only_steps_there_is_no_check_and_intervals_keep_the_in_step_probes_error():
+    old = _steps(1e-3, 8, 1, 1e-5, 3)  # a record from before the check
+    fit = fit_sharded_probe(old, PROF, COST, 2)
+    assert "check" not in fit and step_check_residual(fit) is None and step_check_line(fit) is None
+    unc = _params(fit).uncertainty()
+    assert unc.model_error_from == "the in-step probe" and unc.model_log_sd == 0.0
+
+
+def test_params_take_the_model_error_from_the_step_check_where_it_ran():
+    fit = fit_sharded_probe(_check_probe(1.05, 0.98), PROF, COST, 2)
+    unc = _params(fit).uncertainty()
+    assert unc.model_log_sd == step_check_residual(fit) and unc.model_error_from == "the step check"
+    pct = (math.exp(unc.model_log_sd) - 1) * 100
+    assert f"model error at the step check ({pct:.1f}%)" in unc.sources
+    # and it survives the params' JSON
+    again = Params.from_dict(_params(fit).to_dict()).uncertainty()
+    assert again.model_log_sd == unc.model_log_sd
+
+
+def test_the_check_cap_is_used_only_where_it_makes_several_buckets():
+    assert check_mb_for(int(0.76 * MIB)) is None and check_mb_for(4 * MIB) is None
+    assert check_mb_for(4 * MIB + 1) == CHECK_MB
