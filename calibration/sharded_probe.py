@@ -18,11 +18,11 @@ a turn together: the pairing the interleaving gives); kept where that interval e
 terms are.
 
 The step check rides on the same turns: copies of the bare module among the configurations
-(``calibration.validate.baseline_order``) and, for a model with over twice ``CHECK_MB`` of gradients, torch DDP at
-``CHECK_MB`` (several buckets, a cap outside ``validate``'s grid). Each configuration is then predicted as
+(``calibration.validate.baseline_order``) and torch DDP at ``CHECK_MB`` (several buckets, a cap outside
+``validate``'s grid; a third of the gradients for a model with less than twice that: ``check_mb_for``). Each configuration is then predicted as
 ``validate`` predicts a row (the profile rescaled to the compute-only steps' median, the cost as that order sees
 it) at the terms as fitted, the extra as kept; ``log(predicted / measured median)`` over the rows no term was
-fitted to is the model's error the intervals carry (``step_check_residual``, ``calibration.params.Params.
+fitted to (at least ``MIN_CHECK_ROWS``) is the model's error the intervals carry (``step_check_residual``, ``calibration.params.Params.
 uncertainty``). The in-step probe's recorded steps, which carried it before, are steps with a recorder, and the
 model's terms were fitted to their backward ends: over emulated links they ran 2-6 % from the model in cells
 whose validation rows missed by 1-2 %, so those cells' 80 % intervals covered every row (runs m45-m54).
@@ -37,12 +37,15 @@ from typing import Any
 
 from simulator.network import CostModel
 from simulator.profile import GradProfile
+from simulator.units import MIB
 
 N_BOOT = 2000
 MIN_TURNS = 5  # fewer paired turns than this: no interval, nothing kept
 # The step check's third configuration: torch DDP at a cap outside ``validate``'s grid (0.25, 1, 4, 16, 64 MiB),
-# several buckets for every workload with more than twice as many gradient bytes (``check_mb_for``).
+# several buckets for every workload with more than twice as many gradient bytes; smaller ones get a third of
+# theirs (``check_mb_for``).
 CHECK_MB = 2.0
+MIN_CHECK_ROWS = 2  # rows no term was fitted to: fewer, and the intervals keep the in-step probe's model error
 
 
 def probe_steps(predicted_step_s: float, min_steps: int, seconds: float, block: int) -> int:
@@ -53,9 +56,15 @@ def probe_steps(predicted_step_s: float, min_steps: int, seconds: float, block: 
 
 
 def check_mb_for(total_grad_bytes: int) -> float | None:
-    """The step check's many-bucket cap for a model of ``total_grad_bytes``: ``CHECK_MB`` where that makes more than
-    one bucket of it (over twice the cap), else none (the one-bucket rows are checked already)."""
-    return CHECK_MB if total_grad_bytes > 2 * CHECK_MB * 1024 * 1024 else None
+    """The step check's many-bucket cap for a model of ``total_grad_bytes``: ``CHECK_MB`` where that makes several
+    buckets of it (over twice the cap), else a third of its gradients to two significant figures (micro-DLRM's
+    3.9 MiB: 1.3); ``None`` for a model without gradients."""
+    if total_grad_bytes <= 0:
+        return None
+    if total_grad_bytes > 2 * CHECK_MB * MIB:
+        return CHECK_MB
+    third = total_grad_bytes / 3 / MIB
+    return float(f"{third:.2g}")
 
 
 def measure_sharded_probe(
@@ -199,10 +208,13 @@ def check_rows(
 
 def step_check_residual(fit: Mapping[str, Any] | None) -> float | None:
     """The root mean square of the step check's ``log(predicted / measured)`` over the rows no term was fitted to
-    (``check_rows``); ``None`` where the probe had no check (a record from before it, or no compute-only steps)."""
+    (``check_rows``); ``None`` where the probe had no check (a record from before it, or no compute-only steps) or
+    fewer than ``MIN_CHECK_ROWS`` such rows: one residual is no spread (run m55's first calibrations, whose
+    sharded extra was kept and whose models were too small for the 2 MiB row: micro-DLRM's one row 0.0 %, where
+    its validation rows have missed by 5-11 %)."""
     rows = [r for r in ((fit or {}).get("check") or ()) if isinstance(r, Mapping) and not r.get("fitted")]
     res = [float(r["log_residual"]) for r in rows if math.isfinite(float(r.get("log_residual", math.nan)))]
-    return math.sqrt(sum(x * x for x in res) / len(res)) if res else None
+    return math.sqrt(sum(x * x for x in res) / len(res)) if len(res) >= MIN_CHECK_ROWS else None
 
 
 def _fit_difference(

@@ -248,6 +248,15 @@ def test_params_take_the_model_error_from_the_step_check_where_it_ran():
     assert again.model_log_sd == unc.model_log_sd
 
 
-def test_the_check_cap_is_used_only_where_it_makes_several_buckets():
-    assert check_mb_for(int(0.76 * MIB)) is None and check_mb_for(4 * MIB) is None
-    assert check_mb_for(4 * MIB + 1) == CHECK_MB
+def test_the_check_cap_makes_several_buckets_of_any_model():
+    assert check_mb_for(4 * MIB + 1) == CHECK_MB and check_mb_for(400 * MIB) == CHECK_MB
+    assert check_mb_for(4 * MIB) == 1.3 and check_mb_for(int(0.76 * MIB)) == 0.25 and check_mb_for(0) is None
+
+
+def test_one_row_is_no_spread_and_leaves_the_in_step_probes_error():
+    probe = _check_probe(1.05, 1.0, sharded_gap_s=2e-3)  # sharded's row fitted
+    del probe["check_mb"], probe["torch_ddp_check_step_times_s"]
+    fit = fit_sharded_probe(probe, PROF, COST, 2)
+    assert [r["fitted"] for r in fit["check"]] == [False, True]
+    assert step_check_residual(fit) is None
+    assert _params(fit).uncertainty().model_error_from == "the in-step probe"
