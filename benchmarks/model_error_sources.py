@@ -2,7 +2,7 @@
 
     python benchmarks/model_error_sources.py benchmarks/results/accuracy_matrix_m55loop ...
 
-Per cell (``*/validation.json`` with its ``validation.params*.json``): the in-step probe's step residual (the RMS of
+Per cell (``*/validation.json`` with its ``validation.params*.json``, or a replay's ``params.json``): the in-step probe's step residual (the RMS of
 its recorded steps' log residuals, ``calibration.params.probe_step_residual``), the step check's
 (``calibration.sharded_probe.step_check_residual``, where the calibration ran it) and each check row's error, the
 rows' root mean square error (``log(predicted / measured)``: what the model-error term stands for), their median and
@@ -35,7 +35,7 @@ def main(dirs: list[str]) -> None:
     for d in dirs:
         for f in sorted(Path(d).glob("*/validation.json")):
             v = json.loads(f.read_text())
-            (pf,) = sorted(f.parent.glob("validation.params*.json"))
+            (pf,) = sorted(f.parent.glob("validation.params*.json")) or [f.parent / "params.json"]  # a replay's
             probes = json.loads(pf.read_text()).get("probes") or {}
             sh = probes.get("sharded_step") or {}
             check = sh.get("check") or []

@@ -35,7 +35,6 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from simulator.interval import Uncertainty
 from simulator.network import CostModel
 from simulator.profile import GradProfile
 from simulator.units import MIB
@@ -47,7 +46,6 @@ MIN_TURNS = 5  # fewer paired turns than this: no interval, nothing kept
 # theirs (``check_mb_for``).
 CHECK_MB = 2.0
 MIN_CHECK_ROWS = 2  # rows no term was fitted to: fewer, and the intervals keep the in-step probe's model error
-CHECK_DRAWS = 32  # draws of the inputs' errors per check row (``simulator.interval.step_interval``'s default)
 
 
 def probe_steps(predicted_step_s: float, min_steps: int, seconds: float, block: int) -> int:
@@ -140,12 +138,10 @@ def fit_sharded_probe(
     world_size: int,
     n_boot: int = N_BOOT,
     seed: int = 0,
-    unc: Uncertainty | None = None,
 ) -> dict[str, Any]:
     """``broadcast_step_extra_s`` from a probe record's payload (``measure_sharded_probe``), against ``cost`` (the
     calibration's other terms) and ``profile``; with its 95 % interval and whether it was kept; and the step check
-    (``check_rows``) at those terms and the extra as kept, where the record has compute-only steps, each row with
-    the spread ``unc`` (the inputs' errors, ``calibration.params.Params.uncertainty``) gives its prediction."""
+    (``check_rows``) at those terms and the extra as kept, where the record has compute-only steps."""
     try:
         ddp = [float(x) for x in probe.get("torch_ddp_step_times_s") or []]
         sh = [float(x) for x in probe.get("sharded_step_times_s") or []]
@@ -166,7 +162,7 @@ def fit_sharded_probe(
         measured = [("torch-ddp", mb, ddp, False), ("sharded", mb, sh, out["identified"])]
         if chk:
             measured.append(("torch-ddp", chk_mb, chk, False))
-        out["check"] = check_rows(measured, comp, block, profile, kept, world_size, unc)
+        out["check"] = check_rows(measured, comp, block, profile, kept, world_size)
     return out
 
 
@@ -177,14 +173,11 @@ def check_rows(
     profile: GradProfile,
     cost: CostModel,
     world_size: int,
-    unc: Uncertainty | None = None,
 ) -> list[dict[str, Any]]:
     """The step check: each ``(strategy, bucket_mb, step times, fitted)`` measured beside the compute-only steps
     ``compute_s`` predicted as ``validate`` predicts a row (the profile rescaled to their median, the cost as that
     order sees it: ``calibration.validate.order_cost``), its ``log(predicted / measured median)``. ``fitted``: a
-    row a term was fitted to (sharded's, where the probe kept the extra), which is no check. With ``unc``, each
-    row's ``inputs_log_sd``: the standard deviation of ``log`` of its predicted median step over ``CHECK_DRAWS``
-    draws of those errors (``simulator.interval``, the model error left out), what its residual owes to them."""
+    row a term was fitted to (sharded's, where the probe kept the extra), which is no check."""
     from simulator.predict import predict
     from simulator.strategies import StrategySpec
 
@@ -197,56 +190,37 @@ def check_rows(
     for strategy, mb, times, fitted in measured:
         if not times:
             continue
-        spec = StrategySpec(strategy, bucket_mb=mb)
-        pred = predict(prof, c, spec, world_size).step_time_s
+        pred = predict(prof, c, StrategySpec(strategy, bucket_mb=mb), world_size).step_time_s
         meas = statistics.median(times)
-        row = {
-            "strategy": strategy,
-            "bucket_mb": mb,
-            "steps": len(times),
-            "measured_median_s": meas,
-            "predicted_s": pred,
-            "log_residual": math.log(pred / meas),
-            "fitted": bool(fitted),
-        }
-        if unc is not None:
-            row["inputs_log_sd"] = inputs_log_sd(prof, c, unc, spec, world_size, len(times))
-        rows.append(row)
+        rows.append(
+            {
+                "strategy": strategy,
+                "bucket_mb": mb,
+                "steps": len(times),
+                "measured_median_s": meas,
+                "predicted_s": pred,
+                "log_residual": math.log(pred / meas),
+                "fitted": bool(fitted),
+            }
+        )
     return rows
 
 
-def inputs_log_sd(
-    profile: GradProfile, cost: CostModel, unc: Uncertainty, spec: Any, world_size: int, steps: int
-) -> float:
-    """The standard deviation of ``log`` of the predicted median of ``steps`` steps over ``CHECK_DRAWS`` seeded
-    draws of ``unc``'s inputs, the model error left out (0 where nothing is drawn)."""
-    from dataclasses import replace
-
-    import numpy as np
-
-    from simulator.interval import draw_inputs, step_times_over
-
-    u = replace(unc, model_log_sd=0.0).for_cost(cost)
-    if not u.sources:
-        return 0.0
-    times = step_times_over(draw_inputs(profile, cost, u, CHECK_DRAWS, 0, steps), spec, world_size)
-    return float(np.std(np.log(times), ddof=1))
-
-
 def step_check_residual(fit: Mapping[str, Any] | None) -> float | None:
-    """The model's own error at the step check: the root mean square of its ``log(predicted / measured)`` over the
-    rows no term was fitted to (``check_rows``), less in quadrature what the inputs' errors spread them by (their
-    ``inputs_log_sd``, which every interval draws anyway: counted once, not twice); 0 where the inputs' spread
-    covers the residuals. ``None`` where the probe had no check (a record from before it, or no compute-only steps) or
+    """The root mean square of the step check's ``log(predicted / measured)`` over the rows no term was fitted to
+    (``check_rows``); ``None`` where the probe had no check (a record from before it, or no compute-only steps) or
     fewer than ``MIN_CHECK_ROWS`` such rows: one residual is no spread (run m55's first calibrations, whose
     sharded extra was kept and whose models were too small for the 2 MiB row: micro-DLRM's one row 0.0 %, where
-    its validation rows have missed by 5-11 %)."""
+    its validation rows have missed by 5-11 %).
+
+    The residuals carry the inputs' errors too, which every interval draws again. Taking those out in quadrature
+    (each row's log-sd over 32 draws of them; commit 2ee0d4d, replayed over runs m55-m58) set the term to 0 in 3 of
+    12 cells, two of which then covered 47 and 59 % of their rows: from two or three residuals the difference of
+    two spreads is mostly noise. Pooled over the 204 rows the intervals covered 79.9 % so, 86.8 % as here; cells
+    in 75-90 %: 1 of 12 so, 3 here (BENCHMARKS.md, "Twenty-third session"). Kept as here: it errs wide."""
     rows = [r for r in ((fit or {}).get("check") or ()) if isinstance(r, Mapping) and not r.get("fitted")]
-    rows = [r for r in rows if math.isfinite(float(r.get("log_residual", math.nan)))]
-    if len(rows) < MIN_CHECK_ROWS:
-        return None
-    owed = sum(float(r.get("inputs_log_sd") or 0.0) ** 2 for r in rows)
-    return math.sqrt(max(0.0, sum(float(r["log_residual"]) ** 2 for r in rows) - owed) / len(rows))
+    res = [float(r["log_residual"]) for r in rows if math.isfinite(float(r.get("log_residual", math.nan)))]
+    return math.sqrt(sum(x * x for x in res) / len(res)) if len(res) >= MIN_CHECK_ROWS else None
 
 
 def _fit_difference(
