@@ -38,9 +38,9 @@ from what was measured:
   compute-only steps and predicted with the profile rescaled to them, as
   ``validate`` measures and predicts its rows. Else (records from before it) the
   in-step probe's step residual (``calibration.params.probe_step_residual``: its
-  recorded steps at two caps and at one bucket, which over emulated links ran
-  2-6 % from the model in cells whose rows missed by 1-2 %, so that their
-  intervals covered 100 %). The inputs' errors alone say how uncertain the
+  recorded steps at two caps and at one bucket, which in three link cells of
+  runs m53-m54 ran 2.6-4.9 % from the model where the rows' median error was
+  1.3-1.8 %, so that their intervals covered 100 %). The inputs' errors alone say how uncertain the
   model's inputs are, not how wrong its rules are; measured with a calm machine,
   their interval was narrower than the misses (benchmarks: coverage 29-59 % in
   cells whose median error was 2-5 %).
