@@ -332,6 +332,8 @@ class Params:
         predicts its rows), else at the in-step probe (``probe_step_residual``)."""
         from simulator.interval import Uncertainty
 
+        from .sharded_probe import step_check_residual
+
         _, in_step = self._in_step_at(world_size)
         boot = in_step.get("bootstrap") or ()
         unc = Uncertainty.from_fit(
@@ -341,8 +343,6 @@ class Params:
             compute_samples_s,
             [d for d in boot if isinstance(d, (list, tuple)) and len(d) in (2, 4)],
         )
-        from .sharded_probe import step_check_residual
-
         check = step_check_residual((self.probes or {}).get("sharded_step"))
         return replace(
             unc,
