@@ -179,13 +179,13 @@ def check_rows(
     ``compute_s`` predicted as ``validate`` predicts a row (the profile rescaled to their median, the cost as that
     order sees it: ``calibration.validate.order_cost``), its ``log(predicted / measured median)``. ``fitted``: a
     row a term was fitted to (sharded's, where the probe kept the extra), which is no check."""
+    from realrun.stats import summarize
     from simulator.predict import predict
     from simulator.strategies import StrategySpec
 
-    from .validate import order_cost
+    from .validate import order_cost, rescaled_profile
 
-    scale = statistics.median(compute_s) / profile.compute_s if profile.compute_s > 0 else 1.0
-    prof = profile.scaled(scale) if scale != 1.0 else profile
+    prof, _ = rescaled_profile(profile, summarize(list(compute_s)).median_s)
     c = order_cost(cost, True, block)
     rows = []
     for strategy, mb, times, fitted in measured:

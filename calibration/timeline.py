@@ -502,7 +502,7 @@ def timelines_on_pool(
     """
     from realrun.bench_ddp import measure_timeline
 
-    from .validate import check_profile_matches, order_cost, warmup_turns
+    from .validate import check_profile_matches, order_cost, rescaled_profile, warmup_turns
 
     base_prof = check_profile_matches(params, model, batch_size) if params is not None else None
     cost = params.cost_model() if params is not None else None
@@ -520,9 +520,7 @@ def timelines_on_pool(
         written = rec.to_dict()  # as <name>.timeline.json holds it
         pred, scale, prof = None, 1.0, base_prof
         if prof is not None:
-            if rescale and rec.compute_median_s and prof.compute_s > 0:
-                scale = rec.compute_median_s / prof.compute_s
-                prof = prof.scaled(scale)
+            prof, scale = rescaled_profile(prof, rec.compute_median_s, rescale)
             pred = predicted_timeline(
                 prof, order_cost(cost, rescale, block), StrategySpec(strategy, bucket_mb=bucket), pool.world_size
             )

@@ -73,6 +73,19 @@ def order_cost(cost: Any, rescale: bool, block: int) -> Any:
     return cost
 
 
+def rescaled_profile(
+    prof: GradProfile, compute_median_s: float | None, rescale: bool = True
+) -> tuple[GradProfile, float]:
+    """The profile a measured configuration is predicted from: its compute scaled to the median of the compute-only
+    steps measured beside it (``rescale``; the compute profile re-taken at measurement time), and that factor; the
+    profile as it is and 1 without a rescale, a median or a compute time. ``validate``'s rows, ``--timeline``,
+    ``tune --verify`` and the step check (``sharded_probe.check_rows``) all predict so."""
+    if not (rescale and compute_median_s and prof.compute_s > 0):
+        return prof, 1.0
+    scale = compute_median_s / prof.compute_s
+    return (prof.scaled(scale) if scale != 1.0 else prof), scale
+
+
 def leftover_used(rescale: bool, block: int) -> bool:
     """Whether predictions compared with steps measured in this order add the leftover (``order_cost``)."""
     return not (rescale and block == 1)
@@ -627,9 +640,9 @@ def row_of(
     as many steps as were measured; ``block``, the turns they were measured in, says whether the rescale
     took in the leftover work of DDP steps (``order_cost``)."""
     comp = summarize(list(compute_s))
-    scale = comp.median_s / prof.compute_s if rescale and prof.compute_s > 0 else 1.0
+    scaled, scale = rescaled_profile(prof, comp.median_s, rescale)
     pred = predicted_row(
-        prof.scaled(scale) if scale != 1.0 else prof,
+        scaled,
         params,
         cfg,
         world_size,

@@ -78,6 +78,7 @@ def _verify(
         machine_noise,
         measure_beside_compute,
         order_cost,
+        rescaled_profile,
         turns_note,
         typical_step_s,
     )
@@ -134,12 +135,12 @@ def _verify(
         )
     noise = machine_noise(compute[0], load_before, other.cores)  # said under the verify table
     comp = summarize(compute[0]).median_s
-    scale = comp / prof.compute_s if prof.compute_s > 0 else 1.0
+    retimed_prof, scale = rescaled_profile(prof, comp)
     rows = []
     for (label, spec), ts in zip(settings, times):
         m = summarize(ts)
         pred = predict(prof, cost, spec, pool.world_size).step_time_s  # the headline's prediction of this setting
-        retimed = predict(prof.scaled(scale), order_cost(cost, True, block), spec, pool.world_size).step_time_s
+        retimed = predict(retimed_prof, order_cost(cost, True, block), spec, pool.world_size).step_time_s
         rows.append(
             VerifyRow(
                 setting=label,
