@@ -332,7 +332,7 @@ class Params:
         predicts its rows), else at the in-step probe (``probe_step_residual``)."""
         from simulator.interval import Uncertainty
 
-        from .sharded_probe import step_check_residual
+        from .sharded_probe import step_check_residual, step_check_residuals
 
         _, in_step = self._in_step_at(world_size)
         boot = in_step.get("bootstrap") or ()
@@ -343,11 +343,13 @@ class Params:
             compute_samples_s,
             [d for d in boot if isinstance(d, (list, tuple)) and len(d) in (2, 4)],
         )
-        check = step_check_residual((self.probes or {}).get("sharded_step"))
+        sharded = (self.probes or {}).get("sharded_step")
+        check = step_check_residual(sharded)
         return replace(
             unc,
             model_log_sd=probe_step_residual(in_step) if check is None else check,
             model_error_from="the in-step probe" if check is None else "the step check",
+            model_error_steps=len(probe_step_residuals(in_step) if check is None else step_check_residuals(sharded)),
             leftover_sd_s=_kept_term_sd(in_step, "leftover"),
             optimizer_extra_sd_s=_kept_term_sd(in_step, "optimizer_extra"),
             queued_scale_sd=_kept_term_sd(in_step, "queued", "ci95"),

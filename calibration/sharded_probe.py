@@ -148,12 +148,13 @@ def fit_sharded_probe(
         sh = [float(x) for x in probe.get("sharded_step_times_s") or []]
         comp = [float(x) for x in probe.get("compute_step_times_s") or []]
         chk = [float(x) for x in probe.get("torch_ddp_check_step_times_s") or []]
-        chk_mb = float(probe["check_mb"]) if chk else 1.0
+        chk_mb = float(probe["check_mb"]) if chk else None  # no check steps: no cap to read
         mb = float(probe["bucket_mb"])
         block = int(probe.get("block") or 1)
     except (AttributeError, KeyError, TypeError, ValueError) as e:
         raise ValueError(f"a sharded-step probe record that is not one ({type(e).__name__}: {e})") from None
-    if not (math.isfinite(mb) and mb > 0 and math.isfinite(chk_mb) and chk_mb > 0 and block >= 1) or not all(
+    caps = [mb] if chk_mb is None else [mb, chk_mb]
+    if not (all(math.isfinite(c) and c > 0 for c in caps) and block >= 1) or not all(
         math.isfinite(t) and t > 0 for t in ddp + sh + comp + chk
     ):
         raise ValueError("a sharded-step probe record with a cap, turn or step time that is not a number > 0")
@@ -161,7 +162,7 @@ def fit_sharded_probe(
     if comp:
         kept = cost.with_overrides(broadcast_step_extra_s=out["broadcast_step_extra_s"])
         measured = [("torch-ddp", mb, ddp, False), ("sharded", mb, sh, out["identified"])]
-        if chk:
+        if chk_mb is not None:
             measured.append(("torch-ddp", chk_mb, chk, False))
         out["check"] = check_rows(measured, comp, block, profile, kept, world_size)
     return out
@@ -219,9 +220,15 @@ def step_check_residual(fit: Mapping[str, Any] | None) -> float | None:
     12 cells, two of which then covered 47 and 59 % of their rows: from two or three residuals the difference of
     two spreads is mostly noise. Pooled over the 204 rows the intervals covered 79.9 % so, 86.8 % as here; cells
     in 75-90 %: 1 of 12 so, 3 here (BENCHMARKS.md, "Twenty-third session"). Kept as here: it errs wide."""
-    rows = [r for r in ((fit or {}).get("check") or ()) if isinstance(r, Mapping) and not r.get("fitted")]
-    res = [float(r["log_residual"]) for r in rows if math.isfinite(float(r.get("log_residual", math.nan)))]
+    res = step_check_residuals(fit)
     return math.sqrt(sum(x * x for x in res) / len(res)) if len(res) >= MIN_CHECK_ROWS else None
+
+
+def step_check_residuals(fit: Mapping[str, Any] | None) -> list[float]:
+    """The step check's ``log(predicted / measured)`` of each row no term was fitted to (``check_rows``); [] where
+    the probe had no check."""
+    rows = [r for r in ((fit or {}).get("check") or ()) if isinstance(r, Mapping) and not r.get("fitted")]
+    return [float(r["log_residual"]) for r in rows if math.isfinite(float(r.get("log_residual", math.nan)))]
 
 
 def _fit_difference(

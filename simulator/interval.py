@@ -91,6 +91,7 @@ class Uncertainty:
     queued_scale_sd: float = 0.0  # standard error of CostModel.queued_latency_scale, where the cost has one below 1
     broadcast_extra_sd_s: float = 0.0  # standard error of CostModel.broadcast_step_extra_s, where the cost has one
     model_error_from: str = "the in-step probe"  # what model_log_sd was measured at (named in ``sources``)
+    model_error_steps: int = 0  # how many residuals model_log_sd is the RMS of (0: not said); named in ``sources``
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.o_sd_s) and self.o_sd_s >= 0):
@@ -106,6 +107,10 @@ class Uncertainty:
             )
         if not (math.isfinite(self.model_log_sd) and self.model_log_sd >= 0):
             raise ValueError(f"model_log_sd must be a finite number >= 0, got {self.model_log_sd!r}")
+        if isinstance(self.model_error_steps, bool) or not isinstance(self.model_error_steps, int):
+            raise ValueError(f"model_error_steps must be a whole number >= 0, got {self.model_error_steps!r}")
+        if self.model_error_steps < 0:
+            raise ValueError(f"model_error_steps must be a whole number >= 0, got {self.model_error_steps!r}")
         for name in ("leftover_sd_s", "optimizer_extra_sd_s", "queued_scale_sd", "broadcast_extra_sd_s"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v >= 0):
@@ -131,7 +136,8 @@ class Uncertainty:
         if self.broadcast_extra_sd_s > 0:
             out.append("sharded step probe CI")
         if self.model_log_sd > 0:
-            out.append(f"model error at {self.model_error_from} ({(math.exp(self.model_log_sd) - 1) * 100:.1f}%)")
+            of = f", RMS of {self.model_error_steps} steps" if self.model_error_steps else ""
+            out.append(f"model error at {self.model_error_from} ({(math.exp(self.model_log_sd) - 1) * 100:.1f}%{of})")
         return tuple(out)
 
     def for_cost(self, cost: CostModel) -> Uncertainty:

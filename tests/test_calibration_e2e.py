@@ -45,6 +45,7 @@ from calibration.validate import (  # noqa: E402
     VALIDATION_SCHEMA,
     ValidateSpec,
     ValidationRow,
+    coverage_band_chance,
     format_validation,
     predicted_row,
     summarize_rows,
@@ -502,7 +503,9 @@ def test_validation_summary_recompute(validated):
     }
     assert all(bb["gap_ci_pct"] is None for bb in bare["best_bucket"].values())
     text = format_validation(res)
+    n = res["n_with_interval"]
     assert "interval coverage:" in text
+    assert f"over {n} independent configurations lands {coverage_band_chance(n):.0%} of the time" in text
     assert text.count("\n  torch-ddp ") == 2 and text.count("\n  bucketed ") == 2 and "best bucket (torch-ddp)" in text
 
 

@@ -5,12 +5,20 @@ carry the keys validate always wrote."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from calibration.validate import RowPrediction, ValidationRow, best_bucket_verdict, make_row, summarize_rows
+from calibration.validate import (
+    RowPrediction,
+    ValidationRow,
+    best_bucket_verdict,
+    coverage_band_chance,
+    make_row,
+    summarize_rows,
+)
 from realrun.stats import gap_interval, median_ci, paired_gap_interval, summarize
 from simulator.jsonio import dumps_finite
 from simulator.strategies import StrategySpec
@@ -188,3 +196,12 @@ def test_row_noise_is_the_two_medians_intervals_in_quadrature():
     assert far.beyond_noise is True  # +33 % against +-19 %
     s = summarize_rows([r, far, _row()])  # _row() keeps no intervals: it does not count
     assert (s["n_beyond_noise"], s["n_with_noise"]) == (1, 2)
+
+
+def test_the_band_an_exact_interval_can_reach_is_a_binomial_share():
+    # 4 configurations: only 3 of 4 (75 %) is in 75-90 %, which an exact 80 % interval gives 4 * 0.8^3 * 0.2
+    assert coverage_band_chance(4) == pytest.approx(4 * 0.8**3 * 0.2, rel=1e-12)
+    assert coverage_band_chance(1) == 0.0  # 0 or 100 %: never in the band
+    # 17 (a matrix cell): 13, 14 or 15 covered
+    want = sum(math.comb(17, k) * 0.8**k * 0.2 ** (17 - k) for k in (13, 14, 15))
+    assert coverage_band_chance(17) == pytest.approx(want, rel=1e-9) and round(want, 2) == 0.64

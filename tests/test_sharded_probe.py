@@ -22,6 +22,7 @@ from calibration.sharded_probe import (
     simulated_difference_s,
     step_check_line,
     step_check_residual,
+    step_check_residuals,
 )
 from calibration.validate import order_cost
 from simulator.interval import Uncertainty
@@ -178,6 +179,14 @@ def test_bad_values_of_the_term_are_refused():
             "compute_step_times_s": [0.005],
             "torch_ddp_check_step_times_s": [0.01],
         },
+        {  # a check cap that is no cap
+            "bucket_mb": 4.0,
+            "torch_ddp_step_times_s": [0.01],
+            "sharded_step_times_s": [0.02],
+            "compute_step_times_s": [0.005],
+            "torch_ddp_check_step_times_s": [0.01],
+            "check_mb": float("inf"),
+        },
     ],
 )
 def test_a_malformed_probe_record_is_one_clear_error(probe):
@@ -242,7 +251,8 @@ def test_params_take_the_model_error_from_the_step_check_where_it_ran():
     unc = _params(fit).uncertainty()
     assert unc.model_log_sd == step_check_residual(fit) and unc.model_error_from == "the step check"
     pct = (math.exp(unc.model_log_sd) - 1) * 100
-    assert f"model error at the step check ({pct:.1f}%)" in unc.sources
+    assert unc.model_error_steps == 3  # torch DDP at one bucket and at CHECK_MB, sharded (its extra not kept)
+    assert f"model error at the step check ({pct:.1f}%, RMS of 3 steps)" in unc.sources
     # and it survives the params' JSON
     again = Params.from_dict(_params(fit).to_dict()).uncertainty()
     assert again.model_log_sd == unc.model_log_sd
@@ -258,5 +268,16 @@ def test_one_row_is_no_spread_and_leaves_the_in_step_probes_error():
     del probe["check_mb"], probe["torch_ddp_check_step_times_s"]
     fit = fit_sharded_probe(probe, PROF, COST, 2)
     assert [r["fitted"] for r in fit["check"]] == [False, True]
-    assert step_check_residual(fit) is None
-    assert _params(fit).uncertainty().model_error_from == "the in-step probe"
+    assert step_check_residual(fit) is None and step_check_residuals(fit) == [fit["check"][0]["log_residual"]]
+    unc = _params(fit).uncertainty()
+    assert unc.model_error_from == "the in-step probe" and unc.model_error_steps == 0  # this record has no in-step
+
+
+@pytest.mark.parametrize("steps", [-1, 1.5, True])
+def test_the_model_errors_step_count_is_a_whole_number(steps):
+    with pytest.raises(ValueError, match="model_error_steps"):
+        Uncertainty(model_log_sd=0.01, model_error_steps=steps)
+
+
+def test_sources_leave_the_step_count_out_where_it_is_not_known():
+    assert Uncertainty(model_log_sd=math.log(1.02)).sources == ("model error at the in-step probe (2.0%)",)
