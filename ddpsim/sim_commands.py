@@ -180,10 +180,10 @@ def resolve_profile(args: argparse.Namespace, params: Any = None) -> GradProfile
     if model is None and params_prof is not None:
         prof = params_prof
         measured = True
-    elif model is not None and (model.endswith(".json") or Path(model).is_file()):
+    elif model is not None and (model.endswith(".json") or Path(model).is_file()) and not _is_model_file(model):
         prof = GradProfile.load(model)
         measured = True
-    else:
+    else:  # a built-in name or a model file (ddpsim.model/1): its compute from FLOPs on a device
         from simulator import zoo
 
         spec = zoo.load_model_spec(model or "gpt2-small")
@@ -192,9 +192,24 @@ def resolve_profile(args: argparse.Namespace, params: Any = None) -> GradProfile
         measured = False
     if measured and args.batch_size is not None:
         raise ValueError("--batch-size applies to built-in models; a measured profile has its own batch size")
+    if measured and args.device is not None:
+        raise ValueError("--device applies to built-in models; a measured profile has its own compute times")
     if args.compute_scale != 1.0:
         prof = prof.scaled(args.compute_scale)
     return prof
+
+
+def _is_model_file(path: str) -> bool:
+    """Whether ``path`` holds a model description (``ddpsim.model/1``, as the built-in models are written) rather
+    than a profile; a file that cannot be read is left to the profile reader's error."""
+    from simulator import zoo
+    from simulator.jsonio import read_json
+
+    try:
+        d = read_json(path, "profile")
+    except ValueError:
+        return False
+    return isinstance(d, dict) and d.get("schema") == zoo.MODEL_SCHEMA
 
 
 def resolve_cost(args: argparse.Namespace, world_size: int, params: Any = None) -> CostModel:

@@ -63,11 +63,14 @@ def bucket_starts(sizes_bytes: Sequence[int] | np.ndarray, limits_bytes: Sequenc
             if s >= n:
                 return starts
             starts.append(s)
-            s = min(bisect_left(csum, csum[s] + lim), n)
+            s = min(max(bisect_left(csum, csum[s] + lim), s + 1), n)  # a bucket holds at least one tensor
     if s >= n:
         return starts
     base = s
-    nxt = np.minimum(np.searchsorted(arr, arr[base:-1] + lims[-1], side="left"), n).tolist()
+    # a bucket holds at least one tensor: under a limit of 0 bytes (a cap under one byte, truncated as torch
+    # truncates it) each tensor is a bucket of its own, as torch's assignment makes it
+    ends = np.searchsorted(arr, arr[base:-1] + lims[-1], side="left")
+    nxt = np.minimum(np.maximum(ends, np.arange(base + 1, n + 1)), n).tolist()
     while s < n:
         starts.append(s)
         s = nxt[s - base]
@@ -88,8 +91,8 @@ def assign_buckets(
     """
     if not limits_bytes:
         raise ValueError("at least one bucket size limit is needed")
-    if any(int(x) <= 0 for x in limits_bytes):
-        raise ValueError(f"bucket size limits must be > 0 bytes, got {list(limits_bytes)}")
+    if any(int(x) < 0 for x in limits_bytes):  # 0 (a cap under one byte): a tensor a bucket, as in torch
+        raise ValueError(f"bucket size limits must be >= 0 bytes, got {list(limits_bytes)}")
     n = len(sizes_bytes)
     if keys is None:
         keys = [None] * n

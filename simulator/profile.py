@@ -21,6 +21,7 @@ this one format, saved as JSON with a schema version.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -42,9 +43,23 @@ DTYPE_BYTES = {
 }
 
 
+# Byte counts are summed as int64 (``numpy.cumsum`` in the bucket assignment): a profile stays well below its range.
+MAX_BYTES = 1 << 60  # 1 EiB of parameters
+MAX_NUMEL = MAX_BYTES // max(DTYPE_BYTES.values())
+MAX_SECONDS = 1e9  # a compute time in a profile (about 32 years): the sums of such stay finite
+
+
 def _require(cond: bool, msg: str) -> None:
     if not cond:
         raise ValueError(msg)
+
+
+def _finite_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _seconds(v: Any) -> bool:
+    return _finite_number(v) and 0.0 <= v <= MAX_SECONDS
 
 
 @dataclass(frozen=True)
@@ -61,16 +76,20 @@ class ParamSpec:
     def __post_init__(self) -> None:
         _require(isinstance(self.name, str) and self.name != "", "parameter name must be a non-empty string")
         _require(
-            isinstance(self.numel, int) and self.numel >= 0,
-            f"parameter {self.name!r}: numel must be an integer >= 0, got {self.numel!r}",
+            isinstance(self.numel, int) and not isinstance(self.numel, bool) and 0 <= self.numel <= MAX_NUMEL,
+            f"parameter {self.name!r}: numel must be an integer from 0 to {MAX_NUMEL}, got {self.numel!r}",
         )
         _require(
             self.dtype in DTYPE_BYTES,
             f"parameter {self.name!r}: unknown dtype {self.dtype!r}; allowed: {', '.join(DTYPE_BYTES)}",
         )
         _require(
-            isinstance(self.bwd_s, (int, float)) and self.bwd_s >= 0.0,
-            f"parameter {self.name!r}: bwd_s must be a number >= 0, got {self.bwd_s!r}",
+            _seconds(self.bwd_s),
+            f"parameter {self.name!r}: bwd_s must be a number of seconds from 0 to {MAX_SECONDS:g}, got {self.bwd_s!r}",
+        )
+        _require(
+            isinstance(self.requires_grad, bool),
+            f"parameter {self.name!r}: requires_grad must be true or false, got {self.requires_grad!r}",
         )
 
     @property
@@ -111,7 +130,14 @@ class GradProfile:
     env: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        _require(
+            isinstance(self.model, str) and self.model != "", f"a profile's model must be a name, got {self.model!r}"
+        )
         _require(len(self.params) > 0, f"profile {self.model!r} has no parameters")
+        for p in self.params:
+            _require(
+                isinstance(p, ParamSpec), f"profile {self.model!r}: a parameter entry must be an object, got {p!r}"
+            )
         trainable = [i for i, p in enumerate(self.params) if p.requires_grad]
         _require(len(trainable) > 0, f"profile {self.model!r} has no trainable parameters")
         if not self.ready_order:
@@ -124,9 +150,22 @@ class GradProfile:
         )
         for name in ("forward_s", "optimizer_s", "backward_tail_s"):
             v = getattr(self, name)
-            _require(isinstance(v, (int, float)) and v >= 0, f"profile {self.model!r}: {name} must be >= 0, got {v!r}")
-        _require(self.samples_per_step >= 1, "samples_per_step must be >= 1")
-        _require(self.tokens_per_sample >= 1, "tokens_per_sample must be >= 1")
+            _require(
+                _seconds(v),
+                f"profile {self.model!r}: {name} must be a number of seconds from 0 to {MAX_SECONDS:g}, got {v!r}",
+            )
+        for name in ("samples_per_step", "tokens_per_sample"):
+            v = getattr(self, name)
+            _require(
+                isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+                f"profile {self.model!r}: {name} must be a whole number >= 1, got {v!r}",
+            )
+        names = [p.name for p in self.params]
+        if len(set(names)) != len(names):
+            twice = sorted({n for n in names if names.count(n) > 1})
+            raise ValueError(f"profile {self.model!r}: parameter names must differ; {twice[:3]} appear more than once")
+        total = sum(p.nbytes for p in self.params)
+        _require(total <= MAX_BYTES, f"profile {self.model!r}: {total} bytes of parameters, over {MAX_BYTES}")
 
     # ---- derived quantities -------------------------------------------------
     @property

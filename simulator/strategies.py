@@ -27,6 +27,7 @@ parameter is broadcast from its owner, one blocking broadcast per parameter.
 from __future__ import annotations
 
 import heapq
+import math
 import sys
 import weakref
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -107,13 +108,16 @@ class StrategySpec:
         entry = strategy(self.name)  # an unknown name is a ValueError naming the allowed ones
         if self.bucket_mb is not None:
             _require(
-                isinstance(self.bucket_mb, (int, float)) and self.bucket_mb > 0,
-                f"bucket size must be > 0 MiB, got {self.bucket_mb}",
+                isinstance(self.bucket_mb, (int, float)) and math.isfinite(self.bucket_mb) and self.bucket_mb > 0,
+                f"bucket size must be a finite number > 0 MiB, got {self.bucket_mb}",
             )
         if self.bucket_cap_mb_list is not None:
             object.__setattr__(self, "bucket_cap_mb_list", tuple(float(x) for x in self.bucket_cap_mb_list))
             _require(len(self.bucket_cap_mb_list) > 0, "bucket_cap_mb_list must not be empty")
-            _require(all(x > 0 for x in self.bucket_cap_mb_list), "bucket_cap_mb_list entries must be > 0 MiB")
+            _require(
+                all(math.isfinite(x) and x > 0 for x in self.bucket_cap_mb_list),
+                "bucket_cap_mb_list entries must be finite numbers > 0 MiB",
+            )
             _require(
                 entry.accepts_cap_list, f"bucket_cap_mb_list applies to {' and '.join(CAP_LIST)} only, not {self.name}"
             )

@@ -46,6 +46,15 @@ def test_assign_matches_torch_on_random_lists(seed):
     assert ours == [list(b) for b in theirs]
 
 
+@pytest.mark.parametrize("limits", [[0], [0, 0], [0, 4096], [4096, 0]])
+def test_a_limit_of_zero_bytes_makes_one_bucket_a_tensor_as_torch_does(limits):
+    tensors = [torch.empty(n) for n in (1, 100, 2500, 7, 70000)]
+    sizes = [t.numel() * t.element_size() for t in tensors]
+    ours, our_limits = assign_buckets(sizes, limits)
+    theirs, their_limits = _torch_assign(tensors, limits)
+    assert ours == [list(b) for b in theirs] and our_limits == list(their_limits)
+
+
 def test_closing_rule_is_greater_or_equal():
     # 3 tensors of 400 B with a 800 B cap: the bucket closes at exactly 800 (>=), not after exceeding it
     assert assign_buckets([400, 400, 400], [800])[0] == [[0, 1], [2]]

@@ -27,6 +27,7 @@ ROWS: list[tuple[str, str]] = [
     ("predict --o-us inf", "finite"),
     ("predict --o-us nan", "finite"),
     ("predict --o-us -1", "must be >= 0"),
+    ("predict --bucket-mb inf", "bucket"),
     ("predict --o-us 1e12", "must be <="),
     ("predict --w 0", "must be > 0"),
     ("predict --w 1e-300", "must be >= 1e-06 GB/s"),
@@ -82,6 +83,17 @@ ROWS: list[tuple[str, str]] = [
     ("predict --model {tmp}/notjson.json", "not valid JSON"),
     ("predict --model {tmp}/prof_numel.json", "prof_numel.json"),
     ("predict --model {tmp}/prof_params5.json", "prof_params5.json"),
+    # the audit of 2026-11-29: each once a traceback, a hang or an "inf ms" with exit 0
+    ("predict --model {tmp}/prof_huge_numel.json --world-size 2", "numel must be an integer from 0 to"),
+    ("predict --model {tmp}/prof_inf_forward.json --world-size 2", "forward_s must be a number of seconds"),
+    ("predict --model {tmp}/prof_huge_forward.json --world-size 2", "forward_s must be a number of seconds"),
+    ("predict --model {tmp}/prof_inf_bwd.json --world-size 2", "bwd_s must be a number of seconds"),
+    ("predict --model {tmp}/prof_param_int.json --world-size 2", "a parameter entry must be an object, got 5"),
+    ("predict --model {tmp}/prof_dup_names.json --world-size 2", "parameter names must differ"),
+    ("predict --model {tmp}/prof_grad_no.json --world-size 2", "requires_grad must be true or false"),
+    ("predict --model {tmp}/prof_samples_frac.json --world-size 2", "samples_per_step must be a whole number"),
+    ("predict --model {tmp}/mlp_profile.json --device h100-sxm", "--device applies to built-in models"),
+    ("tune --out-dir {tmp}/o --profile {tmp}/prof_inf_forward.json --network nccl-h100-ib", "forward_s"),
     ("predict --network {tmp}/net_intra5.json", "net_intra5.json"),
     ("predict --strategy bucketed", "needs a bucket size"),
     ("predict --strategy nope", "invalid choice"),
@@ -312,6 +324,18 @@ def tmp(tmp_path_factory) -> Path:
         json.dumps({"schema": "ddpsim.profile/1", "model": "x", "params": [{"name": "w", "numel": "abc"}]})
     )
     (d / "prof_params5.json").write_text(json.dumps({"schema": "ddpsim.profile/1", "model": "x", "params": 5}))
+    w = {"name": "w", "numel": 1024, "bwd_s": 1e-4}
+    for name, patch in {
+        "prof_huge_numel": {"params": [{**w, "numel": 10**20}]},
+        "prof_inf_forward": {"params": [w], "forward_s": float("inf")},
+        "prof_huge_forward": {"params": [w], "forward_s": 1e308},
+        "prof_inf_bwd": {"params": [{**w, "bwd_s": float("inf")}]},
+        "prof_param_int": {"params": [w, 5]},
+        "prof_dup_names": {"params": [w, w]},
+        "prof_grad_no": {"params": [{**w, "requires_grad": "no"}]},
+        "prof_samples_frac": {"params": [w], "samples_per_step": 2.5},
+    }.items():  # json.dumps writes inf as Infinity, which Python's JSON reader takes
+        (d / f"{name}.json").write_text(json.dumps({"schema": "ddpsim.profile/1", "model": "x", **patch}))
     (d / "exits.py").write_text("import sys\nsys.exit(0)\n")
     (d / "raises.py").write_text("raise RuntimeError('broken user module')\n")
     net = {

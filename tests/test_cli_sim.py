@@ -265,3 +265,40 @@ def test_pipelined_switch_on_and_off_and_refused_beside_more_channels(capsys):
     assert code != 0 and err.strip().splitlines() == [
         "ddpsim: error: a pipelined channel is one channel: not 2 channels"
     ]
+
+
+@pytest.mark.parametrize("strategy", ["torch-ddp", "bucketed"])
+def test_a_cap_under_one_byte_is_a_bucket_a_tensor_not_a_hang(capsys, strategy):
+    """``int(cap * MiB)`` is 0 under one byte, as torch truncates it; torch then closes a bucket after each
+    tensor. The bucket loop once never advanced there (the audit of 2026-11-29)."""
+    code, out, err = run_cli(
+        capsys,
+        "predict",
+        "--model",
+        "mlp",
+        "--world-size",
+        "2",
+        "--strategy",
+        strategy,
+        "--bucket-mb",
+        "1e-9",
+        "--json",
+    )
+    assert code == 0, err
+    d = json.loads(out)["results"]
+    assert len(d["buckets"]) == d["n_collectives"] > 1 and all(b["n_params"] == 1 for b in d["buckets"])
+
+
+def test_a_model_file_given_as_a_path_is_predicted_as_its_built_in_name_is(capsys, tmp_path):
+    """The unknown-model error offers "a path to a model JSON file": a copy of a built-in model's file is one."""
+    from pathlib import Path
+
+    import simulator
+
+    copy = tmp_path / "mine.json"
+    copy.write_text((Path(simulator.__file__).parent / "data" / "models" / "mlp.json").read_text())
+    by_name = run_cli(capsys, "predict", "--model", "mlp", "--world-size", "2", "--json")
+    by_path = run_cli(capsys, "predict", "--model", str(copy), "--world-size", "2", "--json")
+    assert by_name[0] == by_path[0] == 0, by_path[2]
+    a, b = json.loads(by_name[1])["results"], json.loads(by_path[1])["results"]
+    assert a["step_time_s"] == b["step_time_s"] and a["total_grad_bytes"] == b["total_grad_bytes"]
