@@ -78,6 +78,10 @@ _calibrate_worlds.__name__ = "world size"
 link_list = number_list(link_mbit)
 
 
+def _over(link_mbit: float | None) -> str:
+    return f"over {link_mbit:g} Mbit/s links" if link_mbit else "on loopback"
+
+
 def _runnable_links(links: list[float | None], command: str) -> tuple[list[float | None], list[dict[str, Any]]]:
     """The links that can run here, and the skipped ones with the reason (each said on stderr)."""
     runnable, skipped = [], []
@@ -263,6 +267,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     load_workload(args.model)  # before ranks start
     world = args.world_size or (given.world_size if given else 2)
     backend = spawn_backend(args, world, args.link_mbit)
+    if given is not None and len(links) == 1 and links[0] != given.link_mbit:
+        raise ValueError(
+            f"--params {args.params} were fitted {_over(given.link_mbit)}, and this validation runs {_over(links[0])}: "
+            "give params calibrated there, or leave --params out to calibrate first"
+        )
     calibrates = given is None or (len(links) > 1 and any(link != given.link_mbit for link in links))
     if world < 2 and calibrates:
         raise ValueError(

@@ -90,7 +90,20 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             )
         if "--quiet" not in p._option_string_actions:
             p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+        if _writes_files(p) and "--force" not in p._option_string_actions:
+            p.add_argument(
+                "--force",
+                action="store_true",
+                help="replace an output file that exists (without it, a file named by a flag that already exists "
+                "is refused before anything runs; a run folder's own files are replaced, as --out-dir says)",
+            )
     return parser
+
+
+def _writes_files(p: argparse.ArgumentParser) -> bool:
+    """Whether a command has an output flag written whole (``_outputs`` kind ``file``, or ``--csv``)."""
+    outputs = p.get_default("_outputs") or {}
+    return "file" in outputs.values() or "--csv" in p._option_string_actions
 
 
 def _main(argv: Sequence[str] | None) -> int:

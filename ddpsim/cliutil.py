@@ -294,6 +294,11 @@ def check_writable(path: str | os.PathLike[str], kind: str = "file") -> None:
         raise ValueError(f"cannot write {p}: permission denied")
 
 
+def _nonempty_file(path: str | os.PathLike[str]) -> bool:
+    p = Path(os.fspath(path))
+    return p.is_file() and p.stat().st_size > 0
+
+
 def _check_records_file(p: Path) -> None:
     try:
         with open(p, encoding="utf-8") as fh:
@@ -379,6 +384,7 @@ def fill_run_folder(args: argparse.Namespace) -> None:
         setattr(args, dest, str(fresh))
     for d, name in unset.items():
         setattr(args, d, str(Path(getattr(args, dest)) / name))
+    args._placed = set(unset)  # outputs put into the run folder, not named by the user
 
 
 def close_run_folder(args: argparse.Namespace, failed: bool) -> None:
@@ -417,6 +423,9 @@ def check_outputs(args: argparse.Namespace) -> None:
             check_writable(value, kind)
         except ValueError as e:
             raise ValueError(f"{flag}: {e}") from None
+        named = dest not in (getattr(args, "_placed", None) or ())
+        if kind == "file" and named and not getattr(args, "force", False) and _nonempty_file(value):
+            raise ValueError(f"{flag}: {value} exists; give --force to replace it, or another path")
         if kind != "dir":  # two outputs into one file: the second would overwrite or corrupt the first
             where = Path(os.fspath(value)).resolve()
             if where in files:

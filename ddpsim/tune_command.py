@@ -253,8 +253,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
         dev = zoo.load_device(args.target_device)  # an unknown device or a bad file: exit 2 now
         dev.peak_for(*PRECISIONS[args.dtype])  # a dtype the device has no peak for: exit 2 now
-        if args.calibrate_device_from:
-            GradProfile.load(args.calibrate_device_from)
+        if args.calibrate_device_from:  # not a profile, not a measured one, or one the fit cannot use: exit 2 now
+            from .device_model import efficiency_from_profile
+
+            efficiency_from_profile(args.calibrate_device_from, dev)
     need_cal = args.params is None and args.network is None and args.o_us is None
     # the network, through the one resolver, before any rank starts (calibrated costs are resolved after)
     given_cost = None if need_cal else _resolve_tune_cost(args, None, given_params)

@@ -9,6 +9,7 @@ import dataclasses
 import json
 import math
 import os
+import stat
 import tempfile
 import types
 import typing
@@ -36,6 +37,12 @@ def read_json(path: str | Path, what: str) -> Any:
 
 
 # ---- writing result files whole ------------------------------------------------
+def _umask() -> int:
+    mask = os.umask(0o022)  # the only way to read it is to set it: set it back at once
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def whole_file(path: str | Path) -> Iterator[Path]:
     """``with whole_file(p) as tmp:`` write ``tmp`` (same folder), and on success it replaces ``p`` in one
@@ -45,6 +52,11 @@ def whole_file(path: str | Path) -> Iterator[Path]:
     fd, name = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp" + p.suffix)
     os.close(fd)
     tmp = Path(name)
+    # mkstemp makes the file 0600; a result file gets the mode any new file would get (or the one it replaces)
+    try:
+        os.chmod(tmp, stat.S_IMODE(p.stat().st_mode) if p.is_file() else 0o666 & ~_umask())
+    except OSError:
+        pass  # a file system without modes: the file stays as made
     try:
         yield tmp
         os.replace(tmp, p)

@@ -712,6 +712,13 @@ def test_params_of_another_schema_exit_2_with_one_line(calibrated, tmp_path, cap
         f"ddpsim: error: params {bad}: params schema is 'ddpsim.params/0'; this ddpsim reads "
         "'ddpsim.params/1' (re-run ddpsim calibrate)\n"
     )
+    # params of another network: refused before any rank starts (they were once used for it, with no word)
+    assert ddpsim(["validate", "--params", str(path), "--model", TINY, "--link-mbit", "100"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"ddpsim: error: --params {path} were fitted on loopback, and this validation runs over 100 Mbit/s links: "
+        "give params calibrated there, or leave --params out to calibrate first\n"
+    )
     # params of another model: refused before any rank starts
     assert ddpsim(["validate", "--params", str(path), "--model", "gpt"]) == 2
     err = capsys.readouterr().err

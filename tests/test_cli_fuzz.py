@@ -272,6 +272,10 @@ ROWS: list[tuple[str, str]] = [
     ("roofline --model mlp --calibrate-device-from {tmp}/mlp_profile.json", "not a measured profile"),
     ("roofline --model mlp --out /proc/r.json", "cannot write"),
     ("tune --out-dir {tmp}/o --calibrate-device-from {tmp}/mlp_profile.json", "give --target-device too"),
+    (  # once refused only after calibrating (the audit of 2026-11-29)
+        "tune --out-dir {tmp}/o --calibrate-device-from {tmp}/mlp_profile.json --target-device h100-sxm",
+        "not a measured profile",
+    ),
     ("tune --out-dir {tmp}/o --target-device v100-sxm --dtype bf16", "no bfloat16 peak"),
     ("tune --out-dir {tmp}/o --target-device nope", "unknown device"),
     ("tune --out-dir {tmp}/o --target-device h100-sxm --calibrate-device-from {tmp}/notjson.json", "not valid JSON"),

@@ -302,3 +302,36 @@ def test_a_model_file_given_as_a_path_is_predicted_as_its_built_in_name_is(capsy
     assert by_name[0] == by_path[0] == 0, by_path[2]
     a, b = json.loads(by_name[1])["results"], json.loads(by_path[1])["results"]
     assert a["step_time_s"] == b["step_time_s"] and a["total_grad_bytes"] == b["total_grad_bytes"]
+
+
+def test_an_output_file_that_exists_is_replaced_only_with_force(capsys, tmp_path):
+    """A file named by a flag that already exists is refused before anything runs (a typo must not eat a user's
+    file); --force replaces it."""
+    mine = tmp_path / "notes.csv"
+    mine.write_text("the user's own notes\n")
+    code, out, err = run_cli(capsys, "predict", "--model", "mlp", "--csv", str(mine))
+    assert code == 2 and mine.read_text() == "the user's own notes\n"
+    assert err == f"ddpsim: error: --csv: {mine} exists; give --force to replace it, or another path\n"
+    trace = tmp_path / "t.json"
+    trace.write_text("{}")
+    assert run_cli(capsys, "predict", "--model", "mlp", "--trace", str(trace))[0] == 2 and trace.read_text() == "{}"
+    code, _, err = run_cli(capsys, "predict", "--model", "mlp", "--csv", str(mine), "--trace", str(trace), "--force")
+    assert code == 0, err
+    assert mine.read_text().startswith("index,name,msg_bytes") and "traceEvents" in trace.read_text()
+    # an empty file is nobody's content: written without --force
+    empty = tmp_path / "empty.csv"
+    empty.touch()
+    assert run_cli(capsys, "predict", "--model", "mlp", "--csv", str(empty))[0] == 0 and empty.stat().st_size > 0
+
+
+def test_a_result_file_gets_the_mode_a_new_file_gets(capsys, tmp_path):
+    """Written whole through a temporary file (mkstemp makes it 0600), a result file ends with the umask's mode."""
+    import os
+
+    old = os.umask(0o022)
+    try:
+        trace = tmp_path / "t.json"
+        assert run_cli(capsys, "predict", "--model", "mlp", "--trace", str(trace))[0] == 0
+        assert (trace.stat().st_mode & 0o777) == 0o644
+    finally:
+        os.umask(old)

@@ -180,8 +180,10 @@ def test_jitter_max_of_ranks_grows_with_world_size():
     "kw, msg",
     [
         ({"name": "bogus"}, "unknown strategy"),
-        ({"name": "bucketed", "bucket_mb": -1}, "bucket size must be > 0"),
-        ({"name": "bucketed", "bucket_mb": 0}, "bucket size must be > 0"),
+        ({"name": "bucketed", "bucket_mb": -1}, "bucket size must be a finite number > 0"),
+        ({"name": "bucketed", "bucket_mb": 0}, "bucket size must be a finite number > 0"),
+        ({"name": "torch-ddp", "bucket_mb": float("inf")}, "bucket size must be a finite number > 0"),
+        ({"name": "torch-ddp", "bucket_cap_mb_list": [1.0, float("nan")]}, "entries must be finite numbers > 0"),
         ({"name": "bucketed"}, "needs a bucket size"),
         ({"name": "torch-ddp", "accum_steps": 0}, "accum_steps"),
     ],
