@@ -35,6 +35,10 @@ BLOCK=${BLOCK:-auto}
 BUCKETS=${BUCKETS:-0.25,1,4,16,64}
 STRATEGIES=${STRATEGIES:-torch-ddp,flat,individual,bucketed,sharded}
 DDPSIM=${DDPSIM:-ddpsim}
+if compgen -G "$OUT/*/validation.json" > /dev/null; then  # validate refuses to replace them (no --force here)
+  echo "$OUT already holds a matrix's cells: give a new folder" >&2
+  exit 2
+fi
 mkdir -p "$OUT"
 for net in $NETWORKS; do
   for m in $MODELS; do
