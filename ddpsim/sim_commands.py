@@ -176,6 +176,9 @@ def add_sim_args(p: argparse.ArgumentParser) -> None:
 def resolve_profile(args: argparse.Namespace, params: Any = None) -> GradProfile:
     """The profile: --model (built-in name or profile JSON), else the one in --params, else gpt2-small."""
     model = args.model
+    for flag in ("model", "device", "network"):
+        if getattr(args, flag, None) == "":
+            raise ValueError(f"--{flag} is empty: give a name or a path, or leave the flag out for the default")
     params_prof = params.profile(Path(args.params).parent) if params is not None else None
     if model is None and params_prof is not None:
         prof = params_prof
@@ -228,7 +231,12 @@ def resolve_cost(args: argparse.Namespace, world_size: int, params: Any = None) 
     )
 
 
+DEFAULT_POINTS = 64  # sweep's log grid
+
+
 def resolve_strategy(args: argparse.Namespace) -> StrategySpec:
+    if isinstance(getattr(args, "bucket_mb", None), float) and getattr(args, "bucket_mb_list", None):
+        raise ValueError("--bucket-mb and --bucket-cap-mb-list both set the caps: give one")
     return StrategySpec(
         name=args.strategy,
         bucket_mb=args.bucket_mb if isinstance(getattr(args, "bucket_mb", None), float) else None,  # sweep: a grid
@@ -393,11 +401,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     spec = replace(resolve_strategy(args), bucket_mb=None)  # --bucket-mb here is the grid, not one size
     if not spec.strategy.bucketed:
         raise ValueError(f"--strategy {spec.name} has no bucket size to sweep; use one of {', '.join(BUCKETED)}")
+    given = [
+        flag for flag, v in (("--bucket-mb", args.bucket_mb), ("--grid", args.grid), ("--points", args.points)) if v
+    ]
+    if len(given) > 1:
+        raise ValueError(f"{' and '.join(given)} each choose the sizes swept: give one")
     if args.bucket_mb:
         grid = sorted(set(args.bucket_mb))
-    elif args.grid:
+    elif args.grid is not None:
         try:
-            lo, hi, n = args.grid.split(":")
+            parts = args.grid.split(":")
+            if len(parts) != 3:
+                raise ValueError(f"got {args.grid!r}")
+            lo, hi, n = parts
             lo_mb, hi_mb, points = bucket_mib(lo), bucket_mib(hi), number(int, 2, 10000)(n)
             if not lo_mb < hi_mb:
                 raise ValueError(f"LO {lo} must be below HI {hi}")
@@ -405,7 +421,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         except (ValueError, argparse.ArgumentTypeError) as e:
             raise ValueError(f"--grid must be LO:HI:N in MiB (e.g. 0.1:1000:64): {e}") from None
     else:
-        grid = default_grid_mb(prof, args.points)
+        grid = default_grid_mb(prof, args.points or DEFAULT_POINTS)
     res = sweep(
         prof,
         cost,
@@ -504,7 +520,12 @@ def add_commands(sub: Any) -> None:
     add_network_args(s)
     add_strategy_args(s, sweep=True)
     add_sim_args(s)
-    s.add_argument("--points", type=number(int, 2, 10000), default=64, help="grid points, log-spaced")
+    s.add_argument(
+        "--points",
+        type=number(int, 2, 10000),
+        default=None,
+        help=f"grid points, log-spaced over the model's sizes (default {DEFAULT_POINTS})",
+    )
     s.add_argument("--grid", default=None, metavar="LO:HI:N", help="explicit log grid in MiB")
     s.add_argument("--json", action="store_true", help="print JSON instead of a table")
     s.add_argument(

@@ -28,6 +28,11 @@ ROWS: list[tuple[str, str]] = [
     ("predict --o-us nan", "finite"),
     ("predict --o-us -1", "must be >= 0"),
     ("predict --bucket-mb inf", "bucket"),
+    ("predict --model", "expected one argument"),
+    ("sweep --grid 1:10", "--grid must be LO:HI:N in MiB (e.g. 0.1:1000:64): got '1:10'"),
+    ("sweep --grid 1:10:4 --bucket-mb 3", "--bucket-mb and --grid each choose the sizes swept"),
+    ("sweep --grid 1:10:4 --points 5", "--grid and --points each choose the sizes swept"),
+    ("predict --bucket-cap-mb-list 1,4 --bucket-mb 5", "--bucket-mb and --bucket-cap-mb-list both set the caps"),
     ("predict --o-us 1e12", "must be <="),
     ("predict --w 0", "must be > 0"),
     ("predict --w 1e-300", "must be >= 1e-06 GB/s"),
@@ -531,3 +536,10 @@ def test_a_warning_is_one_line(tmp_path):
     assert r.returncode == 2 and all(line.startswith("ddpsim: ") for line in lines), r.stderr
     assert any(line.startswith("ddpsim: warning: ") and "incomplete" in line for line in lines)
     assert "return list(" not in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("flag", ["--model", "--network", "--device"])
+def test_an_empty_name_is_refused_not_taken_for_the_default(flag, capsys):
+    assert main(["predict", flag, ""]) == 2
+    err = capsys.readouterr().err
+    assert err == f"ddpsim: error: {flag} is empty: give a name or a path, or leave the flag out for the default\n"
