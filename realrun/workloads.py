@@ -415,8 +415,13 @@ def _load_user(spec: str) -> Workload:
         tokens_per_sample=int(getattr(mod, "TOKENS_PER_SAMPLE", 1)),
         default_batch_size=int(getattr(mod, "BATCH_SIZE", 32)),
     )
-    with _time_limit(f"{spec}: building the model and running one batch"):
-        _check_user_workload(w, path)
+    try:
+        with _time_limit(f"{spec}: building the model and running one batch"):
+            _check_user_workload(w, path)
+    except SystemExit as e:  # sys.exit() in the user's build, batch or loss: not ddpsim's exit
+        raise ValueError(
+            f"{spec}: the user code called sys.exit({e.code!r}) while building the model or running one batch"
+        ) from None
     return w
 
 

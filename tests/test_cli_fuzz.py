@@ -176,6 +176,7 @@ ROWS: list[tuple[str, str]] = [
     ("profile --model mlp --warmup -1 --json", "must be >= 0"),
     ("profile --model mlp --timeout-s nan --json", "finite"),
     ("profile --model {tmp}/exits.py:build --json", "sys.exit"),
+    ("profile --model {tmp}/exits_in_build.py:build --json", "called sys.exit(3) while building the model"),
     # ---- bench-ddp
     ("bench-ddp --model mlp --world-size 1000", "more than this machine can run"),
     ("bench-ddp --model mlp --world-size 0", "must be >= 1"),
@@ -346,6 +347,9 @@ def tmp(tmp_path_factory) -> Path:
     }.items():  # json.dumps writes inf as Infinity, which Python's JSON reader takes
         (d / f"{name}.json").write_text(json.dumps({"schema": "ddpsim.profile/1", "model": "x", **patch}))
     (d / "exits.py").write_text("import sys\nsys.exit(0)\n")
+    (d / "exits_in_build.py").write_text(
+        "import sys\n\ndef build():\n    sys.exit(3)\n\ndef example_batch(n):\n    return None\n"
+    )
     (d / "raises.py").write_text("raise RuntimeError('broken user module')\n")
     net = {
         "schema": "ddpsim.network/1",
