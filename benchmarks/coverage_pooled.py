@@ -1,7 +1,7 @@
 """The 80 % interval's coverage pooled over accuracy-matrix runs, and what a per-cell band can show.
 
     python benchmarks/coverage_pooled.py benchmarks/results/accuracy_matrix_m15link benchmarks/results/accuracy_matrix_m16loop ...
-    python benchmarks/coverage_pooled.py --check-rows 2,3,8 <run folders>
+    python benchmarks/coverage_pooled.py --check-rows 2,3,8 [--estimator rms|meanabs|medabs] <run folders>
 
 Per run folder (cells ``*/validation.json`` from ``accuracy_matrix.sh``): the measured medians inside the
 predicted 80 % interval over all rows, and the cells whose own coverage is in issue 10's band (75-90 %).
@@ -36,19 +36,27 @@ def in_band(share: float) -> bool:
     return BAND[0] <= share <= BAND[1]
 
 
+# a normal's standard deviation from k residuals: their RMS, or (robust) their mean or median absolute value scaled
+ESTIMATORS = {
+    "rms": lambda r: np.sqrt(np.mean(r**2, axis=1)),
+    "meanabs": lambda r: np.sqrt(np.pi / 2) * np.mean(np.abs(r), axis=1),
+    "medabs": lambda r: np.median(np.abs(r), axis=1) / 0.6744897501960817,
+}
+
+
 def band_chance_estimated_width(
-    n_rows: int, k: int, dist: str, trials: int = 20000, seed: int = 0
+    n_rows: int, k: int, dist: str, trials: int = 20000, seed: int = 0, estimator: str = "rms"
 ) -> tuple[float, float, float, float]:
     """(in band, mean coverage, over-covered, under-covered) over ``trials`` simulated cells of ``n_rows``
-    independent errors, each judged against +-Z80 times the RMS of ``k`` residuals of the same distribution
-    (``k`` = 0: the distribution's own RMS). ``dist``: "normal" or "t3"."""
+    independent errors, each judged against +-Z80 times the spread ``estimator`` makes of ``k`` residuals of the
+    same distribution (``k`` = 0: the distribution's own RMS). ``dist``: "normal" or "t3"."""
     rng = np.random.default_rng([seed, n_rows, k])
     draw = {"normal": rng.standard_normal, "t3": lambda size: rng.standard_t(3, size)}[dist]
     err = draw((trials, n_rows))
     if k == 0:
         width = np.full(trials, np.sqrt(3.0) if dist == "t3" else 1.0)
     else:
-        width = np.sqrt(np.mean(draw((trials, k)) ** 2, axis=1))
+        width = ESTIMATORS[estimator](draw((trials, k)))
     cov = np.mean(np.abs(err) <= Z80 * width[:, None], axis=1)
     band = (cov >= BAND[0]) & (cov <= BAND[1])
     return float(band.mean()), float(cov.mean()), float((cov > BAND[1]).mean()), float((cov < BAND[0]).mean())
@@ -61,6 +69,12 @@ def main(argv: list[str] | None = None) -> None:
         "--check-rows",
         default="",
         help="comma-separated k: the band's chance with the width estimated from k residuals (0: known width)",
+    )
+    ap.add_argument(
+        "--estimator",
+        choices=sorted(ESTIMATORS),
+        default="rms",
+        help="the width from k residuals: their RMS (the model-error term's), or their mean or median absolute value",
     )
     a = ap.parse_args(argv)
     ks = [int(x) for x in a.check_rows.split(",") if x.strip()]
@@ -98,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
         for n in sorted(set(sizes)):
             for dist in ("normal", "t3"):
                 for k in ks:
-                    band, mean, over, under = band_chance_estimated_width(n, k, dist)
+                    band, mean, over, under = band_chance_estimated_width(n, k, dist, estimator=a.estimator)
                     kk = "known" if k == 0 else str(k)
                     print(f"| {n} | {dist} | {kk} | {band:.0%} | {mean:.0%} | {over:.0%} | {under:.0%} |")
 
