@@ -289,7 +289,7 @@ def check_writable(path: str | os.PathLike[str], kind: str = "file") -> None:
         os.close(fd)
         os.unlink(tmp)
     except OSError as e:
-        raise ValueError(f"cannot write {p}: {d}: {e.strerror}") from None
+        raise ValueError(f"cannot write {p}: no file can be made in {d} ({e.strerror})") from None
     if p.exists() and kind != "dir" and not os.access(p, os.W_OK):
         raise ValueError(f"cannot write {p}: permission denied")
 
@@ -313,7 +313,7 @@ def _check_records_file(p: Path) -> None:
 RUN_ROOT_ENV = "DDPSIM_RUN_ROOT"  # where each run's own folder goes when no --out-dir is given
 
 
-def run_root() -> Path:
+def run_root(flag: str = "--out-dir") -> Path:
     """Where a run whose outputs were not placed gets its own folder: ``$DDPSIM_RUN_ROOT``, else
     ``$XDG_STATE_HOME/ddpsim/runs``, else ``~/.local/state/ddpsim/runs``: never the current folder."""
     env = os.environ.get(RUN_ROOT_ENV, "").strip()
@@ -325,17 +325,17 @@ def run_root() -> Path:
     try:
         home = Path.home()
     except RuntimeError:  # no HOME and no password entry
-        raise ValueError(f"no home folder to keep runs in: give --out-dir, or set {RUN_ROOT_ENV}") from None
+        raise ValueError(f"no home folder to keep runs in: give {flag}, or set {RUN_ROOT_ENV}") from None
     return home / ".local" / "state" / "ddpsim" / "runs"
 
 
-def new_run_folder(command: str, root: Path | None = None, now: float | None = None) -> Path:
+def new_run_folder(command: str, root: Path | None = None, now: float | None = None, flag: str = "--out-dir") -> Path:
     """A new, empty folder for one run of ``command``: ``<root>/<command>-<UTC yyyymmdd-HHMMSS>``, with ``-2``,
     ``-3``, ... where that exists (created here, so two runs at once never share one). ``ValueError`` (one line)
     where it cannot be made."""
     import time
 
-    root = run_root() if root is None else root
+    root = run_root(flag) if root is None else root
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now))
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -348,9 +348,9 @@ def new_run_folder(command: str, root: Path | None = None, now: float | None = N
             return p
     except OSError as e:
         raise ValueError(
-            f"cannot make a run folder under {root}: {e.strerror or e}; give --out-dir, or set {RUN_ROOT_ENV}"
+            f"cannot make a run folder under {root}: {e.strerror or e}; give {flag}, or set {RUN_ROOT_ENV}"
         ) from None
-    raise ValueError(f"{root} already holds 999 runs of {command} started this second; give --out-dir")
+    raise ValueError(f"{root} already holds 999 runs of {command} started this second; give {flag}")
 
 
 def add_out_dir(parser: argparse.ArgumentParser, command: str, what: str) -> None:
@@ -379,7 +379,7 @@ def fill_run_folder(args: argparse.Namespace) -> None:
     if getattr(args, dest, None) is None:
         if getattr(args, "_in_run_dir", None) and not unset:
             return  # every output was placed: no run folder
-        fresh = new_run_folder(args._run_command)
+        fresh = new_run_folder(args._run_command, flag="--" + dest.replace("_", "-"))
         args._fresh_run_dir = fresh
         setattr(args, dest, str(fresh))
     for d, name in unset.items():
@@ -419,6 +419,8 @@ def check_outputs(args: argparse.Namespace) -> None:
         if value is None:
             continue
         flag = "--" + dest.replace("_", "-")
+        if dest in (getattr(args, "_placed", None) or ()):  # put into the run folder: the folder's flag is the user's
+            flag = "--" + args._run_dir_dest.replace("_", "-")
         try:
             check_writable(value, kind)
         except ValueError as e:

@@ -215,6 +215,7 @@ ROWS: list[tuple[str, str]] = [
     ("calibrate --step-probe-seconds -1", "must be >= 0"),
     ("calibrate --batch-size inf", "not an integer"),
     ("calibrate --out /proc/p.json", "cannot write"),
+    ("calibrate --out-dir /proc/x", "--out-dir: cannot write /proc/x/params.json: no file can be made in /proc"),
     ("calibrate --out {tmp}/p.json --records {tmp}/notrecords.txt", "does not hold ddpsim records"),
     ("calibrate --out {tmp}/p.json --records {tmp}/r.jsonl --model {tmp}/exits.py:build", "sys.exit"),
     # ---- validate

@@ -78,7 +78,8 @@ def test_a_run_root_that_cannot_be_made_is_one_line(tmp_path, monkeypatch, capsy
     monkeypatch.chdir(tmp_path)
     assert main(["plot", "--validation", "v.json"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "cannot make a run folder under" in err[0] and "--out-dir" in err[0]
+    # plot's run folder is --plot-dir: the line names the flag this command has (it once said --out-dir)
+    assert len(err) == 1 and "cannot make a run folder under" in err[0] and "give --plot-dir" in err[0]
 
 
 def test_bad_input_leaves_no_run_folder(tmp_path, monkeypatch, capsys, run_root):
