@@ -506,8 +506,8 @@ def add_commands(sub: Any) -> None:
         "--no-step-probe-check",
         dest="step_probe_check",
         action="store_false",
-        help="leave out the in-step probe at one bucket (a check of its fit that sets the model-error part of "
-        "every prediction interval; without it that part rests on the two fitted caps' steps)",
+        help="leave out the in-step probe at one bucket (a check of its fit; the intervals' model error comes from "
+        "the step check, --sharded-steps, and from the in-step probe's steps only where the step check did not run)",
     )
     c.add_argument(
         "--step-probe-seconds",
