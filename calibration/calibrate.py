@@ -749,7 +749,7 @@ def with_sharded_probe(
     from simulator.predict import predict
     from simulator.strategies import StrategySpec
 
-    from .sharded_probe import check_mb_for, measure_sharded_probe, probe_steps
+    from .sharded_probe import check_configs, measure_sharded_probe, probe_steps
     from .step_probe import probe_one_bucket_mb
     from .validate import auto_block
 
@@ -758,14 +758,14 @@ def with_sharded_probe(
     est = predict(prof, cost, StrategySpec("sharded", bucket_mb=mb), pool.world_size).step_time_s
     block = auto_block(est)
     n = probe_steps(est, spec.sharded_steps, spec.sharded_seconds, block)
-    check_mb = check_mb_for(prof.total_grad_bytes)
+    checks = check_configs(prof.total_grad_bytes)
     say(
         f"sharded step and step check: torch DDP and the sharded optimizer at {mb:g} MiB (one bucket)"
-        + (f", torch DDP at {check_mb:g} MiB" if check_mb else "")
+        + "".join(f", {st} at {c:g} MiB" for st, c in checks)
         + f", beside compute-only steps, {n} steps each, "
         + ("interleaved in turns of {block}" if block > 1 else "interleaved step by step").format(block=block)
     )
-    probe = measure_sharded_probe(pool, spec.model, bs, mb, n, block, optimizer=spec.optimizer, check_mb=check_mb)
+    probe = measure_sharded_probe(pool, spec.model, bs, mb, n, block, optimizer=spec.optimizer, checks=checks)
     writer.write(make_record("sharded_probe", env, model=spec.model, batch_size=bs, probe=probe))
     return with_sharded_fit(params, probe, pool.world_size, say)
 

@@ -18,8 +18,10 @@ a turn together: the pairing the interleaving gives); kept where that interval e
 terms are.
 
 The step check rides on the same turns: copies of the bare module among the configurations
-(``calibration.validate.baseline_order``) and torch DDP at ``CHECK_MB`` (several buckets, a cap outside
-``validate``'s grid; a third of the gradients for a model with less than twice that: ``check_mb_for``). Each configuration is then predicted as
+(``calibration.validate.baseline_order``) and four more (``check_configs``): torch DDP at ``CHECK_MB`` (several
+buckets, a cap outside ``validate``'s grid; a third of the gradients for a model with less than twice that:
+``check_mb_for``) and at a quarter of it, the hand-written ``bucketed`` at it and at four times it (records of the
+twenty-third session hold the first of these only). Each configuration is then predicted as
 ``validate`` predicts a row (the profile rescaled to the compute-only steps' median, the cost as that order sees
 it) at the terms as fitted, the extra as kept; ``log(predicted / measured median)`` over the rows no term was
 fitted to (at least ``MIN_CHECK_ROWS``) is the model's error the intervals carry (``step_check_residual``, ``calibration.params.Params.
@@ -47,6 +49,7 @@ MIN_TURNS = 5  # fewer paired turns than this: no interval, nothing kept
 # theirs (``check_mb_for``).
 CHECK_MB = 2.0
 MIN_CHECK_ROWS = 2  # rows no term was fitted to: fewer, and the intervals keep the in-step probe's model error
+CHECK_STRATEGIES = ("torch-ddp", "bucketed")  # what a check row may be besides the probe's own two
 
 
 def probe_steps(predicted_step_s: float, min_steps: int, seconds: float, block: int) -> int:
@@ -68,6 +71,23 @@ def check_mb_for(total_grad_bytes: int) -> float | None:
     return float(f"{third:.2g}")
 
 
+def check_configs(total_grad_bytes: int) -> list[tuple[str, float]]:
+    """The step check's configurations beside the probe's own two (torch DDP and sharded at one bucket): torch DDP
+    at ``check_mb_for``'s cap and at a quarter of it (more, smaller buckets), and the hand-written ``bucketed`` at
+    that cap and at four times it (fewer buckets), each cap to two significant figures; none for a model without
+    gradients. Four rows no term is fitted to, besides the two: from 2-3 residuals the spread the intervals
+    carry is known to about +-40-50 %, which alone keeps most 17-row cells out of a 75-90 % coverage band
+    (``benchmarks/coverage_pooled.py --check-rows``; BENCHMARKS.md, "Twenty-fourth session")."""
+    base = check_mb_for(total_grad_bytes)
+    if base is None:
+        return []
+
+    def cap(mb: float) -> float:
+        return float(f"{mb:.2g}")
+
+    return [("torch-ddp", base), ("torch-ddp", cap(base / 4)), ("bucketed", base), ("bucketed", cap(base * 4))]
+
+
 def measure_sharded_probe(
     pool: Any,
     model: str,
@@ -76,19 +96,17 @@ def measure_sharded_probe(
     steps: int,
     block: int,
     optimizer: str = "sgd",
-    check_mb: float | None = None,
+    checks: Sequence[tuple[str, float]] = (),
 ) -> dict[str, Any]:
-    """torch DDP and sharded at ``bucket_mb`` (and torch DDP at ``check_mb``, where given), ``steps`` timed steps
-    each, beside copies of the bare module (``calibration.validate.baseline_order``: as ``validate`` measures),
-    interleaved in turns of ``block`` (one untimed turn first); the step times (the slowest rank's) as a record's
-    payload."""
+    """torch DDP and sharded at ``bucket_mb`` and the step check's ``checks`` (``(strategy, bucket_mb)``:
+    ``check_configs``), ``steps`` timed steps each, beside copies of the bare module
+    (``calibration.validate.baseline_order``: as ``validate`` measures), interleaved in turns of ``block`` (one
+    untimed turn first); the step times (the slowest rank's) as a record's payload."""
     from realrun.bench_ddp import measure_interleaved
 
     from .validate import baseline_order
 
-    members: list[tuple[str, float]] = [("torch-ddp", bucket_mb), ("sharded", bucket_mb)]
-    if check_mb is not None:
-        members.append(("torch-ddp", check_mb))
+    members: list[tuple[str, float]] = [("torch-ddp", bucket_mb), ("sharded", bucket_mb), *checks]
     order = baseline_order(len(members))
     res = measure_interleaved(
         pool,
@@ -109,8 +127,10 @@ def measure_sharded_probe(
         "sharded_step_times_s": by[1],
         "compute_step_times_s": [t for k, r in zip(order, res) if k is None for t in r.step_times_s],
     }
-    if check_mb is not None:
-        out.update(check_mb=check_mb, torch_ddp_check_step_times_s=by[2])
+    if checks:
+        out["checks"] = [
+            {"strategy": st, "bucket_mb": mb, "step_times_s": by[k]} for k, (st, mb) in enumerate(checks, start=2)
+        ]
     return out
 
 
@@ -147,25 +167,37 @@ def fit_sharded_probe(
         ddp = [float(x) for x in probe.get("torch_ddp_step_times_s") or []]
         sh = [float(x) for x in probe.get("sharded_step_times_s") or []]
         comp = [float(x) for x in probe.get("compute_step_times_s") or []]
-        chk = [float(x) for x in probe.get("torch_ddp_check_step_times_s") or []]
-        chk_mb = float(probe["check_mb"]) if chk else None  # no check steps: no cap to read
+        checks = _check_steps(probe)
         mb = float(probe["bucket_mb"])
         block = int(probe.get("block") or 1)
     except (AttributeError, KeyError, TypeError, ValueError) as e:
         raise ValueError(f"a sharded-step probe record that is not one ({type(e).__name__}: {e})") from None
-    caps = [mb] if chk_mb is None else [mb, chk_mb]
+    caps = [mb, *(c for _, c, _ in checks)]
+    times = ddp + sh + comp + [t for _, _, ts in checks for t in ts]
     if not (all(math.isfinite(c) and c > 0 for c in caps) and block >= 1) or not all(
-        math.isfinite(t) and t > 0 for t in ddp + sh + comp + chk
+        math.isfinite(t) and t > 0 for t in times
     ):
         raise ValueError("a sharded-step probe record with a cap, turn or step time that is not a number > 0")
+    if any(st not in CHECK_STRATEGIES for st, _, _ in checks):
+        raise ValueError(f"a sharded-step probe record whose check names a strategy outside {CHECK_STRATEGIES}")
     out = _fit_difference(ddp, sh, mb, block, profile, cost, world_size, n_boot, seed)
     if comp:
         kept = cost.with_overrides(broadcast_step_extra_s=out["broadcast_step_extra_s"])
         measured = [("torch-ddp", mb, ddp, False), ("sharded", mb, sh, out["identified"])]
-        if chk_mb is not None:
-            measured.append(("torch-ddp", chk_mb, chk, False))
+        measured += [(st, c, ts, False) for st, c, ts in checks]
         out["check"] = check_rows(measured, comp, block, profile, kept, world_size)
     return out
+
+
+def _check_steps(probe: Mapping[str, Any]) -> list[tuple[str, float, list[float]]]:
+    """The step check's ``(strategy, bucket_mb, step times)`` of a probe record: its ``checks`` (since the
+    twenty-fourth session), else torch DDP at ``check_mb`` (the twenty-third), else none (before it)."""
+    if "checks" in probe:
+        return [
+            (str(c["strategy"]), float(c["bucket_mb"]), [float(x) for x in c["step_times_s"]]) for c in probe["checks"]
+        ]
+    old = [float(x) for x in probe.get("torch_ddp_check_step_times_s") or []]
+    return [("torch-ddp", float(probe["check_mb"]), old)] if old else []
 
 
 def check_rows(

@@ -537,8 +537,9 @@ def add_commands(sub: Any) -> None:
         "--sharded-steps",
         type=number(int, 0, 100_000),
         default=10,
-        help="steps of the sharded-step probe (torch DDP and the sharded optimizer at one bucket and torch DDP at 2 "
-        "MiB beside compute-only steps, interleaved; more where they would not fill 3 s): what each of the sharded "
+        help="steps of the sharded-step probe (torch DDP and the sharded optimizer at one bucket, torch DDP at 2 "
+        "and 0.5 MiB and the hand-written bucketed at 2 and 8 MiB, beside compute-only steps, interleaved; more "
+        "where they would not fill 3 s; smaller caps for models under 4 MiB of gradients): what each of the sharded "
         "optimizer's broadcasts costs in the step beyond the broadcast fit, and the step check the intervals' model "
         "error comes from; 0 leaves both out (default 10)",
     )

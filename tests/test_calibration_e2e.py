@@ -329,16 +329,18 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
     assert shfit == sharded_probe.fit_sharded_probe(shp, params.profile(), params.cost_model(), 2)
     assert shfit["n_broadcasts"] == sum(1 for q in params.profile().params if q.requires_grad)
     assert params.cost_model().broadcast_step_extra_s == (shfit["fitted_s"] if shfit["identified"] else 0.0)
-    # with the step check beside it: two bare copies among the three (0.76 MiB of gradients: the check row at a
+    # with the step check beside it: two bare copies among the six (0.76 MiB of gradients: the check's caps from a
     # third of them), its rows predicted as validate predicts, the sharded one marked fitted where the extra was kept
-    assert len(shp["compute_step_times_s"]) == 2 * block * sharded_probe.MIN_TURNS and shp["check_mb"] == 0.25
+    assert len(shp["compute_step_times_s"]) == 2 * block * sharded_probe.MIN_TURNS
+    configs = [("torch-ddp", 0.25), ("torch-ddp", 0.062), ("bucketed", 0.25), ("bucketed", 1.0)]
+    assert [(c["strategy"], c["bucket_mb"]) for c in shp["checks"]] == configs
     assert [(r["strategy"], r["bucket_mb"], r["fitted"]) for r in shfit["check"]] == [
         ("torch-ddp", shp["bucket_mb"], False),
         ("sharded", shp["bucket_mb"], shfit["identified"]),
-        ("torch-ddp", 0.25, False),
+        *((st, mb, False) for st, mb in configs),
     ]
-    steps = (shp["torch_ddp_step_times_s"], shp["sharded_step_times_s"], shp["torch_ddp_check_step_times_s"])
-    for r, times in zip(shfit["check"], steps):
+    steps = (shp["torch_ddp_step_times_s"], shp["sharded_step_times_s"], *(c["step_times_s"] for c in shp["checks"]))
+    for r, times in zip(shfit["check"], steps, strict=True):
         assert r["measured_median_s"] == statistics.median(times)
         assert r["log_residual"] == math.log(r["predicted_s"] / r["measured_median_s"])
     (cont,) = [r for r in recs if r["kind"] == "contention"]

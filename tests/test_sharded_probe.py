@@ -14,6 +14,7 @@ from calibration.params import Params
 from calibration.sharded_probe import (
     CHECK_MB,
     MIN_TURNS,
+    check_configs,
     check_mb_for,
     fit_sharded_probe,
     n_broadcasts,
@@ -179,6 +180,27 @@ def test_bad_values_of_the_term_are_refused():
             "compute_step_times_s": [0.005],
             "torch_ddp_check_step_times_s": [0.01],
         },
+        {  # a check row of a strategy the check does not run
+            "bucket_mb": 4.0,
+            "torch_ddp_step_times_s": [0.01],
+            "sharded_step_times_s": [0.02],
+            "compute_step_times_s": [0.005],
+            "checks": [{"strategy": "naive", "bucket_mb": 1.0, "step_times_s": [0.01]}],
+        },
+        {  # a check row without its cap
+            "bucket_mb": 4.0,
+            "torch_ddp_step_times_s": [0.01],
+            "sharded_step_times_s": [0.02],
+            "compute_step_times_s": [0.005],
+            "checks": [{"strategy": "bucketed", "step_times_s": [0.01]}],
+        },
+        {  # a check row whose steps are not numbers > 0
+            "bucket_mb": 4.0,
+            "torch_ddp_step_times_s": [0.01],
+            "sharded_step_times_s": [0.02],
+            "compute_step_times_s": [0.005],
+            "checks": [{"strategy": "bucketed", "bucket_mb": 1.0, "step_times_s": [0.01, -1]}],
+        },
         {  # a check cap that is no cap
             "bucket_mb": 4.0,
             "torch_ddp_step_times_s": [0.01],
@@ -281,3 +303,40 @@ def test_the_model_errors_step_count_is_a_whole_number(steps):
 
 def test_sources_leave_the_step_count_out_where_it_is_not_known():
     assert Uncertainty(model_log_sd=math.log(1.02)).sources == ("model error at the in-step probe (2.0%)",)
+
+
+def test_the_check_runs_four_configurations_more_each_predicted_as_validate_predicts_it():
+    """Since the twenty-fourth session the record holds ``checks`` (``check_configs``): torch DDP at two caps and
+    the hand-written ``bucketed`` at two, each a row no term is fitted to, beside the probe's own two."""
+    configs = check_configs(PROF.total_grad_bytes)
+    base = check_mb_for(PROF.total_grad_bytes)
+    assert [st for st, _ in configs] == ["torch-ddp", "torch-ddp", "bucketed", "bucketed"]
+    assert configs[0][1] == configs[2][1] == base and configs[1][1] < base < configs[3][1]
+    block, n, scale = 1, 8, 1.2
+    prof, cost = PROF.scaled(scale), order_cost(COST, True, block)
+    misses = [1.03, 0.99, 1.05, 0.97]  # measured over predicted, per check configuration
+    probe = _check_probe(1.02, 1.0)
+    del probe["check_mb"], probe["torch_ddp_check_step_times_s"]
+    probe["checks"] = [
+        {
+            "strategy": st,
+            "bucket_mb": mb,
+            "step_times_s": [predict(prof, cost, StrategySpec(st, bucket_mb=mb), 2).step_time_s * f] * n,
+        }
+        for (st, mb), f in zip(configs, misses)
+    ]
+    fit = fit_sharded_probe(probe, PROF, COST, 2)
+    rows = fit["check"]
+    assert [(r["strategy"], r["bucket_mb"]) for r in rows] == [("torch-ddp", 4.0), ("sharded", 4.0), *configs]
+    for r, f in zip(rows[2:], misses):
+        assert r["log_residual"] == pytest.approx(-math.log(f), rel=1e-9) and not r["fitted"]
+    assert rows[0]["log_residual"] == pytest.approx(-math.log(1.02), rel=1e-9)
+    want = math.sqrt(sum(r["log_residual"] ** 2 for r in rows) / 6)  # sharded's row too: its extra was not kept
+    assert not fit["identified"] and step_check_residual(fit) == pytest.approx(want, rel=1e-12)
+    assert _params(fit).uncertainty().model_error_steps == 6
+    line = step_check_line(fit)
+    assert line and f"bucketed {configs[3][1]:g} MiB +3.1 %" in line
+
+
+def test_a_model_without_gradients_has_no_check_configurations():
+    assert check_configs(0) == []
