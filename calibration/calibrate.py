@@ -775,11 +775,26 @@ def with_sharded_fit(params: Params, probe: Any, world_size: int, say: Callable[
     (``sharded_probe.fit_sharded_probe``) in ``probes["sharded_step"]``, its line said; as calibrated and refitted."""
     from .sharded_probe import fit_sharded_probe, sharded_probe_line, step_check_line
 
-    fit = fit_sharded_probe(probe, params.profile(), params.cost_model(), world_size)
+    fit = fit_sharded_probe(
+        probe, params.profile(), params.cost_model(), world_size, unc=check_uncertainty(params, probe, world_size)
+    )
     say(sharded_probe_line(fit))
     if line := step_check_line(fit):
         say(line)
     return replace(params, probes={**params.probes, "sharded_step": fit})
+
+
+def check_uncertainty(params: Params, probe: Any, world_size: int) -> Any:
+    """The inputs' errors the step check's predictions carry (``sharded_probe.inputs_log_sd``): ``params``' own, the
+    spread of the probe's compute-only steps, no model error (the check is what measures it) and none of an earlier
+    sharded-step fit's; ``None`` for a record that is not one (``fit_sharded_probe`` says so)."""
+    try:
+        comp = [float(x) for x in probe.get("compute_step_times_s") or ()]
+    except (AttributeError, TypeError, ValueError):
+        return None
+    probes = {k: v for k, v in (params.probes or {}).items() if k != "sharded_step"}
+    unc = replace(params, probes=probes).uncertainty(comp, world_size=world_size)
+    return replace(unc, model_log_sd=0.0)
 
 
 def calibrate(spec: CalibrateSpec, progress: bool = True) -> Params:

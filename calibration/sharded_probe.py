@@ -159,6 +159,7 @@ def fit_sharded_probe(
     world_size: int,
     n_boot: int = N_BOOT,
     seed: int = 0,
+    unc: Any = None,
 ) -> dict[str, Any]:
     """``broadcast_step_extra_s`` from a probe record's payload (``measure_sharded_probe``), against ``cost`` (the
     calibration's other terms) and ``profile``; with its 95 % interval and whether it was kept; and the step check
@@ -185,7 +186,7 @@ def fit_sharded_probe(
         kept = cost.with_overrides(broadcast_step_extra_s=out["broadcast_step_extra_s"])
         measured = [("torch-ddp", mb, ddp, False), ("sharded", mb, sh, out["identified"])]
         measured += [(st, c, ts, False) for st, c, ts in checks]
-        out["check"] = check_rows(measured, comp, block, profile, kept, world_size)
+        out["check"] = check_rows(measured, comp, block, profile, kept, world_size, unc)
     return out
 
 
@@ -207,6 +208,7 @@ def check_rows(
     profile: GradProfile,
     cost: CostModel,
     world_size: int,
+    unc: Any = None,
 ) -> list[dict[str, Any]]:
     """The step check: each ``(strategy, bucket_mb, step times, fitted)`` measured beside the compute-only steps
     ``compute_s`` predicted as ``validate`` predicts a row (the profile rescaled to their median, the cost as that
@@ -224,36 +226,61 @@ def check_rows(
     for strategy, mb, times, fitted in measured:
         if not times:
             continue
-        pred = predict(prof, c, StrategySpec(strategy, bucket_mb=mb), world_size).step_time_s
+        spec = StrategySpec(strategy, bucket_mb=mb)
+        pred = predict(prof, c, spec, world_size).step_time_s
         meas = statistics.median(times)
-        rows.append(
-            {
-                "strategy": strategy,
-                "bucket_mb": mb,
-                "steps": len(times),
-                "measured_median_s": meas,
-                "predicted_s": pred,
-                "log_residual": math.log(pred / meas),
-                "fitted": bool(fitted),
-            }
-        )
+        row = {
+            "strategy": strategy,
+            "bucket_mb": mb,
+            "steps": len(times),
+            "measured_median_s": meas,
+            "predicted_s": pred,
+            "log_residual": math.log(pred / meas),
+            "fitted": bool(fitted),
+        }
+        if unc is not None:
+            row["inputs_log_sd"] = inputs_log_sd(prof, c, unc, spec, world_size, len(times))
+        rows.append(row)
     return rows
 
 
-def step_check_residual(fit: Mapping[str, Any] | None) -> float | None:
-    """The root mean square of the step check's ``log(predicted / measured)`` over the rows no term was fitted to
-    (``check_rows``); ``None`` where the probe had no check (a record from before it, or no compute-only steps) or
-    fewer than ``MIN_CHECK_ROWS`` such rows: one residual is no spread (run m55's first calibrations, whose
-    sharded extra was kept and whose models were too small for the 2 MiB row: micro-DLRM's one row 0.0 %, where
-    its validation rows have missed by 5-11 %).
+def inputs_log_sd(profile: Any, cost: Any, unc: Any, spec: Any, world_size: int, steps: int) -> float:
+    """The standard deviation of ``log`` of the predicted median of ``steps`` steps over 32 seeded draws of
+    ``unc``'s inputs (``simulator.interval``, as every interval draws them), the model error left out; 0 where
+    nothing is drawn."""
+    from dataclasses import replace
 
-    The residuals carry the inputs' errors too, which every interval draws again. Taking those out in quadrature
-    (each row's log-sd over 32 draws of them; commit 2ee0d4d, replayed over runs m55-m58) set the term to 0 in 3 of
-    12 cells, two of which then covered 47 and 59 % of their rows: from two or three residuals the difference of
-    two spreads is mostly noise. Pooled over the 204 rows the intervals covered 79.9 % so, 86.8 % as here; cells
-    in 75-90 %: 1 of 12 so, 3 here (BENCHMARKS.md, "Twenty-third session"). Kept as here: it errs wide."""
+    import numpy as np
+
+    from simulator.interval import draw_inputs, step_times_over
+
+    u = replace(unc, model_log_sd=0.0).for_cost(cost)
+    if not u.sources:
+        return 0.0
+    times = step_times_over(draw_inputs(profile, cost, u, 32, 0, steps), spec, world_size)
+    return float(np.std(np.log(times), ddof=1))
+
+
+def step_check_residual(fit: Mapping[str, Any] | None) -> float | None:
+    """The model's own error at the step check: the root mean square of its ``log(predicted / measured)`` over the
+    rows no term was fitted to (``check_rows``), less in quadrature what the inputs' errors spread those rows'
+    predictions by (each row's ``inputs_log_sd``, where the calibration gave the check its inputs' errors:
+    every interval draws them again, so they are counted once); 0 where that spread covers the residuals. ``None``
+    where the probe had no check (a record from before it, or no compute-only steps) or fewer than
+    ``MIN_CHECK_ROWS`` such rows: one residual is no spread.
+
+    From the 2-3 rows of the twenty-third session's check the difference of two spreads was mostly noise (replayed
+    over runs m55-m58 it set the term to 0 in 3 of 12 cells, two then covering 47 and 59 %; commit 2ee0d4d,
+    reverted), and the plain RMS erred wide (pooled 86.8 %, 3 cells in 75-90 %). From the 5-6 rows of
+    ``check_configs`` the RMS tracked the rows' own RMS error (run m59) and the intervals covered 92.2 %, 4 cells in
+    band; with the subtraction, replayed over m59's records, 81.9 %, 7 cells in band, none under 53 %
+    (BENCHMARKS.md, "Twenty-fourth session")."""
     res = step_check_residuals(fit)
-    return math.sqrt(sum(x * x for x in res) / len(res)) if len(res) >= MIN_CHECK_ROWS else None
+    if len(res) < MIN_CHECK_ROWS:
+        return None
+    rows = [r for r in ((fit or {}).get("check") or ()) if isinstance(r, Mapping) and not r.get("fitted")]
+    owed = sum(float(r.get("inputs_log_sd") or 0.0) ** 2 for r in rows)
+    return math.sqrt(max(0.0, sum(x * x for x in res) - owed) / len(res))
 
 
 def step_check_residuals(fit: Mapping[str, Any] | None) -> list[float]:

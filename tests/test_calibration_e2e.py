@@ -27,7 +27,7 @@ import calibration.calibrate as calibrate_mod  # noqa: E402
 import calibration.sharded_probe as sharded_probe  # noqa: E402
 import realrun.bench_ddp as bench_ddp  # noqa: E402
 import realrun.netns as netns  # noqa: E402
-from calibration.calibrate import CalibrateSpec, calibrate_on_pool, fit_probe  # noqa: E402
+from calibration.calibrate import CalibrateSpec, calibrate_on_pool, check_uncertainty, fit_probe  # noqa: E402
 from calibration.fit import fit_bandwidth, fit_linear  # noqa: E402
 from calibration.params import PARAMS_SCHEMA, Params, probe_step_residual  # noqa: E402
 from calibration.probes import (
@@ -326,7 +326,9 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
     block = shp["block"]
     assert len(shp["torch_ddp_step_times_s"]) == len(shp["sharded_step_times_s"]) == block * sharded_probe.MIN_TURNS
     shfit = params.probes["sharded_step"]
-    assert shfit == sharded_probe.fit_sharded_probe(shp, params.profile(), params.cost_model(), 2)
+    unc = check_uncertainty(params, shp, 2)
+    assert shfit == sharded_probe.fit_sharded_probe(shp, params.profile(), params.cost_model(), 2, unc=unc)
+    assert unc.model_log_sd == 0.0 and all(r["inputs_log_sd"] >= 0 for r in shfit["check"])
     assert shfit["n_broadcasts"] == sum(1 for q in params.profile().params if q.requires_grad)
     assert params.cost_model().broadcast_step_extra_s == (shfit["fitted_s"] if shfit["identified"] else 0.0)
     # with the step check beside it: two bare copies among the six (0.76 MiB of gradients: the check's caps from a

@@ -340,3 +340,22 @@ def test_the_check_runs_four_configurations_more_each_predicted_as_validate_pred
 
 def test_a_model_without_gradients_has_no_check_configurations():
     assert check_configs(0) == []
+
+
+def test_the_checks_model_error_is_what_the_inputs_errors_do_not_spread():
+    """The check's residuals hold the inputs' errors too, which every interval draws again: the term is their mean
+    square less, in quadrature, each row's spread under those draws (counted once, not twice)."""
+    probe = _check_probe(1.05, 0.98)
+    plain = fit_sharded_probe(probe, PROF, COST, 2)
+    assert all("inputs_log_sd" not in r for r in plain["check"])
+    unc = Uncertainty(o_sd_s=100e-6, w_log_sd=0.05)
+    fit = fit_sharded_probe(probe, PROF, COST, 2, unc=unc)
+    sds = [r["inputs_log_sd"] for r in fit["check"]]
+    assert all(s > 0 for s in sds) and len(set(sds)) == 3
+    res = [r["log_residual"] for r in fit["check"]]
+    assert res == [r["log_residual"] for r in plain["check"]]  # the residuals do not change, their share does
+    want = math.sqrt(max(0.0, sum(x * x for x in res) - sum(s * s for s in sds)) / 3)
+    assert step_check_residual(fit) == pytest.approx(want, rel=1e-12) and want < step_check_residual(plain)
+    # inputs that spread the predictions more than the check missed by leave no model error
+    wide = fit_sharded_probe(probe, PROF, COST, 2, unc=Uncertainty(o_sd_s=2e-3, w_log_sd=0.5))
+    assert step_check_residual(wide) == 0.0
