@@ -339,10 +339,13 @@ def format_tune(res: TuneResult) -> str:
     if res.gain_p10_p90_pct is not None:
         g = res.gain_p10_p90_pct
         head.append(f"  gain over the measured errors (p10..p90 of paired draws): {g[0]:+.1f}% to {g[1]:+.1f}%")
-    lines = head + [
-        f"  any cap from {res.near_best_range_mb[0]:.3g} to {res.near_best_range_mb[1]:.3g} MiB is within "
-        f"{NEAR_BEST_PCT:g}% of the best (exact best of the sweep: {res.exact_best_bucket_mb or res.recommended_bucket_mb:.3g} MiB)",
-    ]
+    lo, hi = res.near_best_range_mb
+    exact = f"exact best of the sweep: {res.exact_best_bucket_mb or res.recommended_bucket_mb:.3g} MiB"
+    if f"{lo:.3g}" == f"{hi:.3g}":  # one point of the sweep's grid: its neighbours there are not within the band
+        near = f"  of the sweep's sizes only {lo:.3g} MiB is within {NEAR_BEST_PCT:g}% of the best ({exact})"
+    else:
+        near = f"  any cap from {lo:.3g} to {hi:.3g} MiB is within {NEAR_BEST_PCT:g}% of the best ({exact})"
+    lines = [*head, near]
     if res.recommended_bucket_mb_list:
         lines.append(
             f"  non-uniform: bucket_cap_mb_list={list(res.recommended_bucket_mb_list)} (torch >= 2.13) predicts "

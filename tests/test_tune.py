@@ -1012,3 +1012,16 @@ def test_near_best_range_is_the_run_around_the_best_not_first_to_last_in_the_ban
     rows = [{"bucket_mb": mb, "step_time_s": t} for mb, t in steps.items()]
     # 2.5 MiB is in the 1 % band again, but 1 and 2 MiB between are not: the range stops at 0.9
     assert near_best_range(rows, 1.0) == (0.62, 0.9)
+
+
+def test_a_near_best_band_of_one_grid_point_is_said_as_one():
+    """The band is read off the sweep's grid: where only the best point is within it, "any cap from 11.3 to 11.3
+    MiB" (seen in a quick start, 2026-11-29) says a range where there is one point."""
+    from dataclasses import replace
+
+    res = recommend(_stream(), STREAM_COST, 2)
+    one = replace(res, near_best_range_mb=(11.3, 11.3))
+    assert "of the sweep's sizes only 11.3 MiB is within 1% of the best" in format_tune(one)
+    assert "any cap from" not in format_tune(one)
+    wide = replace(res, near_best_range_mb=(4.0, 16.0))
+    assert "any cap from 4 to 16 MiB is within 1% of the best" in format_tune(wide)
