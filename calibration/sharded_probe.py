@@ -278,16 +278,20 @@ def step_check_residual(fit: Mapping[str, Any] | None) -> float | None:
     res = step_check_residuals(fit)
     if len(res) < MIN_CHECK_ROWS:
         return None
-    rows = [r for r in ((fit or {}).get("check") or ()) if isinstance(r, Mapping) and not r.get("fitted")]
-    owed = sum(float(r.get("inputs_log_sd") or 0.0) ** 2 for r in rows)
+    owed = sum(float(r.get("inputs_log_sd") or 0.0) ** 2 for r in _check_rows_counted(fit))
     return math.sqrt(max(0.0, sum(x * x for x in res) - owed) / len(res))
 
 
 def step_check_residuals(fit: Mapping[str, Any] | None) -> list[float]:
     """The step check's ``log(predicted / measured)`` of each row no term was fitted to (``check_rows``); [] where
     the probe had no check."""
+    return [float(r["log_residual"]) for r in _check_rows_counted(fit)]
+
+
+def _check_rows_counted(fit: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    """The step check's rows that count: no term fitted to them, a finite residual."""
     rows = [r for r in ((fit or {}).get("check") or ()) if isinstance(r, Mapping) and not r.get("fitted")]
-    return [float(r["log_residual"]) for r in rows if math.isfinite(float(r.get("log_residual", math.nan)))]
+    return [r for r in rows if math.isfinite(float(r.get("log_residual", math.nan)))]
 
 
 def _fit_difference(
