@@ -74,6 +74,22 @@ class ParamSpec:
     requires_grad: bool = True
 
     def __post_init__(self) -> None:
+        # every profile's rescale (an interval's draws) builds each parameter again: the valid case in one test,
+        # the messages only where it fails
+        if (
+            type(self.name) is str
+            and self.name != ""
+            and type(self.numel) is int
+            and 0 <= self.numel <= MAX_NUMEL
+            and self.dtype in DTYPE_BYTES
+            and _seconds(self.bwd_s)
+            and type(self.requires_grad) is bool
+        ):
+            return
+        self._refuse()
+
+    def _refuse(self) -> None:
+        """Raise the first of this parameter's problems, as one line."""
         _require(isinstance(self.name, str) and self.name != "", "parameter name must be a non-empty string")
         _require(
             isinstance(self.numel, int) and not isinstance(self.numel, bool) and 0 <= self.numel <= MAX_NUMEL,
