@@ -275,11 +275,11 @@ def step_check_residual(fit: Mapping[str, Any] | None) -> float | None:
     ``check_configs`` the RMS tracked the rows' own RMS error (run m59) and the intervals covered 92.2 %, 4 cells in
     band; with the subtraction, replayed over m59's records, 81.9 %, 7 cells in band, none under 53 %
     (BENCHMARKS.md, "Twenty-fourth session")."""
-    res = step_check_residuals(fit)
-    if len(res) < MIN_CHECK_ROWS:
+    rows = _check_rows_counted(fit)
+    if len(rows) < MIN_CHECK_ROWS:
         return None
-    owed = sum(float(r.get("inputs_log_sd") or 0.0) ** 2 for r in _check_rows_counted(fit))
-    return math.sqrt(max(0.0, sum(x * x for x in res) - owed) / len(res))
+    square = sum(float(r["log_residual"]) ** 2 - float(r.get("inputs_log_sd") or 0.0) ** 2 for r in rows)
+    return math.sqrt(max(0.0, square) / len(rows))
 
 
 def step_check_residuals(fit: Mapping[str, Any] | None) -> list[float]:

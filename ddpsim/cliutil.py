@@ -418,14 +418,12 @@ def check_outputs(args: argparse.Namespace) -> None:
         value = getattr(args, dest, None)
         if value is None:
             continue
-        flag = "--" + dest.replace("_", "-")
-        if dest in (getattr(args, "_placed", None) or ()):  # put into the run folder: the folder's flag is the user's
-            flag = "--" + args._run_dir_dest.replace("_", "-")
+        named = dest not in (getattr(args, "_placed", None) or ())  # else put into the run folder by fill_run_folder
+        flag = "--" + (dest if named else args._run_dir_dest).replace("_", "-")  # the flag the user gave
         try:
             check_writable(value, kind)
         except ValueError as e:
             raise ValueError(f"{flag}: {e}") from None
-        named = dest not in (getattr(args, "_placed", None) or ())
         if kind == "file" and named and not getattr(args, "force", False) and _nonempty_file(value):
             raise ValueError(f"{flag}: {value} exists; give --force to replace it, or another path")
         if kind != "dir":  # two outputs into one file: the second would overwrite or corrupt the first
