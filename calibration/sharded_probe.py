@@ -67,8 +67,12 @@ def check_mb_for(total_grad_bytes: int) -> float | None:
         return None
     if total_grad_bytes > 2 * CHECK_MB * MIB:
         return CHECK_MB
-    third = total_grad_bytes / 3 / MIB
-    return float(f"{third:.2g}")
+    return _two_figures(total_grad_bytes / 3 / MIB)
+
+
+def _two_figures(mb: float) -> float:
+    """A cap to two significant figures (micro-DLRM's third, 1.2999 MiB: 1.3)."""
+    return float(f"{mb:.2g}")
 
 
 def check_configs(total_grad_bytes: int) -> list[tuple[str, float]]:
@@ -81,11 +85,12 @@ def check_configs(total_grad_bytes: int) -> list[tuple[str, float]]:
     base = check_mb_for(total_grad_bytes)
     if base is None:
         return []
-
-    def cap(mb: float) -> float:
-        return float(f"{mb:.2g}")
-
-    return [("torch-ddp", base), ("torch-ddp", cap(base / 4)), ("bucketed", base), ("bucketed", cap(base * 4))]
+    return [
+        ("torch-ddp", base),
+        ("torch-ddp", _two_figures(base / 4)),
+        ("bucketed", base),
+        ("bucketed", _two_figures(base * 4)),
+    ]
 
 
 def measure_sharded_probe(
