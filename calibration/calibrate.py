@@ -760,10 +760,8 @@ def with_sharded_probe(
     n = probe_steps(est, spec.sharded_steps, spec.sharded_seconds, block)
     checks = check_configs(prof.total_grad_bytes)
     say(
-        "step check and sharded step: "
-        + ", ".join(f"{st} at {c:g} MiB" for st, c in checks)
-        + (" (stepped apart from sharded steps), then " if checks else "")
-        + f"torch DDP and the sharded optimizer at {mb:g} MiB (one bucket)"
+        f"sharded step and step check: torch DDP and the sharded optimizer at {mb:g} MiB (one bucket)"
+        + "".join(f", {st} at {c:g} MiB" for st, c in checks)
         + f", beside compute-only steps, {n} steps each, "
         + ("interleaved in turns of {block}" if block > 1 else "interleaved step by step").format(block=block)
     )
@@ -791,7 +789,7 @@ def check_uncertainty(params: Params, probe: Any, world_size: int) -> Any:
     spread of the probe's compute-only steps, no model error (the check is what measures it) and none of an earlier
     sharded-step fit's; ``None`` for a record that is not one (``fit_sharded_probe`` says so)."""
     try:
-        comp = [float(x) for k in ("compute_step_times_s", "check_compute_step_times_s") for x in probe.get(k) or ()]
+        comp = [float(x) for x in probe.get("compute_step_times_s") or ()]
     except (AttributeError, TypeError, ValueError):
         return None
     probes = {k: v for k, v in (params.probes or {}).items() if k != "sharded_step"}

@@ -106,41 +106,36 @@ def measure_sharded_probe(
     """torch DDP and sharded at ``bucket_mb`` and the step check's ``checks`` (``(strategy, bucket_mb)``:
     ``check_configs``), ``steps`` timed steps each, beside copies of the bare module
     (``calibration.validate.baseline_order``: as ``validate`` measures), interleaved in turns of ``block`` (one
-    untimed turn first); the step times (the slowest rank's) as a record's payload.
-
-    The checks are stepped first, apart, with their own compute-only copies (``check_compute_step_times_s``):
-    beside sharded steps micro-DLRM's nine-call steps on loopback ran 16 ms against 7 ms apart (BENCHMARKS.md,
-    "Twenty-fifth session"), a state no user's job of those settings is in. Records of the twenty-fourth
-    session stepped them all together."""
+    untimed turn first); the step times (the slowest rank's) as a record's payload."""
     from realrun.bench_ddp import measure_interleaved
 
     from .validate import baseline_order
 
-    def beside_compute(members: Sequence[tuple[str, float]]) -> tuple[list[list[float]], list[float]]:
-        order = baseline_order(len(members))
-        res = measure_interleaved(
-            pool,
-            model,
-            [("compute", None) if k is None else members[k] for k in order],
-            batch_size=batch_size,
-            steps=steps,
-            warmup=1,
-            optimizer=optimizer,
-            block=block,
-        )
-        by = {k: list(r.step_times_s) for k, r in zip(order, res) if k is not None}
-        comp = [t for k, r in zip(order, res) if k is None for t in r.step_times_s]
-        return [by[k] for k in range(len(members))], comp
-
-    out: dict[str, Any] = {"bucket_mb": bucket_mb, "block": block, "optimizer": optimizer}
+    members: list[tuple[str, float]] = [("torch-ddp", bucket_mb), ("sharded", bucket_mb), *checks]
+    order = baseline_order(len(members))
+    res = measure_interleaved(
+        pool,
+        model,
+        [("compute", None) if k is None else members[k] for k in order],
+        batch_size=batch_size,
+        steps=steps,
+        warmup=1,
+        optimizer=optimizer,
+        block=block,
+    )
+    by = {k: list(r.step_times_s) for k, r in zip(order, res) if k is not None}
+    out: dict[str, Any] = {
+        "bucket_mb": bucket_mb,
+        "block": block,
+        "optimizer": optimizer,
+        "torch_ddp_step_times_s": by[0],
+        "sharded_step_times_s": by[1],
+        "compute_step_times_s": [t for k, r in zip(order, res) if k is None for t in r.step_times_s],
+    }
     if checks:
-        check_times, check_comp = beside_compute(list(checks))
         out["checks"] = [
-            {"strategy": st, "bucket_mb": mb, "step_times_s": ts} for (st, mb), ts in zip(checks, check_times)
+            {"strategy": st, "bucket_mb": mb, "step_times_s": by[k]} for k, (st, mb) in enumerate(checks, start=2)
         ]
-        out["check_compute_step_times_s"] = check_comp
-    (ddp, sh), comp = beside_compute([("torch-ddp", bucket_mb), ("sharded", bucket_mb)])
-    out.update(torch_ddp_step_times_s=ddp, sharded_step_times_s=sh, compute_step_times_s=comp)
     return out
 
 
@@ -178,14 +173,13 @@ def fit_sharded_probe(
         ddp = [float(x) for x in probe.get("torch_ddp_step_times_s") or []]
         sh = [float(x) for x in probe.get("sharded_step_times_s") or []]
         comp = [float(x) for x in probe.get("compute_step_times_s") or []]
-        check_comp = [float(x) for x in probe.get("check_compute_step_times_s") or []]
         checks = _check_steps(probe)
         mb = float(probe["bucket_mb"])
         block = int(probe.get("block") or 1)
     except (AttributeError, KeyError, TypeError, ValueError) as e:
         raise ValueError(f"a sharded-step probe record that is not one ({type(e).__name__}: {e})") from None
     caps = [mb, *(c for _, c, _ in checks)]
-    times = ddp + sh + comp + check_comp + [t for _, _, ts in checks for t in ts]
+    times = ddp + sh + comp + [t for _, _, ts in checks for t in ts]
     if not (all(math.isfinite(c) and c > 0 for c in caps) and block >= 1) or not all(
         math.isfinite(t) and t > 0 for t in times
     ):
@@ -196,12 +190,8 @@ def fit_sharded_probe(
     if comp:
         kept = cost.with_overrides(broadcast_step_extra_s=out["broadcast_step_extra_s"])
         measured = [("torch-ddp", mb, ddp, False), ("sharded", mb, sh, out["identified"])]
-        apart = [(st, c, ts, False) for st, c, ts in checks]
-        if check_comp:  # the checks stepped apart (since the twenty-fifth session), beside their own baseline
-            out["check"] = check_rows(measured, comp, block, profile, kept, world_size, unc)
-            out["check"] += check_rows(apart, check_comp, block, profile, kept, world_size, unc)
-        else:
-            out["check"] = check_rows(measured + apart, comp, block, profile, kept, world_size, unc)
+        measured += [(st, c, ts, False) for st, c, ts in checks]
+        out["check"] = check_rows(measured, comp, block, profile, kept, world_size, unc)
     return out
 
 

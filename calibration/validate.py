@@ -36,12 +36,6 @@ VALIDATION_SCHEMA = "ddpsim.validation/1"
 DEFAULT_BUCKETS_MB = (0.25, 1.0, 4.0, 16.0, 64.0, 256.0)
 DEFAULT_BLOCK = 10
 SHORT_STEP_S = 0.05
-# untimed turns, at least, before a group whose turns may follow `sharded` steps (the first of a run, which may
-# follow a calibration's sharded-step probe, and any after a group with a sharded member): micro-DLRM's nine-call
-# steps on loopback ran 16 ms beside sharded steps against 7 ms apart, and 16 ms for the first 10-30 turns after
-# them (2-4.5 s in a two-configuration turn, about 6-18 s in validate's groups of 12; BENCHMARKS.md,
-# "Twenty-fifth session")
-SETTLE_AFTER_SHARDED_S = 15.0
 """Turns of ``DEFAULT_BLOCK`` timed steps of one configuration (after one untimed step) where the predicted step is
 under ``SHORT_STEP_S``; one timed step a turn otherwise (``auto_block``). A training job steps one configuration
 after itself, and a step's time depends on the step before it: on this project's 2-core VM a micro-DLRM DDP step
@@ -422,7 +416,6 @@ def measure_beside_compute(
     min_seconds: float = 0.0,
     est_step_s: float | None = None,
     block: int = 1,
-    settle_s: float = SETTLE_AFTER_SHARDED_S,
 ) -> tuple[int, list[list[float]], list[list[float]]]:
     """Step ``configs`` for real beside a compute-only baseline; the measuring half of ``validate``
     and ``tune --verify``.
@@ -436,9 +429,7 @@ def measure_beside_compute(
     (a training job's order; ``auto_block``), or with ``block`` 1 one timed
     step after another configuration's; ``warmup`` untimed steps first. ``steps``
     in all per configuration (per baseline copy), more where steps of about
-    ``est_step_s`` would not fill ``min_seconds`` (``steps_for_time``). A group whose turns may follow
-    `sharded` steps (the run's first, and any after a group with a sharded member) steps untimed for
-    ``settle_s`` first (``SETTLE_AFTER_SHARDED_S``). Returns
+    ``est_step_s`` would not fill ``min_seconds`` (``steps_for_time``). Returns
     the steps per round, and per configuration its step times and its group's
     compute-only times (all copies').
     """
@@ -456,18 +447,14 @@ def measure_beside_compute(
     groups = [list(range(k, min(k + group_size, len(configs)))) for k in range(0, len(configs), group_size)]
     times: list[list[float]] = [[] for _ in configs]
     compute: list[list[float]] = [[] for _ in groups]
-    after_sharded = True  # what ran before the first group is not known here: a calibration ends with sharded steps
     for rnd in range(rounds):
         for g, members in enumerate(groups):
-            settle = settle_s if after_sharded else 0.0
-            after_sharded = any(configs[k].name == "sharded" for k in members)
             order = [None if i is None else members[i] for i in baseline_order(len(members))]
             copies = order.count(None)
             say(
                 f"round {rnd + 1}/{rounds}, group {g + 1}/{len(groups)}: compute-only"
                 f"{f' ({copies} copies)' if copies > 1 else ''} + {len(members)} configurations "
                 f"interleaved, {steps_per_round} steps each"
-                + (f", after {settle:g} s untimed (it may follow sharded steps)" if settle > 0 else "")
             )
             cfgs = [
                 ("compute", None)
@@ -475,9 +462,7 @@ def measure_beside_compute(
                 else (configs[k].name, configs[k].bucket_mb, configs[k].bucket_cap_mb_list)
                 for k in order
             ]
-            res = measure_interleaved(
-                pool, model, cfgs, batch_size, steps_per_round, warm_turns, optimizer, block, settle_s=settle
-            )
+            res = measure_interleaved(pool, model, cfgs, batch_size, steps_per_round, warm_turns, optimizer, block)
             copy = 0
             for k, r in zip(order, res):
                 if k is None:

@@ -25,7 +25,6 @@ configuration); on CUDA ``torch.cuda.max_memory_allocated`` after a reset.
 from __future__ import annotations
 
 import gc
-import math
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -163,16 +162,6 @@ def _step_task(
     return out
 
 
-def _rank0_says(flag: bool, device: str) -> bool:
-    """Rank 0's ``flag``, the same on every rank (one broadcast)."""
-    import torch
-    import torch.distributed as dist
-
-    t = torch.tensor([1 if flag else 0], dtype=torch.int64, device=device)
-    dist.broadcast(t, 0)
-    return bool(t.item())
-
-
 def _interleaved_task(
     ctx: Any,
     spec: str,
@@ -182,15 +171,13 @@ def _interleaved_task(
     warmup: int,
     optimizer: str,
     block: int = 1,
-    settle_s: float = 0.0,
 ) -> list[list[float]]:
     """Every configuration built side by side (own model copy each), stepped in turn: A B C, C B A, A B C, ...
     with an untimed step of the turn's second configuration before each turn after the first (A B C, b C B
     A, b A B C: no timed step follows a step of its own model). With ``block`` > 1 each turn is one
     untimed step (the switch from another configuration's model) then up to ``block`` timed ones, as a
     training job's steps follow steps of the same model; ``warmup`` counts turns (``block + 1`` steps
-    each). ``settle_s``: untimed turns go on after the ``warmup`` ones until that long has passed since the
-    models were built (rank 0's clock, its word broadcast after each turn)."""
+    each)."""
     import time
 
     import torch.distributed as dist
@@ -222,14 +209,8 @@ def _interleaved_task(
         _sync(device)
         return time.perf_counter() - t0
 
-    timed_turns = -(-steps // block)
-    settle_until = time.perf_counter() + settle_s
-    settling = settle_s > 0
-    i = 0
-    while timed_turns > 0 or i < warmup:
-        warm = i < warmup
-        if not warm and settling:
-            settling = warm = _rank0_says(time.perf_counter() < settle_until, device)
+    turns = warmup + -(-steps // block)
+    for i in range(turns):
         order = list(range(len(setups))) if i % 2 == 0 else list(reversed(range(len(setups))))
         if block == 1 and i > 0 and len(order) > 1:
             # the reversed order starts with the configuration the turn before ended with: a step of
@@ -237,13 +218,11 @@ def _interleaved_task(
             # micro-DLRM's 4-6 % faster), as none does between the ends
             step(*setups[order[1]])
         for k in order:
-            n = 1 if block == 1 else 1 + (block if warm else min(block, steps - len(times[k])))
+            n = 1 if block == 1 else 1 + (block if i < warmup else min(block, steps - len(times[k])))
             for j in range(n):
                 dt = step(*setups[k])
-                if not warm and (block == 1 or j > 0):
+                if i >= warmup and (block == 1 or j > 0):
                     times[k].append(dt)
-        timed_turns -= 0 if warm else 1
-        i += 1
     del setups
     gc.collect()
     return times
@@ -258,12 +237,9 @@ def measure_interleaved(
     warmup: int = DEFAULT_WARMUP,
     optimizer: str = "sgd",
     block: int = 1,
-    settle_s: float = 0.0,
 ) -> list[InterleavedResult]:
     """An A/B comparison robust to drift: configurations alternate step by step on the same ranks
     (or ``block`` timed steps at a time, each turn after one untimed step).
-    ``settle_s``: untimed turns last at least that long (after steps that leave the machine slower for a while,
-    as `sharded`'s leave many small calls on loopback: BENCHMARKS.md, "Twenty-fifth session").
 
     ``configs``: ``(strategy, bucket_mb)`` pairs, or ``(strategy, bucket_mb,
     bucket_cap_mb_list)`` triples, strategy ``"compute"`` for
@@ -280,11 +256,9 @@ def measure_interleaved(
         raise ValueError("give at least one configuration")
     if not isinstance(block, int) or isinstance(block, bool) or block < 1:
         raise ValueError(f"block must be a whole number >= 1, got {block!r}")
-    if not (math.isfinite(settle_s) and settle_s >= 0):
-        raise ValueError(f"settle_s must be a number of seconds >= 0, got {settle_s!r}")
     bs = batch_size or load_workload(workload_spec).default_batch_size
     configs = [tuple(c) for c in configs]
-    per_rank = pool.run(_interleaved_task, workload_spec, configs, bs, steps, warmup, optimizer, block, settle_s)
+    per_rank = pool.run(_interleaved_task, workload_spec, configs, bs, steps, warmup, optimizer, block)
     out: list[InterleavedResult] = []
     first = max_over_ranks([r[0] for r in per_rank])
     for k, (strategy, bucket_mb, *rest) in enumerate(configs):

@@ -228,7 +228,7 @@ def test_calibrated_params_are_positive_finite_and_of_this_run(calibrated):
         "contention:",
         "in-step probe:",
         "in-step probe (torch-ddp",
-        "step check and sharded step: torch-ddp at",
+        "sharded step and step check: torch DDP and the sharded optimizer at",
         "sharded step at",
         "step check beside compute-only steps, predicted as validate predicts: torch-ddp",
     ):
@@ -331,11 +331,9 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
     assert unc.model_log_sd == 0.0 and all(r["inputs_log_sd"] >= 0 for r in shfit["check"])
     assert shfit["n_broadcasts"] == sum(1 for q in params.profile().params if q.requires_grad)
     assert params.cost_model().broadcast_step_extra_s == (shfit["fitted_s"] if shfit["identified"] else 0.0)
-    # the step check stepped first, apart from sharded steps: two bare copies among its four (0.76 MiB of gradients:
-    # the check's caps from a third of them), one beside the pair; its rows predicted as validate predicts, the
-    # sharded one marked fitted where the extra was kept
-    assert len(shp["compute_step_times_s"]) == block * sharded_probe.MIN_TURNS
-    assert len(shp["check_compute_step_times_s"]) == 2 * block * sharded_probe.MIN_TURNS
+    # with the step check beside it: two bare copies among the six (0.76 MiB of gradients: the check's caps from a
+    # third of them), its rows predicted as validate predicts, the sharded one marked fitted where the extra was kept
+    assert len(shp["compute_step_times_s"]) == 2 * block * sharded_probe.MIN_TURNS
     configs = [("torch-ddp", 0.25), ("torch-ddp", 0.062), ("bucketed", 0.25), ("bucketed", 1.0)]
     assert [(c["strategy"], c["bucket_mb"]) for c in shp["checks"]] == configs
     assert [(r["strategy"], r["bucket_mb"], r["fitted"]) for r in shfit["check"]] == [
@@ -783,7 +781,7 @@ def test_validation_keeps_rounds_measured_before_a_failure(calibrated, tmp_path,
     params = calibrated[0]
     calls = []
 
-    def fake_interleaved(pool, model, cfgs, bs, steps, warmup, optimizer, block, settle_s=0.0):
+    def fake_interleaved(pool, model, cfgs, bs, steps, warmup, optimizer, block):
         calls.append([c[:2] for c in cfgs])
         assert block == DEFAULT_BLOCK  # the tiny model's step is short: a training job's order
         if len(calls) == 2:

@@ -338,34 +338,6 @@ def test_the_check_runs_four_configurations_more_each_predicted_as_validate_pred
     assert line and f"bucketed {configs[3][1]:g} MiB +3.1 %" in line
 
 
-def test_checks_stepped_apart_are_predicted_beside_their_own_compute_only_steps():
-    """Since the twenty-fifth session the checks are stepped apart from sharded steps, beside their own compute-only
-    copies (``check_compute_step_times_s``): each check row is predicted from those, the probe's pair from its own."""
-    configs = check_configs(PROF.total_grad_bytes)
-    n, misses = 8, [1.03, 0.99, 1.05, 0.97]
-    prof, cost = PROF.scaled(1.5), order_cost(COST, True, 1)  # the checks' baseline: 1.5x, the pair's 1.2x
-    probe = _check_probe(1.02, 1.0)
-    del probe["check_mb"], probe["torch_ddp_check_step_times_s"]
-    probe["check_compute_step_times_s"] = [PROF.compute_s * 1.5] * n
-    probe["checks"] = [
-        {
-            "strategy": st,
-            "bucket_mb": mb,
-            "step_times_s": [predict(prof, cost, StrategySpec(st, bucket_mb=mb), 2).step_time_s * f] * n,
-        }
-        for (st, mb), f in zip(configs, misses)
-    ]
-    rows = fit_sharded_probe(probe, PROF, COST, 2)["check"]
-    assert [(r["strategy"], r["bucket_mb"]) for r in rows] == [("torch-ddp", 4.0), ("sharded", 4.0), *configs]
-    assert rows[0]["log_residual"] == pytest.approx(-math.log(1.02), rel=1e-9)
-    for r, f in zip(rows[2:], misses):
-        assert r["log_residual"] == pytest.approx(-math.log(f), rel=1e-9)
-    # predicted beside the pair's baseline instead, the check rows would carry the two baselines' difference
-    del probe["check_compute_step_times_s"]
-    together = fit_sharded_probe(probe, PROF, COST, 2)["check"]
-    assert all(a["log_residual"] < b["log_residual"] - 0.05 for a, b in zip(together[2:], rows[2:]))
-
-
 def test_a_model_without_gradients_has_no_check_configurations():
     assert check_configs(0) == []
 

@@ -122,7 +122,7 @@ def test_validate_writes_interleaved_steps_with_their_keys(tmp_path, monkeypatch
 
     comp = (0.10, 0.12)
 
-    def fake(pool, model, cfgs, bs, steps, warmup, optimizer, block=1, settle_s=0.0):
+    def fake(pool, model, cfgs, bs, steps, warmup, optimizer, block=1):
         assert steps == 2 and [c[0] for c in cfgs] == ["compute", "torch-ddp"] and block == 5  # --block passed on
         assert warmup == 1  # one untimed step asked for: one turn of block + 1 untimed steps
         return [_interleaved("compute", None, comp, comp), _interleaved("torch-ddp", 4.0, (0.15, 0.18), comp)]
@@ -162,7 +162,7 @@ def test_warmup_steps_become_whole_turns_where_turns_are_blocks(tmp_path, monkey
 
     asked = []
 
-    def fake(pool, model, cfgs, bs, steps, warmup, optimizer, block=1, settle_s=0.0):
+    def fake(pool, model, cfgs, bs, steps, warmup, optimizer, block=1):
         asked.append((warmup, block))
         return [_interleaved(c[0], c[1], (0.1,) * steps, (0.1,) * steps) for c in cfgs]
 
@@ -213,7 +213,7 @@ def test_short_steps_are_measured_longer(tmp_path, monkeypatch):
 
     asked = []
 
-    def fake(pool, model, cfgs, bs, steps, warmup, optimizer, block=1, settle_s=0.0):
+    def fake(pool, model, cfgs, bs, steps, warmup, optimizer, block=1):
         asked.append(steps)
         return [_interleaved(c[0], c[1], (0.01,) * steps, (0.01,) * steps) for c in cfgs]
 
@@ -265,7 +265,7 @@ def test_baseline_copies_are_pooled_and_recorded(tmp_path, monkeypatch):
     are both copies' steps, and each copy is recorded with its index."""
     import realrun.bench_ddp as bench_ddp
 
-    def fake(pool, model, cfgs, bs, steps, warmup, optimizer, block=1, settle_s=0.0):
+    def fake(pool, model, cfgs, bs, steps, warmup, optimizer, block=1):
         assert [c[0] for c in cfgs] == ["flat", "compute", "individual", "compute", "naive"]
         base = iter([(0.10, 0.11), (0.12, 0.13)])
         return [_interleaved(c[0], c[1], next(base) if c[0] == "compute" else (0.2, 0.2), (0.1, 0.1)) for c in cfgs]
@@ -608,46 +608,3 @@ def test_the_in_step_probe_keeps_the_channel_model_its_own_steps_come_closer_to(
     kept = with_step_probe(params, fit)
     assert kept.pipelined and kept.cost_model().pipelined and kept.probes["channel_source"] == "in-step probe"
     assert "channel" not in fit_step_probe(*args, fine_record=recs["step_probe_fine"])  # nothing to weigh
-
-
-def test_groups_that_may_follow_sharded_steps_settle_first(tmp_path, monkeypatch):
-    """A group steps untimed for SETTLE_AFTER_SHARDED_S before its timed turns where it may follow sharded steps:
-    the run's first (a calibration ends with them) and any right after a group with a sharded member."""
-    import realrun.bench_ddp as bench_ddp
-    from calibration.validate import SETTLE_AFTER_SHARDED_S, measure_beside_compute
-
-    settled = []
-
-    def fake(pool, model, cfgs, bs, steps, warmup, optimizer, block=1, settle_s=0.0):
-        settled.append((cfgs[-1][0], settle_s))
-        return [_interleaved(c[0], c[1], (0.2, 0.2), (0.1, 0.1)) for c in cfgs]
-
-    monkeypatch.setattr(bench_ddp, "measure_interleaved", fake)
-    specs = [StrategySpec("flat"), StrategySpec("sharded", bucket_mb=4.0), StrategySpec("individual")]
-    with RecordWriter(tmp_path / "v.jsonl") as w:
-        measure_beside_compute(
-            None,
-            "m",
-            specs,
-            ["flat", "sharded 4", "individual"],
-            4,
-            rounds=2,
-            steps=2,
-            warmup=1,
-            optimizer="sgd",
-            group_size=1,
-            writer=w,
-            env={},
-            link_mbit=None,
-            say=lambda _m: None,
-        )
-    s = SETTLE_AFTER_SHARDED_S
-    assert SETTLE_AFTER_SHARDED_S > 0
-    assert settled == [
-        ("flat", s),
-        ("sharded", 0.0),
-        ("individual", s),
-        ("flat", 0.0),
-        ("sharded", 0.0),
-        ("individual", s),
-    ]
