@@ -635,9 +635,10 @@ def queued_fit(
     1: a slower queue is ``comm_contention_c``'s). Fitted last, after the terms the recorded steps set, so
     it takes up what the model's per-call time over-counts in a step of many calls.
 
-    Not fitted on a pipelined channel (``cost.pipelined``): that model was taken because the stream probe's calls
-    launched at once, a queue measured on its own, cost ``max(o, n/w)`` a call (within 10 %), so a queued
-    call's hand-off is already in it, and a scale under 1 would contradict that measurement. Over the emulated
+    Not fitted on a pipelined channel (``cost.pipelined``): that model already holds a queued call's hand-off (it
+    runs while the call before transfers), taken where the stream probe's calls launched at once, a queue measured
+    on its own, cost ``max(o, n/w)`` a call (or where the in-step probe's steps chose it); a scale on that hand-off
+    would count the same thing twice. Over the emulated
     links, where the channel is pipelined, the scale fitted 0.05-0.80 in six calibrations of one cell
     (micro-DLRM, 1000 Mbit/s, m49-m60), an ill-posed fit taking up other terms' misses."""
     import numpy as np
@@ -695,7 +696,7 @@ def queued_fit(
 def queued_phrase(qf: Mapping[str, Any] | None) -> str:
     """The queued calls' fit in words, for the probe's summary line."""
     if qf and qf.get("pipelined"):
-        return "; queued calls: not fitted, the channel is pipelined (the stream probe's queue holds their hand-off)"
+        return "; queued calls: not fitted, the channel is pipelined (its model holds a queued call's hand-off)"
     if not qf or "fitted" not in qf:
         return ""
     lo, hi = qf["ci95"]
