@@ -638,9 +638,9 @@ def queued_fit(
     Not fitted on a pipelined channel (``cost.pipelined``): that model already holds a queued call's hand-off (it
     runs while the call before transfers), taken where the stream probe's calls launched at once, a queue measured
     on its own, cost ``max(o, n/w)`` a call (or where the in-step probe's steps chose it); a scale on that hand-off
-    would count the same thing twice. Over the emulated
-    links, where the channel is pipelined, the scale fitted 0.05-0.80 in six calibrations of one cell
-    (micro-DLRM, 1000 Mbit/s, m49-m60), an ill-posed fit taking up other terms' misses."""
+    would count the same thing twice. Over the emulated links, where the channel is pipelined, the scale fitted
+    0.05-0.80 in six calibrations of one cell (micro-DLRM, 1000 Mbit/s, m49-m60), an ill-posed fit taking up other
+    terms' misses."""
     import numpy as np
 
     from realrun.step_record import timeline_mapping

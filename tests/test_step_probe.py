@@ -538,7 +538,7 @@ def test_the_queued_calls_scale_is_read_off_the_fine_probes_plain_steps():
     # no fine probe, or records from before the plain steps: nothing fitted
     assert queued_fit(PROF, cost(), fit, {}, 2)["steps"] == 0
     assert queued_fit(PROF, cost(), {**fit, "fine": None}, plain(0.5, 40), 2)["queued_latency_scale"] == 1.0
-    # a pipelined channel: the stream probe's calls launched at once already set a queued call's cost
+    # a pipelined channel: its model already holds a queued call's hand-off, so no scale is fitted on top
     piped = queued_fit(PROF, cost(pipelined=True), fit, plain(0.5, 40), 2)
     assert piped["pipelined"] and not piped["identified"] and piped["queued_latency_scale"] == 1.0
     assert "the channel is pipelined" in queued_phrase(piped)
