@@ -43,6 +43,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from realrun.cpushare import add_threads
+
 COPY_SIZES = (64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20)
 
 
@@ -379,6 +381,8 @@ def fit_call_modes(records: list[dict[str, Any]], world_size: int) -> dict[str, 
     fast: list[float] = []
     late: list[float] = []
     by_size: dict[str, float] = {}
+    threads: dict[str, list[int]] = {}
+    thread_calls = 0
     for r in records:
         if r.get("kind") != "allreduce" or r.get("impl", "native") != "native" or r.get("world_size") != world_size:
             continue
@@ -387,6 +391,9 @@ def fit_call_modes(records: list[dict[str, Any]], world_size: int) -> dict[str, 
         t = sorted(float(x) for x in r.get("times_s") or () if math.isfinite(float(x)))
         if len(t) < 10:
             continue
+        if r.get("threads_ns") and r.get("threads_calls"):
+            threads = add_threads(threads, r["threads_ns"])
+            thread_calls += int(r["threads_calls"])
         base = t[len(t) // 10]
         slow = [x - base for x in t if x > base + SLOW_CALL_EXCESS_S]
         fast += [x for x in t if x <= base + SLOW_CALL_EXCESS_S]
@@ -402,7 +409,27 @@ def fit_call_modes(records: list[dict[str, Any]], world_size: int) -> dict[str, 
         "slow_share": len(late) / n,
         "slow_late_median_s": statistics.median(late) if late else 0.0,
         "slow_share_by_size": by_size,
+        **thread_costs(threads, thread_calls),
     }
+
+
+NETWORK_THREAD = "gloo_tcp_loop"  # gloo's TCP transport's event loop, one thread a rank
+
+
+def thread_costs(threads: dict[str, list[int]], calls: int) -> dict[str, Any]:
+    """What the ranks' threads did per timed call (a barrier and the call, as the sweep times them), from the
+    records' ``threads_ns`` (``realrun.cpushare.thread_times``, summed over the ranks): ``network_cpu_s``, the
+    CPU time of gloo's network threads, and ``core_wait_s``, the time the ranks' threads were ready to run and
+    no core took them. gloo's network thread polls while a message waits for the receive that takes it (gloo's
+    TCP pair leaves such a message unread and its socket stays readable), so where the ranks' threads outnumber
+    the cores it holds a core the woken thread that would post that receive then waits for: the small calls'
+    stalls, a scheduler tick each (BENCHMARKS.md, "Twenty-sixth session"). Empty where not measured."""
+    if not calls or not threads:
+        return {}
+    out = {"thread_calls": calls, "core_wait_s": sum(v[1] for v in threads.values()) / 1e9 / calls}
+    if NETWORK_THREAD in threads:
+        out["network_cpu_s"] = threads[NETWORK_THREAD][0] / 1e9 / calls
+    return out
 
 
 def call_modes_line(modes: dict[str, Any], o_s: float) -> str:
@@ -417,8 +444,23 @@ def call_modes_line(modes: dict[str, Any], o_s: float) -> str:
         head + f"{1 - modes['slow_share']:.0%} took {modes['fast_median_s'] * 1e3:.2f} ms (median), "
         f"{modes['slow_share']:.0%} stalled {modes['slow_late_median_s'] * 1e3:.2f} ms more ({sizes}): "
         f"{mean * 1e3:.2f} ms a call on average, against o = {o_s * 1e3:.2f} ms back to back (the model's); "
-        f"configurations of many calls move with the stalled share"
+        f"configurations of many calls move with the stalled share" + _threads_phrase(modes)
     )
+
+
+def _threads_phrase(modes: dict[str, Any]) -> str:
+    """The ranks' threads behind the stalls, where the sweep measured them (``thread_costs``)."""
+    if "core_wait_s" not in modes:
+        return ""
+    stalled = modes["slow_share"] * modes["slow_late_median_s"]  # a call's stall time, on average
+    net = modes.get("network_cpu_s")
+    out = "; per call (and its barrier), over both ranks: "
+    if net is not None:
+        out += f"gloo's network threads ran {net * 1e3:.2f} ms (they poll while a message waits for its receive), "
+    out += f"threads ready to run waited {modes['core_wait_s'] * 1e3:.2f} ms for a core"
+    if stalled > 0 and modes["core_wait_s"] >= 0.5 * stalled:
+        out += f" (against {stalled * 1e3:.2f} ms stalled): the stalls are waits for a core"
+    return out
 
 
 def _timed_steps(step, n: int) -> list[float]:

@@ -34,6 +34,7 @@ This module imports torch only inside the functions that run on ranks.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 import time
@@ -45,6 +46,7 @@ from typing import Any
 from simulator.jsonio import from_fields, to_fields
 from simulator.units import GIB, KIB, MIB
 
+from .cpushare import add_threads, thread_delta, thread_times
 from .records import RecordWriter, environment, make_record
 from .stats import max_over_ranks, summarize
 
@@ -201,6 +203,7 @@ def measure(ctx: Any, impls: tuple[str, ...], count: int, dtype: str, iters: int
             ops[impl](x)
     sync()
     times: dict[str, list[float]] = {impl: [] for impl in impls}
+    threads0 = thread_times()
     for _ in range(iters):
         for impl in impls:
             dist.barrier()
@@ -209,6 +212,7 @@ def measure(ctx: Any, impls: tuple[str, ...], count: int, dtype: str, iters: int
             ops[impl](x)
             sync()
             times[impl].append(time.perf_counter() - t0)
+    threads = thread_delta(threads0, thread_times())  # the timed calls' (and their barriers') thread time
     wrong: dict[str, int] = {}
     p = ctx.world_size
     tol = 0.0 if dtype in ("float32", "float64") else 1e-2  # half types round partial sums
@@ -221,11 +225,14 @@ def measure(ctx: Any, impls: tuple[str, ...], count: int, dtype: str, iters: int
         wrong[impl] = int(bad.sum().item())
     del x
     gathered: list[Any] = [None] * ctx.world_size
-    dist.all_gather_object(gathered, {"times": times, "wrong": wrong})
+    dist.all_gather_object(gathered, {"times": times, "wrong": wrong, "threads": threads})
     env = environment(ctx.backend, ctx.world_size, threads_per_rank=torch.get_num_threads(), device=ctx.device)
     return {
         "per_impl": {impl: [g["times"][impl] for g in gathered] for impl in impls},
         "wrong": {impl: sum(g["wrong"][impl] for g in gathered) for impl in impls},
+        # every rank's threads by name, summed over the ranks, over the iters x len(impls) timed calls
+        "threads": functools.reduce(add_threads, (g["threads"] for g in gathered), {}),
+        "timed_calls": iters * len(impls),
         "env": env,
     }
 
@@ -348,11 +355,16 @@ def sweep(
     rounds = spec.rounds
     # per point: per-rank times so far, env, #wrong summed (None if a call did not check), rounds that gave calls
     taken: dict[tuple[int, str], tuple[list[list[float]], dict[str, Any], int | None, int]] = {}
+    # per point: the ranks' thread time by name over the calls it was measured with (all of its group's), and
+    # how many timed calls that was
+    thread_time: dict[tuple[int, str], tuple[dict[str, list[int]], int]] = {}
     written: dict[tuple[int, str], dict[str, Any]] = {}
 
     def write(key: tuple[int, str], complete: bool) -> None:
         per_rank, env, wrong, rounds_taken = taken[key]
         rec = _point(spec, key[1], world_size, key[0], per_rank, env, wrong, run_id, rounds_taken, complete)
+        if key in thread_time and thread_time[key][0]:
+            rec["threads_ns"], rec["threads_calls"] = thread_time[key]
         writer.write(rec)
         written[key] = rec
         if progress:
@@ -377,6 +389,11 @@ def sweep(
                             wrong = None if wrong is None or wrong_before is None else wrong + wrong_before
                             n_rounds += n_before
                         taken[key] = (got, measured["env"], wrong, n_rounds)
+                        th, calls = thread_time.get(key, ({}, 0))
+                        thread_time[key] = (
+                            add_threads(th, measured.get("threads") or {}),
+                            calls + int(measured.get("timed_calls", 0)),
+                        )
                         if r == rounds - 1:  # an even share of iters >= 1 calls always falls in the last round
                             write(key, complete=True)
             if progress and rounds > 1:

@@ -77,3 +77,45 @@ class OtherWork:
 
     def __exit__(self, *exc: object) -> None:
         self.cores = other_cores(self._before, snapshot(self.pids))
+
+
+def thread_times() -> dict[str, list[int]] | None:
+    """This process's threads by name, each name's ``[CPU ns, run-queue wait ns, timeslices]`` summed
+    (``/proc/self/task/TID/schedstat``, Linux): the wait is time a thread was ready to run and no core took
+    it. ``None`` where it cannot be read. gloo's network thread is ``gloo_tcp_loop`` (one a rank), torch's
+    collective workers ``pt_gloo_runloop``."""
+    out: dict[str, list[int]] = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                name = f.read().strip()
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                vals = [int(x) for x in f.read().split()[:3]]
+        except (OSError, ValueError):
+            continue  # a thread that ended meanwhile
+        if len(vals) == 3:
+            acc = out.setdefault(name, [0, 0, 0])
+            for i, v in enumerate(vals):
+                acc[i] += v
+    return out or None
+
+
+def thread_delta(before: dict[str, list[int]] | None, after: dict[str, list[int]] | None) -> dict[str, list[int]]:
+    """``after - before`` per thread name (a name new in ``after`` counts whole); empty where either is unknown."""
+    if before is None or after is None:
+        return {}
+    return {k: [a - b for a, b in zip(v, before.get(k, [0, 0, 0]))] for k, v in after.items()}
+
+
+def add_threads(into: dict[str, list[int]], more: dict[str, list[int]]) -> dict[str, list[int]]:
+    """``into`` plus ``more``, name by name (a new dict)."""
+    out = {k: list(v) for k, v in into.items()}
+    for k, v in more.items():
+        acc = out.setdefault(k, [0, 0, 0])
+        for i, x in enumerate(v):
+            acc[i] += x
+    return out

@@ -159,6 +159,8 @@ class CountingRanks(FakeRanks):
         return {
             "per_impl": {i: [[k * 1e-3] * iters, [k * 1e-3 + 1e-4] * iters] for i in impls},
             "wrong": {i: 1 for i in impls},
+            "threads": {"gloo_tcp_loop": [k, 10 * k, 1]},  # the ranks' thread time, summed over them
+            "timed_calls": iters * len(impls),
             "env": {},
         }
 
@@ -179,6 +181,9 @@ def test_rounds_sweep_the_sizes_up_then_down_and_each_record_holds_all_its_calls
     assert first["wrong"] == 3  # #wrong summed over the rounds
     # the slower rank's times of calls 1, 6 and 7, in the order taken
     assert first["times_s"] == pytest.approx([1.1e-3] * 2 + [6.1e-3] * 2 + [7.1e-3] * 3)
+    # the ranks' thread time over the point's calls, added up over its rounds (calls 1, 6 and 7)
+    assert first["threads_ns"] == {"gloo_tcp_loop": [14, 140, 3]} and first["threads_calls"] == 7
+    assert "threads_ns" not in ba.sweep(spec, 2, FakeRanks(), RecordWriter(None), False, "run", 0.0)[0]
 
 
 def test_one_round_writes_each_point_as_taken_and_marks_it_complete():

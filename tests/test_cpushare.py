@@ -78,3 +78,21 @@ def test_other_work_measures_the_block_it_wraps():
     with OtherWork([]) as short:
         pass
     assert short.cores is None  # under MIN_SPAN_S: unknown
+
+
+def test_thread_times_read_this_process_threads_by_name():
+    from realrun.cpushare import add_threads, thread_delta, thread_times
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("schedstat is Linux's")
+    before = thread_times()
+    t = time.perf_counter()
+    while time.perf_counter() - t < 0.05:  # 50 ms of this thread's CPU
+        pass
+    after = thread_times()
+    assert before is not None and after is not None
+    d = thread_delta(before, after)
+    assert set(d) == set(after) and all(len(v) == 3 for v in d.values())
+    assert sum(v[0] for v in d.values()) >= 0.03e9  # CPU ns: the spin, less what a busy box takes from it
+    assert thread_delta(None, after) == {} and thread_delta(before, None) == {}
+    assert add_threads({"a": [1, 2, 3]}, {"a": [1, 1, 1], "b": [5, 0, 0]}) == {"a": [2, 3, 4], "b": [5, 0, 0]}

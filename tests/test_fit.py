@@ -497,3 +497,31 @@ def test_call_modes_split_the_stalled_calls_from_the_fast_ones():
     quiet = fit_call_modes([_sweep(4096, 0.3e-3, 0.0, 0)], 2)
     assert quiet is not None and quiet["slow_share"] == 0 and "none stalled" in call_modes_line(quiet, 3e-4)
     assert fit_call_modes([_sweep(1 << 20, 1e-3, 0.0, 0)], 2) is None
+
+
+def test_call_modes_carry_the_ranks_thread_time_per_call():
+    """The sweep's thread accounting: gloo's network threads' CPU and the ranks' threads' wait for a core, per
+    timed call, summed over the small native points that carry it (others, and a too-large size, add nothing)."""
+    from calibration.probes import call_modes_line, fit_call_modes
+
+    th = {"gloo_tcp_loop": [300_000_000, 10_000_000, 900], "pt_gloo_runloop": [20_000_000, 250_000_000, 1500]}
+    recs = [
+        {**_sweep(4096, 0.3e-3, 3.6e-3, 40), "threads_ns": th, "threads_calls": 200},
+        {**_sweep(16384, 0.3e-3, 3.6e-3, 40, seed=2), "threads_ns": th, "threads_calls": 200},
+        {**_sweep(1 << 20, 1e-3, 0.0, 0), "threads_ns": th, "threads_calls": 200},  # not a small call
+        _sweep(65536, 0.35e-3, 3.6e-3, 20, seed=1),  # measured without the accounting
+    ]
+    m = fit_call_modes(recs, 2)
+    assert m is not None and m["thread_calls"] == 400
+    assert m["network_cpu_s"] == pytest.approx(2 * 0.3 / 400)
+    assert m["core_wait_s"] == pytest.approx(2 * 0.26 / 400)
+    line = call_modes_line(m, 1.2e-3)
+    assert "network threads ran 1.50 ms" in line and "waited 1.30 ms for a core" in line
+    assert line.endswith("the stalls are waits for a core")
+    # waits far under the stalls: the figures, no such reading; no accounting at all: no phrase
+    few = {"pt_gloo_runloop": [20_000_000, 1_000_000, 1500]}
+    m2 = fit_call_modes([{**_sweep(4096, 0.3e-3, 3.6e-3, 40), "threads_ns": few, "threads_calls": 200}], 2)
+    assert m2 is not None and "network_cpu_s" not in m2
+    line2 = call_modes_line(m2, 1.2e-3)
+    assert "waited 0.01 ms for a core" in line2 and "waits for a core" not in line2 and "network" not in line2
+    assert "for a core" not in call_modes_line(fit_call_modes([_sweep(4096, 0.3e-3, 3.6e-3, 40)], 2), 1.2e-3)
