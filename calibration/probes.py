@@ -369,6 +369,13 @@ def fit_cold_call(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
 SLOW_CALL_EXCESS_S = 2e-3
 CALL_MODE_MAX_BYTES = 64 << 10  # sizes whose own work is a fraction of SLOW_CALL_EXCESS_S on this box
 
+# The split moves from minute to minute where small calls stall (README, "What `o` is made of"), and configurations
+# of many calls move with it: ``validate`` measures it again beside its rows (``validate.small_call_probe``), so that
+# a row's error can be set against the per-call cost the calibration saw.
+SMALL_CALLS = 60  # timed all-reduces of SMALL_CALL_BYTES before each group (about 0.02-0.3 s on this VM)
+SMALL_CALL_BYTES = 4096
+SMALL_CALL_WARMUP = 5
+
 
 def fit_call_modes(records: list[dict[str, Any]], world_size: int) -> dict[str, Any] | None:
     """The sweep's small all-reduces (one at a time, ``impl`` native, at most ``CALL_MODE_MAX_BYTES``) split in

@@ -17,6 +17,7 @@ group): within the noise, or behind beyond it.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
@@ -24,6 +25,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from calibration.probes import SMALL_CALL_BYTES, SMALL_CALL_WARMUP, SMALL_CALLS
 from realrun.stats import TimeSummary, gap_interval, median_ci, steps_for_time, summarize
 from simulator.jsonio import from_fields, to_fields
 from simulator.predict import predict
@@ -114,6 +116,7 @@ class ValidateSpec:
     group_size: int = 12
     rescale_compute: bool = True
     block: int | None = None  # timed steps a turn (``measure_interleaved``); None: ``auto_block``
+    small_calls: int = SMALL_CALLS  # 4 KiB all-reduces one at a time before each group (``small_call_probe``); 0: none
 
     def __post_init__(self) -> None:
         for s in self.strategies:
@@ -128,6 +131,8 @@ class ValidateSpec:
             raise ValueError(f"rounds and group size must be >= 1, got {self.rounds}, {self.group_size}")
         if self.block is not None and self.block < 1:
             raise ValueError(f"--block must be >= 1, got {self.block}")
+        if self.small_calls < 0:
+            raise ValueError(f"--small-calls must be >= 0, got {self.small_calls}")
 
     def configs(self) -> list[StrategySpec]:
         out = []
@@ -416,6 +421,8 @@ def measure_beside_compute(
     min_seconds: float = 0.0,
     est_step_s: float | None = None,
     block: int = 1,
+    small_calls: int = 0,
+    small_records: list[dict[str, Any]] | None = None,
 ) -> tuple[int, list[list[float]], list[list[float]]]:
     """Step ``configs`` for real beside a compute-only baseline; the measuring half of ``validate``
     and ``tune --verify``.
@@ -429,7 +436,9 @@ def measure_beside_compute(
     (a training job's order; ``auto_block``), or with ``block`` 1 one timed
     step after another configuration's; ``warmup`` untimed steps first. ``steps``
     in all per configuration (per baseline copy), more where steps of about
-    ``est_step_s`` would not fill ``min_seconds`` (``steps_for_time``). Returns
+    ``est_step_s`` would not fill ``min_seconds`` (``steps_for_time``). With
+    ``small_calls``, that many small all-reduces before each group
+    (``small_call_probe``), their records written and added to ``small_records``. Returns
     the steps per round, and per configuration its step times and its group's
     compute-only times (all copies').
     """
@@ -456,6 +465,11 @@ def measure_beside_compute(
                 f"{f' ({copies} copies)' if copies > 1 else ''} + {len(members)} configurations "
                 f"interleaved, {steps_per_round} steps each"
             )
+            if small_calls > 0:
+                rec = small_call_probe(pool, small_calls, env, link_mbit, round=rnd, group=g)
+                writer.write(rec)
+                if small_records is not None:
+                    small_records.append(rec)
             cfgs = [
                 ("compute", None)
                 if k is None
@@ -487,6 +501,97 @@ def measure_beside_compute(
                     )
                 )
     return steps_per_round, times, [compute[k // group_size] for k in range(len(configs))]
+
+
+def small_call_probe(
+    pool: Any, calls: int, env: dict[str, Any], link_mbit: float | None, **where: Any
+) -> dict[str, Any]:
+    """``calls`` all-reduces of ``SMALL_CALL_BYTES``, one at a time (a barrier before each, as the calibration's
+    sweep times them), after ``SMALL_CALL_WARMUP`` untimed: an ``allreduce`` record (a call's time is its slowest
+    rank's) with the ranks' thread time, marked ``probe`` and with ``where`` (round, group)."""
+    from realrun.bench_allreduce import measure
+    from realrun.records import make_record
+    from realrun.stats import max_over_ranks
+
+    m = pool.run(measure, ("native",), SMALL_CALL_BYTES // 4, "float32", calls, SMALL_CALL_WARMUP)[0]
+    return make_record(
+        "allreduce",
+        env,
+        probe="small calls beside validation",
+        impl="native",
+        backend=pool.backend,
+        world_size=pool.world_size,
+        msg_bytes=SMALL_CALL_BYTES,
+        count=SMALL_CALL_BYTES // 4,
+        dtype="float32",
+        iters=calls,
+        warmup=SMALL_CALL_WARMUP,
+        times_s=max_over_ranks(m["per_impl"]["native"]),
+        link_mbit=link_mbit,
+        **({"threads_ns": m["threads"], "threads_calls": m["timed_calls"]} if m.get("threads") else {}),
+        **where,
+    )
+
+
+def small_calls_beside(records: Sequence[Mapping[str, Any]], params: Params, world_size: int) -> dict[str, Any] | None:
+    """The small calls measured beside validation (``small_call_probe``'s records, pooled) split as the
+    calibration's sweep was (``fit_call_modes``), set against the calibration's own split at the same size:
+    ``{"validation": ..., "calibration": ..., "mean_call_s": ..., "calibration_mean_call_s": ...}`` (the
+    calibration's keys None where it kept no split). None without records."""
+    from realrun.cpushare import add_threads
+
+    from .probes import fit_call_modes
+
+    recs = [r for r in records if r.get("times_s")]
+    if not recs:
+        return None
+    threads = functools.reduce(add_threads, (r.get("threads_ns") or {} for r in recs), {})
+    pooled = {
+        **recs[0],
+        "times_s": [t for r in recs for t in r["times_s"]],
+        "threads_ns": threads,
+        "threads_calls": sum(int(r.get("threads_calls", 0)) for r in recs) if threads else 0,
+    }
+    here = fit_call_modes([pooled], world_size)
+    if here is None:
+        return None
+    size = str(int(pooled["msg_bytes"]))
+    cal = (params.probes or {}).get("call_modes")
+    cal_share = None if not cal else cal.get("slow_share_by_size", {}).get(size)
+    return {
+        "msg_bytes": int(pooled["msg_bytes"]),
+        "validation": here,
+        "mean_call_s": here["fast_median_s"] + here["slow_share"] * here["slow_late_median_s"],
+        "calibration_slow_share": cal_share,
+        "calibration_mean_call_s": None
+        if cal_share is None
+        else cal["fast_median_s"] + cal_share * cal["slow_late_median_s"],
+    }
+
+
+def small_calls_line(sc: Mapping[str, Any]) -> str:
+    """``small_calls_beside`` in words."""
+    v = sc["validation"]
+    kib = sc["msg_bytes"] >> 10
+    out = (
+        f"small calls beside the rows ({v['calls']} of {kib} KiB, one at a time, before each group): "
+        f"{v['slow_share']:.0%} stalled"
+        + (f" {v['slow_late_median_s'] * 1e3:.2f} ms more" if v["slow_share"] else "")
+        + f", {sc['mean_call_s'] * 1e3:.2f} ms a call on average"
+    )
+    if sc.get("calibration_mean_call_s") is None:
+        return out + "; the calibration kept no split at this size to set it against"
+    d = sc["mean_call_s"] - sc["calibration_mean_call_s"]
+    out += (
+        f"; in the calibration {sc['calibration_slow_share']:.0%} of its {kib} KiB calls stalled, "
+        f"{sc['calibration_mean_call_s'] * 1e3:.2f} ms a call"
+    )
+    if abs(d) < 0.1 * sc["calibration_mean_call_s"]:
+        return out + ": the small calls cost what they did while calibrating"
+    return (
+        out + f": a small call {abs(d) * 1e3:.2f} ms {'dearer' if d > 0 else 'cheaper'} than calibrated, and "
+        f"configurations of many calls with it (a call the step exposes moves it by about that much)"
+    )
 
 
 # The compute-only baseline repeats the same work: on a quiet machine its steps agree to a few
@@ -549,6 +654,7 @@ def validate_on_pool(
     env = environment(pool.backend, p, link_mbit=link_mbit)
     rows: list[ValidationRow] = []
     scales: list[float] = []
+    small_records: list[dict[str, Any]] = []
     est = typical_step_s(prof, params.cost_model(world_size=p), configs, p)
     block = spec.block or auto_block(est)
     if block > 1:
@@ -576,6 +682,8 @@ def validate_on_pool(
                 min_seconds=spec.min_seconds,
                 block=block,
                 est_step_s=est if spec.min_seconds else None,
+                small_calls=spec.small_calls,
+                small_records=small_records,
             )
         for k, cfg in enumerate(configs):
             row = row_of(cfg, times[k], compute[k], prof, params, p, spec.rescale_compute, link_mbit, block)
@@ -619,6 +727,9 @@ def validate_on_pool(
         block=block,  # --timeline measures in the same order
     )
     res["omp_note"] = getattr(pool, "omp_note", None)  # said while calibrating; in the result's text and JSON
+    res["small_calls"] = small_calls_beside(small_records, params, p)
+    if res["small_calls"] is not None:
+        say(small_calls_line(res["small_calls"]))
     if warning := noise_warning(res["machine_noise"]):
         say(warning)
     return res
@@ -933,6 +1044,8 @@ def format_validation(res: dict[str, Any]) -> str:
             f"interval ({n} configurations; goal 75-90%, where an exact 80% interval over {n} independent "
             f"configurations lands {coverage_band_chance(n):.0%} of the time)"
         )
+    if res.get("small_calls"):
+        lines.append(small_calls_line(res["small_calls"]))
     if warning := noise_warning(res.get("machine_noise")):
         lines.append(warning)
     if res.get("channel_warning"):

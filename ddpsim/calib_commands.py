@@ -260,6 +260,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         group_size=args.group_size,
         rescale_compute=not args.no_rescale,
         block=args.block,
+        small_calls=args.small_calls,
     )
     from realrun.workloads import load_workload
 
@@ -468,6 +469,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: Any) -> None:
+    from calibration.probes import SMALL_CALL_BYTES, SMALL_CALLS  # light: no scipy, no torch
+
     c = sub.add_parser("calibrate", help="measure this machine and fit o, w, contention and the compute profile")
     c.add_argument(
         "--model", default="gpt", help="workload to profile (built-in or path/to/file.py:build_fn; default gpt)"
@@ -607,6 +610,15 @@ def add_commands(sub: Any) -> None:
         type=number(int, 1, 1000),
         default=12,
         help="configurations built side by side and stepped in turn (default 12)",
+    )
+    v.add_argument(
+        "--small-calls",
+        type=int,
+        default=SMALL_CALLS,
+        metavar="N",
+        help=f"small all-reduces ({SMALL_CALL_BYTES >> 10} KiB, one at a time) measured before each group of "
+        "configurations and split as the calibration's (fast and stalled), so that the rows can be set against "
+        f"the per-call cost the calibration saw (default {SMALL_CALLS}; 0: none)",
     )
     v.add_argument(
         "--block",

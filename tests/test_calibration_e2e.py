@@ -31,6 +31,8 @@ from calibration.calibrate import CalibrateSpec, calibrate_on_pool, check_uncert
 from calibration.fit import fit_bandwidth, fit_linear  # noqa: E402
 from calibration.params import PARAMS_SCHEMA, Params, probe_step_residual  # noqa: E402
 from calibration.probes import (
+    SMALL_CALL_BYTES,
+    SMALL_CALLS,
     effective_copy_rate,
     fit_broadcast_switch,
     fit_call_modes,
@@ -522,6 +524,17 @@ def test_validation_jsonl_keeps_every_round_and_one_row_per_configuration(valida
     # 2 rounds x (the compute-only baseline's two copies + 4 configurations), then one row per configuration
     assert len(steps) == 2 * (2 + 4) and [s["round"] for s in steps] == [0] * 6 + [1] * 6
     assert [s["baseline_copy"] for s in steps if s["strategy"] == "compute"] == [0, 1, 0, 1]
+    # before each group of each round, the small calls beside the rows: kept, and split as the calibration's
+    small = [r for r in recs if r["kind"] == "allreduce"]
+    assert [(r["round"], r["group"], len(r["times_s"]), r["msg_bytes"]) for r in small] == [
+        (0, 0, SMALL_CALLS, SMALL_CALL_BYTES),
+        (1, 0, SMALL_CALLS, SMALL_CALL_BYTES),
+    ]
+    assert res["small_calls"]["validation"]["calls"] == 2 * SMALL_CALLS
+    pooled = fit_call_modes([{**small[0], "times_s": small[0]["times_s"] + small[1]["times_s"], "threads_ns": {}}], 2)
+    assert pooled is not None
+    split = ("calls", "fast_median_s", "slow_share", "slow_late_median_s")
+    assert {k: res["small_calls"]["validation"][k] for k in split} == {k: pooled[k] for k in split}
     assert [r["validation"] for r in rows] == [row.to_dict() for row in res["rows"]]
     assert [ValidationRow.from_dict(r["validation"]) for r in rows] == list(res["rows"])  # read back: equal rows
     for rec, row in zip(rows, res["rows"]):
@@ -809,7 +822,9 @@ def test_validation_keeps_rounds_measured_before_a_failure(calibrated, tmp_path,
     monkeypatch.setattr(bench_ddp, "measure_interleaved", fake_interleaved)
     fake_pool = type("FakePool", (), {"world_size": 2, "backend": "gloo"})()
     out = tmp_path / "validation.jsonl"
-    spec = ValidateSpec(model=TINY, strategies=("torch-ddp",), bucket_mb=BUCKETS_MB, steps=4, rounds=2, out=str(out))
+    spec = ValidateSpec(
+        model=TINY, strategies=("torch-ddp",), bucket_mb=BUCKETS_MB, steps=4, rounds=2, out=str(out), small_calls=0
+    )  # the fake pool steps only
     with pytest.raises(RunFailure, match="simulated"):
         validate_on_pool(fake_pool, params, spec, lambda msg: None)
     kept = read_records(out)
@@ -940,7 +955,9 @@ def test_cli_validate_json_contract(calibrated, tmp_path):
     saved = json.loads((tmp_path / "v.json").read_text())
     assert d["result_file"] == str(tmp_path / "v.json") and saved == {k: v for k, v in d.items() if k != "result_file"}
     kinds = Counter(json.loads(line)["kind"] for line in (tmp_path / "v.jsonl").read_text().splitlines())
-    assert kinds == {"validation_row": 2, "ddp_step": 2 * (1 + 2)}  # 2 rounds x (compute-only + 2 configurations)
+    # 2 rounds x (compute-only + 2 configurations), and before each round's group its small calls
+    assert kinds == {"validation_row": 2, "ddp_step": 2 * (1 + 2), "allreduce": 2}
+    assert d["small_calls"]["validation"]["calls"] == 2 * SMALL_CALLS and d["small_calls"]["msg_bytes"] == 4096
 
 
 def test_calibrate_across_world_sizes_probes_each_p_and_refits_to_the_same_params(tmp_path, monkeypatch):

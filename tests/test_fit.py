@@ -525,3 +525,38 @@ def test_call_modes_carry_the_ranks_thread_time_per_call():
     line2 = call_modes_line(m2, 1.2e-3)
     assert "waited 0.01 ms for a core" in line2 and "waits for a core" not in line2 and "network" not in line2
     assert "for a core" not in call_modes_line(fit_call_modes([_sweep(4096, 0.3e-3, 3.6e-3, 40)], 2), 1.2e-3)
+
+
+def test_small_calls_beside_validation_are_set_against_the_calibrations_split():
+    """``validate``'s small calls, pooled over its groups and split as the calibration's sweep, against the
+    calibration's split at the same size: how much a call moved, and which way."""
+    from types import SimpleNamespace
+
+    from calibration.validate import small_calls_beside, small_calls_line
+
+    cal = {"fast_median_s": 0.3e-3, "slow_late_median_s": 3.6e-3, "slow_share_by_size": {"4096": 0.4}}
+    params = SimpleNamespace(probes={"call_modes": cal})
+    th = {"gloo_tcp_loop": [6_000_000, 0, 10], "pt_gloo_runloop": [1_000_000, 12_000_000, 20]}
+    recs = [
+        {**_sweep(4096, 0.3e-3, 3.6e-3, 6, n=60, seed=s), "threads_ns": th, "threads_calls": 60, "round": s}
+        for s in range(2)
+    ]
+    sc = small_calls_beside(recs, params, 2)
+    assert sc is not None and sc["validation"]["calls"] == 120 and sc["validation"]["thread_calls"] == 120
+    assert sc["validation"]["slow_share"] == pytest.approx(0.1)
+    assert sc["validation"]["core_wait_s"] == pytest.approx(2 * 12e-3 / 120)
+    assert sc["calibration_slow_share"] == 0.4
+    assert sc["calibration_mean_call_s"] == pytest.approx(0.3e-3 + 0.4 * 3.6e-3)
+    assert sc["mean_call_s"] == pytest.approx(0.3e-3 + 0.1 * 3.6e-3, rel=0.05)
+    line = small_calls_line(sc)
+    assert "120 of 4 KiB" in line and "10% stalled" in line and "in the calibration 40%" in line
+    assert "cheaper than calibrated" in line
+    # as stalled as while calibrating; no split kept; nothing measured
+    same = small_calls_beside(
+        recs, SimpleNamespace(probes={"call_modes": {**cal, "slow_share_by_size": {"4096": 0.1}}}), 2
+    )
+    assert same is not None and "cost what they did while calibrating" in small_calls_line(same)
+    bare = small_calls_beside(recs, SimpleNamespace(probes={}), 2)
+    assert bare is not None and bare["calibration_mean_call_s"] is None
+    assert "kept no split at this size" in small_calls_line(bare)
+    assert small_calls_beside([], params, 2) is None
