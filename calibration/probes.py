@@ -380,14 +380,18 @@ SMALL_CALL_WARMUP = 5
 def fit_call_modes(records: list[dict[str, Any]], world_size: int) -> dict[str, Any] | None:
     """The sweep's small all-reduces (one at a time, ``impl`` native, at most ``CALL_MODE_MAX_BYTES``) split in
     two kinds: per size, a call more than ``SLOW_CALL_EXCESS_S`` over the size's 10th percentile is slow. The
-    fast calls' median, the slow share (over all and per size) and the slow calls' median lateness (over their
-    size's 10th percentile). None where the records hold no such size with 10 calls or more.
+    fast calls' median, the slow share and the slow calls' median lateness (over their size's 10th percentile),
+    over all sizes and per size (``*_by_size``); and, where the records carry them and each covers its own calls
+    only (not interleaved with other implementations), the ranks' thread time per call (``thread_costs``). None
+    where the records hold no such size with 10 calls or more.
 
     The stream probe's per-call time ``o`` is a mean over back-to-back calls, so it carries the slow share of the
     minute it was measured in; the share is what moves it between calibrations of one machine."""
     fast: list[float] = []
     late: list[float] = []
     by_size: dict[str, float] = {}
+    fast_by_size: dict[str, float] = {}
+    late_by_size: dict[str, float] = {}
     threads: dict[str, list[int]] = {}
     thread_calls = 0
     for r in records:
@@ -398,14 +402,18 @@ def fit_call_modes(records: list[dict[str, Any]], world_size: int) -> dict[str, 
         t = sorted(float(x) for x in r.get("times_s") or () if math.isfinite(float(x)))
         if len(t) < 10:
             continue
-        if r.get("threads_ns") and r.get("threads_calls"):
+        if r.get("threads_ns") and r.get("threads_calls") == len(r["times_s"]):  # its own calls' thread time
             threads = add_threads(threads, r["threads_ns"])
             thread_calls += int(r["threads_calls"])
         base = t[len(t) // 10]
         slow = [x - base for x in t if x > base + SLOW_CALL_EXCESS_S]
-        fast += [x for x in t if x <= base + SLOW_CALL_EXCESS_S]
+        its_fast = [x for x in t if x <= base + SLOW_CALL_EXCESS_S]
+        fast += its_fast
         late += slow
-        by_size[str(int(r["msg_bytes"]))] = len(slow) / len(t)
+        size = str(int(r["msg_bytes"]))
+        by_size[size] = len(slow) / len(t)
+        fast_by_size[size] = statistics.median(its_fast)
+        late_by_size[size] = statistics.median(slow) if slow else 0.0
     n = len(fast) + len(late)
     if not n:
         return None
@@ -416,6 +424,9 @@ def fit_call_modes(records: list[dict[str, Any]], world_size: int) -> dict[str, 
         "slow_share": len(late) / n,
         "slow_late_median_s": statistics.median(late) if late else 0.0,
         "slow_share_by_size": by_size,
+        "fast_median_by_size_s": fast_by_size,
+        "slow_late_median_by_size_s": late_by_size,
+        "world_size": world_size,
         **thread_costs(threads, thread_calls),
     }
 
@@ -430,7 +441,8 @@ def thread_costs(threads: dict[str, list[int]], calls: int) -> dict[str, Any]:
     no core took them. gloo's network thread polls while a message waits for the receive that takes it (gloo's
     TCP pair leaves such a message unread and its socket stays readable), so where the ranks' threads outnumber
     the cores it holds a core the woken thread that would post that receive then waits for: the small calls'
-    stalls, a scheduler tick each (BENCHMARKS.md, "Twenty-sixth session"). Empty where not measured."""
+    stalls, a scheduler tick each (BENCHMARKS.md, "Twenty-sixth session"). Both are sums over the ranks. Empty
+    where not measured."""
     if not calls or not threads:
         return {}
     out = {"thread_calls": calls, "core_wait_s": sum(v[1] for v in threads.values()) / 1e9 / calls}
@@ -460,12 +472,14 @@ def _threads_phrase(modes: dict[str, Any]) -> str:
     if "core_wait_s" not in modes:
         return ""
     stalled = modes["slow_share"] * modes["slow_late_median_s"]  # a call's stall time, on average
+    p = int(modes.get("world_size") or 1)
     net = modes.get("network_cpu_s")
-    out = "; per call (and its barrier), over both ranks: "
+    out = f"; per call (and its barrier), summed over the {p} ranks: "
     if net is not None:
         out += f"gloo's network threads ran {net * 1e3:.2f} ms (they poll while a message waits for its receive), "
     out += f"threads ready to run waited {modes['core_wait_s'] * 1e3:.2f} ms for a core"
-    if stalled > 0 and modes["core_wait_s"] >= 0.5 * stalled:
+    # a rank's share of the waits against the call's stall: where they come near it, the stalls are those waits
+    if stalled > 0 and modes["core_wait_s"] / p >= 0.5 * stalled:
         out += f" (against {stalled * 1e3:.2f} ms stalled): the stalls are waits for a core"
     return out
 

@@ -527,6 +527,7 @@ def small_call_probe(
         iters=calls,
         warmup=SMALL_CALL_WARMUP,
         times_s=max_over_ranks(m["per_impl"]["native"]),
+        wrong=m.get("wrong", {}).get("native"),
         link_mbit=link_mbit,
         **({"threads_ns": m["threads"], "threads_calls": m["timed_calls"]} if m.get("threads") else {}),
         **where,
@@ -536,8 +537,9 @@ def small_call_probe(
 def small_calls_beside(records: Sequence[Mapping[str, Any]], params: Params, world_size: int) -> dict[str, Any] | None:
     """The small calls measured beside validation (``small_call_probe``'s records, pooled) split as the
     calibration's sweep was (``fit_call_modes``), set against the calibration's own split at the same size:
-    ``{"validation": ..., "calibration": ..., "mean_call_s": ..., "calibration_mean_call_s": ...}`` (the
-    calibration's keys None where it kept no split). None without records."""
+    ``msg_bytes``; ``validation``, the split; ``mean_call_s``, a call on average (the fast calls' median plus the
+    stalled share of the stalls' median); ``calibration_slow_share`` and ``calibration_mean_call_s``, the same of
+    the calibration's calls of that size (None where it kept no split). None without records."""
     from realrun.cpushare import add_threads
 
     from .probes import fit_call_modes
@@ -556,16 +558,18 @@ def small_calls_beside(records: Sequence[Mapping[str, Any]], params: Params, wor
     if here is None:
         return None
     size = str(int(pooled["msg_bytes"]))
-    cal = (params.probes or {}).get("call_modes")
-    cal_share = None if not cal else cal.get("slow_share_by_size", {}).get(size)
+    cal = (params.probes or {}).get("call_modes") if params.world_size == world_size else None
+    cal = cal or {}
+    share = cal.get("slow_share_by_size", {}).get(size)
+    fast = cal.get("fast_median_by_size_s", {}).get(size)  # calibrations before the twenty-sixth session: none
+    late = cal.get("slow_late_median_by_size_s", {}).get(size)
+    known = None not in (share, fast, late)
     return {
         "msg_bytes": int(pooled["msg_bytes"]),
         "validation": here,
         "mean_call_s": here["fast_median_s"] + here["slow_share"] * here["slow_late_median_s"],
-        "calibration_slow_share": cal_share,
-        "calibration_mean_call_s": None
-        if cal_share is None
-        else cal["fast_median_s"] + cal_share * cal["slow_late_median_s"],
+        "calibration_slow_share": share if known else None,
+        "calibration_mean_call_s": fast + share * late if known else None,
     }
 
 
@@ -580,7 +584,7 @@ def small_calls_line(sc: Mapping[str, Any]) -> str:
         + f", {sc['mean_call_s'] * 1e3:.2f} ms a call on average"
     )
     if sc.get("calibration_mean_call_s") is None:
-        return out + "; the calibration kept no split at this size to set it against"
+        return out + "; the calibration kept no split at this size and world size to set it against"
     d = sc["mean_call_s"] - sc["calibration_mean_call_s"]
     out += (
         f"; in the calibration {sc['calibration_slow_share']:.0%} of its {kib} KiB calls stalled, "

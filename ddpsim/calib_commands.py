@@ -613,7 +613,7 @@ def add_commands(sub: Any) -> None:
     )
     v.add_argument(
         "--small-calls",
-        type=int,
+        type=number(int, 0, 100_000),
         default=SMALL_CALLS,
         metavar="N",
         help=f"small all-reduces ({SMALL_CALL_BYTES >> 10} KiB, one at a time) measured before each group of "

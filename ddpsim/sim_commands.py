@@ -179,17 +179,22 @@ def resolve_profile(args: argparse.Namespace, params: Any = None) -> GradProfile
     for flag in ("model", "device", "network"):
         if getattr(args, flag, None) == "":
             raise ValueError(f"--{flag} is empty: give a name or a path, or leave the flag out for the default")
+    from simulator import zoo
+    from simulator.jsonio import read_json
+
     params_prof = params.profile(Path(args.params).parent) if params is not None else None
+    # a file: a measured profile, or a model description (``ddpsim.model/1``, as the built-in models are written)
+    a_file = model is not None and (model.endswith(".json") or Path(model).is_file())
+    read = read_json(model, "profile") if a_file else None
+    is_model = isinstance(read, dict) and read.get("schema") == zoo.MODEL_SCHEMA
     if model is None and params_prof is not None:
         prof = params_prof
         measured = True
-    elif model is not None and (model.endswith(".json") or Path(model).is_file()) and not _is_model_file(model):
-        prof = GradProfile.load(model)
+    elif a_file and not is_model:
+        prof = GradProfile.from_file_dict(read, model)
         measured = True
-    else:  # a built-in name or a model file (ddpsim.model/1): its compute from FLOPs on a device
-        from simulator import zoo
-
-        spec = zoo.load_model_spec(model or "gpt2-small")
+    else:  # a built-in name or a model file: its compute from FLOPs on a device
+        spec = zoo.model_spec_from_file_dict(read, model) if is_model else zoo.load_model_spec(model or "gpt2-small")
         device = zoo.load_device(args.device or spec.defaults.get("device") or zoo.DEFAULT_DEVICE)
         prof = zoo.profile_from_flops(spec, device, batch_size=args.batch_size)
         measured = False
@@ -200,19 +205,6 @@ def resolve_profile(args: argparse.Namespace, params: Any = None) -> GradProfile
     if args.compute_scale != 1.0:
         prof = prof.scaled(args.compute_scale)
     return prof
-
-
-def _is_model_file(path: str) -> bool:
-    """Whether ``path`` holds a model description (``ddpsim.model/1``, as the built-in models are written) rather
-    than a profile; a file that cannot be read is left to the profile reader's error."""
-    from simulator import zoo
-    from simulator.jsonio import read_json
-
-    try:
-        d = read_json(path, "profile")
-    except ValueError:
-        return False
-    return isinstance(d, dict) and d.get("schema") == zoo.MODEL_SCHEMA
 
 
 def resolve_cost(args: argparse.Namespace, world_size: int, params: Any = None) -> CostModel:

@@ -230,8 +230,11 @@ def measure(ctx: Any, impls: tuple[str, ...], count: int, dtype: str, iters: int
     return {
         "per_impl": {impl: [g["times"][impl] for g in gathered] for impl in impls},
         "wrong": {impl: sum(g["wrong"][impl] for g in gathered) for impl in impls},
-        # every rank's threads by name, summed over the ranks, over the iters x len(impls) timed calls
-        "threads": functools.reduce(add_threads, (g["threads"] for g in gathered), {}),
+        # every rank's threads by name, summed over the ranks, over the iters x len(impls) timed calls (none
+        # where a rank could not read them: a sum over fewer ranks would pass for all of them)
+        "threads": functools.reduce(add_threads, (g["threads"] for g in gathered), {})
+        if all(g["threads"] for g in gathered)
+        else {},
         "timed_calls": iters * len(impls),
         "env": env,
     }

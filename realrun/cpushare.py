@@ -79,12 +79,12 @@ class OtherWork:
         self.cores = other_cores(self._before, snapshot(self.pids))
 
 
-def thread_times() -> dict[str, list[int]] | None:
-    """This process's threads by name, each name's ``[CPU ns, run-queue wait ns, timeslices]`` summed
-    (``/proc/self/task/TID/schedstat``, Linux): the wait is time a thread was ready to run and no core took
-    it. ``None`` where it cannot be read. gloo's network thread is ``gloo_tcp_loop`` (one a rank), torch's
-    collective workers ``pt_gloo_runloop``."""
-    out: dict[str, list[int]] = {}
+def thread_times() -> dict[str, tuple[str, int, int, int]] | None:
+    """This process's threads by id: ``(name, CPU ns, run-queue wait ns, timeslices)``
+    (``/proc/self/task/TID/schedstat``, Linux); the wait is time a thread was ready to run and no core took it.
+    ``None`` where it cannot be read. gloo's network thread is ``gloo_tcp_loop`` (one a rank), torch's collective
+    workers ``pt_gloo_runloop``."""
+    out: dict[str, tuple[str, int, int, int]] = {}
     try:
         tids = os.listdir("/proc/self/task")
     except OSError:
@@ -94,21 +94,27 @@ def thread_times() -> dict[str, list[int]] | None:
             with open(f"/proc/self/task/{tid}/comm") as f:
                 name = f.read().strip()
             with open(f"/proc/self/task/{tid}/schedstat") as f:
-                vals = [int(x) for x in f.read().split()[:3]]
+                run, wait, slices = (int(x) for x in f.read().split()[:3])
         except (OSError, ValueError):
-            continue  # a thread that ended meanwhile
-        if len(vals) == 3:
-            acc = out.setdefault(name, [0, 0, 0])
-            for i, v in enumerate(vals):
-                acc[i] += v
+            continue  # a thread that ended meanwhile, or no schedstat
+        out[tid] = (name, run, wait, slices)
     return out or None
 
 
-def thread_delta(before: dict[str, list[int]] | None, after: dict[str, list[int]] | None) -> dict[str, list[int]]:
-    """``after - before`` per thread name (a name new in ``after`` counts whole); empty where either is unknown."""
+def thread_delta(
+    before: dict[str, tuple[str, int, int, int]] | None, after: dict[str, tuple[str, int, int, int]] | None
+) -> dict[str, list[int]]:
+    """``after - before`` thread by thread (one started between counts whole; one that ended is lost), summed by
+    name: ``{name: [CPU ns, wait ns, timeslices]}``; empty where either is unknown."""
     if before is None or after is None:
         return {}
-    return {k: [a - b for a, b in zip(v, before.get(k, [0, 0, 0]))] for k, v in after.items()}
+    out: dict[str, list[int]] = {}
+    for tid, (name, *now) in after.items():
+        was = before[tid][1:] if tid in before and before[tid][0] == name else (0, 0, 0)
+        acc = out.setdefault(name, [0, 0, 0])
+        for i, (a, b) in enumerate(zip(now, was)):
+            acc[i] += a - b
+    return out
 
 
 def add_threads(into: dict[str, list[int]], more: dict[str, list[int]]) -> dict[str, list[int]]:

@@ -271,7 +271,11 @@ class GradProfile:
     def load(cls, path: str | Path) -> GradProfile:
         from .jsonio import read_json
 
-        d = read_json(path, "profile")
+        return cls.from_file_dict(read_json(path, "profile"), path)
+
+    @classmethod
+    def from_file_dict(cls, d: Any, path: str | Path) -> GradProfile:
+        """``from_dict`` of what was read from ``path``, its errors naming the file."""
         try:
             return cls.from_dict(d)
         except (TypeError, KeyError, AttributeError) as e:

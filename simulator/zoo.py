@@ -467,7 +467,10 @@ def _load_spec(kind: str, directory: Path, name: str, parse: Any) -> Any:
             f"unknown {kind} {name!r}; available: {', '.join(known)} (or a path to a {kind} JSON file)",
         )
         path = directory / f"{name}.json"
-    d = read_json(path, f"{kind} spec")
+    return _parse_spec(kind, read_json(path, f"{kind} spec"), path, parse)
+
+
+def _parse_spec(kind: str, d: Any, path: str | Path, parse: Any) -> Any:
     try:
         return parse(d)
     except (TypeError, KeyError, AttributeError) as e:
@@ -477,6 +480,11 @@ def _load_spec(kind: str, directory: Path, name: str, parse: Any) -> Any:
 def load_model_spec(name: str) -> ModelSpec:
     """A built-in model by name, or a model JSON file by path; ``ValueError`` listing the names otherwise."""
     return _load_spec("model", MODELS_DIR, name, ModelSpec.from_dict)
+
+
+def model_spec_from_file_dict(d: Any, path: str | Path) -> ModelSpec:
+    """A model spec from what was read from the file ``path`` (``load_model_spec``'s errors)."""
+    return _parse_spec("model", d, path, ModelSpec.from_dict)
 
 
 def load_device(name: str) -> DeviceSpec:

@@ -531,6 +531,9 @@ def test_validation_jsonl_keeps_every_round_and_one_row_per_configuration(valida
         (1, 0, SMALL_CALLS, SMALL_CALL_BYTES),
     ]
     assert res["small_calls"]["validation"]["calls"] == 2 * SMALL_CALLS
+    if sys.platform.startswith("linux"):  # the ranks' threads, gloo's network thread among them
+        assert all("gloo_tcp_loop" in r["threads_ns"] and r["threads_calls"] == SMALL_CALLS for r in small)
+        assert res["small_calls"]["validation"]["network_cpu_s"] > 0
     pooled = fit_call_modes([{**small[0], "times_s": small[0]["times_s"] + small[1]["times_s"], "threads_ns": {}}], 2)
     assert pooled is not None
     split = ("calls", "fast_median_s", "slow_share", "slow_late_median_s")

@@ -137,6 +137,32 @@ def test_malformed_profile_json(capsys, tmp_path):
     bad.write_text('{"schema": "other/9", "params": []}')
     code, _, err = run_cli(capsys, "predict", "--model", str(bad))
     assert code == 2 and "schema" in err
+    for text in ("null", "[]"):  # JSON, but no object: the profile's error, naming the file
+        bad.write_text(text)
+        code, _, err = run_cli(capsys, "predict", "--model", str(bad))
+        assert code == 2 and f"profile {bad}" in err and "JSON object" in err and "Traceback" not in err
+
+
+def test_a_model_file_and_a_profile_file_through_one_flag(capsys, tmp_path):
+    """``--model FILE``: a model description (``ddpsim.model/1``) gets FLOPs times like a built-in name; a measured
+    profile is taken as it is."""
+    import shutil
+
+    from simulator import zoo
+
+    spec_path = tmp_path / "mymodel.json"
+    shutil.copy(zoo.MODELS_DIR / "gpt2-small.json", spec_path)
+    code, out, _ = run_cli(capsys, "predict", "--model", str(spec_path), "--world-size", "8", "--json")
+    code_b, out_b, _ = run_cli(capsys, "predict", "--model", "gpt2-small", "--world-size", "8", "--json")
+    assert code == code_b == 0
+    assert json.loads(out)["results"]["step_time_s"] == json.loads(out_b)["results"]["step_time_s"]
+    prof = zoo.profile_from_flops("gpt2-small").scaled(2.0)
+    prof_path = tmp_path / "measured.json"
+    prof.save(prof_path)
+    code, out, _ = run_cli(capsys, "predict", "--model", str(prof_path), "--world-size", "8", "--json")
+    assert code == 0 and json.loads(out)["results"]["step_time_s"] > json.loads(out_b)["results"]["step_time_s"]
+    code, _, err = run_cli(capsys, "predict", "--model", str(prof_path), "--device", "h100", "--world-size", "8")
+    assert code == 2 and "--device applies to built-in models" in err
 
 
 def test_predict_subprocess_never_imports_torch():

@@ -515,11 +515,16 @@ def test_call_modes_carry_the_ranks_thread_time_per_call():
     assert m is not None and m["thread_calls"] == 400
     assert m["network_cpu_s"] == pytest.approx(2 * 0.3 / 400)
     assert m["core_wait_s"] == pytest.approx(2 * 0.26 / 400)
+    assert m["world_size"] == 2
     line = call_modes_line(m, 1.2e-3)
+    assert "summed over the 2 ranks" in line
     assert "network threads ran 1.50 ms" in line and "waited 1.30 ms for a core" in line
     assert line.endswith("the stalls are waits for a core")
+    # a record whose thread time covers other implementations' calls too (interleaved) is left out of it
+    mixed = {**_sweep(4096, 0.3e-3, 3.6e-3, 40), "threads_ns": th, "threads_calls": 400}
+    assert "thread_calls" not in fit_call_modes([mixed], 2)
     # waits far under the stalls: the figures, no such reading; no accounting at all: no phrase
-    few = {"pt_gloo_runloop": [20_000_000, 1_000_000, 1500]}
+    few = {"pt_gloo_runloop": [20_000_000, 2_000_000, 1500]}
     m2 = fit_call_modes([{**_sweep(4096, 0.3e-3, 3.6e-3, 40), "threads_ns": few, "threads_calls": 200}], 2)
     assert m2 is not None and "network_cpu_s" not in m2
     line2 = call_modes_line(m2, 1.2e-3)
@@ -534,8 +539,14 @@ def test_small_calls_beside_validation_are_set_against_the_calibrations_split():
 
     from calibration.validate import small_calls_beside, small_calls_line
 
-    cal = {"fast_median_s": 0.3e-3, "slow_late_median_s": 3.6e-3, "slow_share_by_size": {"4096": 0.4}}
-    params = SimpleNamespace(probes={"call_modes": cal})
+    cal = {
+        "fast_median_s": 0.5e-3,  # over every size: not what a 4 KiB call is set against
+        "slow_late_median_s": 3.0e-3,
+        "slow_share_by_size": {"4096": 0.4, "65536": 0.1},
+        "fast_median_by_size_s": {"4096": 0.3e-3, "65536": 0.9e-3},
+        "slow_late_median_by_size_s": {"4096": 3.6e-3, "65536": 2.5e-3},
+    }
+    params = SimpleNamespace(probes={"call_modes": cal}, world_size=2)
     th = {"gloo_tcp_loop": [6_000_000, 0, 10], "pt_gloo_runloop": [1_000_000, 12_000_000, 20]}
     recs = [
         {**_sweep(4096, 0.3e-3, 3.6e-3, 6, n=60, seed=s), "threads_ns": th, "threads_calls": 60, "round": s}
@@ -553,10 +564,17 @@ def test_small_calls_beside_validation_are_set_against_the_calibrations_split():
     assert "cheaper than calibrated" in line
     # as stalled as while calibrating; no split kept; nothing measured
     same = small_calls_beside(
-        recs, SimpleNamespace(probes={"call_modes": {**cal, "slow_share_by_size": {"4096": 0.1}}}), 2
+        recs, SimpleNamespace(probes={"call_modes": {**cal, "slow_share_by_size": {"4096": 0.1}}}, world_size=2), 2
     )
     assert same is not None and "cost what they did while calibrating" in small_calls_line(same)
-    bare = small_calls_beside(recs, SimpleNamespace(probes={}), 2)
-    assert bare is not None and bare["calibration_mean_call_s"] is None
-    assert "kept no split at this size" in small_calls_line(bare)
+    # nothing to set it against: no split kept, one from before the per-size medians, another world size
+    before = {k: v for k, v in cal.items() if "by_size_s" not in k}
+    for other in (
+        {"probes": {}, "world_size": 2},
+        {"probes": {"call_modes": before}, "world_size": 2},
+        {"probes": {"call_modes": cal}, "world_size": 4},
+    ):
+        bare = small_calls_beside(recs, SimpleNamespace(**other), 2)
+        assert bare is not None and bare["calibration_mean_call_s"] is None
+        assert "kept no split at this size and world size" in small_calls_line(bare)
     assert small_calls_beside([], params, 2) is None
