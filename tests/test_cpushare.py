@@ -88,17 +88,17 @@ def test_thread_times_read_this_process_threads_by_name():
     if before is None:
         pytest.skip("no /proc/self/task/TID/schedstat here")
     cpu0 = time.thread_time()
-    t = time.perf_counter()
-    while time.perf_counter() - t < 0.05:  # this thread's CPU
+    while time.thread_time() - cpu0 < 0.05:  # 50 ms of this thread's CPU, however busy the box
         pass
     spun_ns = (time.thread_time() - cpu0) * 1e9
     after = thread_times()
     assert after is not None and all(len(v) == 4 for v in after.values())
     d = thread_delta(before, after)
     assert all(len(v) == 3 and v[0] >= 0 and v[2] >= 0 for v in d.values())
-    # this thread's delta (by its name; its CPU clock and schedstat count the same time) holds the spin
+    # this thread's delta (by its name; its CPU clock and schedstat count the same time, schedstat's a tick late at
+    # most: 4 ms at 250 Hz, 10 at 100) holds the spin
     me = [v for tid, v in after.items() if int(tid) == threading.get_native_id()]
-    assert len(me) == 1 and d[me[0][0]][0] >= 0.9 * spun_ns
+    assert len(me) == 1 and d[me[0][0]][0] >= spun_ns - 10e6
     # a thread id that changed name is new: counted whole; one gone is lost; unknown snapshots give nothing
     assert thread_delta({"7": ("old", 5, 5, 5)}, {"7": ("new", 9, 9, 9), "8": ("new", 1, 0, 1)}) == {"new": [10, 9, 10]}
     assert thread_delta({"7": ("a", 5, 5, 5)}, {"7": ("a", 9, 6, 8)}) == {"a": [4, 1, 3]}
