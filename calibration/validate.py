@@ -25,7 +25,8 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from calibration.probes import SMALL_CALL_BYTES, SMALL_CALL_WARMUP, SMALL_CALLS
+from calibration.probes import SMALL_CALL_BYTES, SMALL_CALL_WARMUP, SMALL_CALLS, fit_call_modes
+from realrun.cpushare import add_threads
 from realrun.stats import TimeSummary, gap_interval, median_ci, steps_for_time, summarize
 from simulator.jsonio import from_fields, to_fields
 from simulator.predict import predict
@@ -509,29 +510,30 @@ def small_call_probe(
     """``calls`` all-reduces of ``SMALL_CALL_BYTES``, one at a time (a barrier before each, as the calibration's
     sweep times them), after ``SMALL_CALL_WARMUP`` untimed: an ``allreduce`` record (a call's time is its slowest
     rank's) with the ranks' thread time, marked ``probe`` and with ``where`` (round, group)."""
-    from realrun.bench_allreduce import measure
-    from realrun.records import make_record
-    from realrun.stats import max_over_ranks
+    from realrun.bench_allreduce import AllreduceBenchSpec, measure, point_record
 
-    m = pool.run(measure, ("native",), SMALL_CALL_BYTES // 4, "float32", calls, SMALL_CALL_WARMUP)[0]
-    return make_record(
-        "allreduce",
-        env,
-        probe="small calls beside validation",
-        impl="native",
+    spec = AllreduceBenchSpec(
         backend=pool.backend,
-        world_size=pool.world_size,
-        msg_bytes=SMALL_CALL_BYTES,
-        count=SMALL_CALL_BYTES // 4,
-        dtype="float32",
-        iters=calls,
-        warmup=SMALL_CALL_WARMUP,
-        times_s=max_over_ranks(m["per_impl"]["native"]),
-        wrong=m.get("wrong", {}).get("native"),
+        world_sizes=(pool.world_size,),
+        sizes_bytes=(SMALL_CALL_BYTES,),
+        impls=("native",),
         link_mbit=link_mbit,
-        **({"threads_ns": m["threads"], "threads_calls": m["timed_calls"]} if m.get("threads") else {}),
-        **where,
     )
+    m = pool.run(measure, ("native",), SMALL_CALL_BYTES // 4, spec.dtype, calls, SMALL_CALL_WARMUP)[0]
+    rec = point_record(
+        spec,
+        "native",
+        pool.world_size,
+        SMALL_CALL_BYTES,
+        calls,
+        SMALL_CALL_WARMUP,
+        m["per_impl"]["native"],
+        env,
+        "validate-small-calls",
+        m["wrong"]["native"],
+    )
+    threads = {"threads_ns": m["threads"], "threads_calls": m["timed_calls"]} if m.get("threads") else {}
+    return {**rec, "probe": "small calls beside validation", **threads, **where}
 
 
 def small_calls_beside(records: Sequence[Mapping[str, Any]], params: Params, world_size: int) -> dict[str, Any] | None:
@@ -540,10 +542,6 @@ def small_calls_beside(records: Sequence[Mapping[str, Any]], params: Params, wor
     ``msg_bytes``; ``validation``, the split; ``mean_call_s``, a call on average (the fast calls' median plus the
     stalled share of the stalls' median); ``calibration_slow_share`` and ``calibration_mean_call_s``, the same of
     the calibration's calls of that size (None where it kept no split). None without records."""
-    from realrun.cpushare import add_threads
-
-    from .probes import fit_call_modes
-
     recs = [r for r in records if r.get("times_s")]
     if not recs:
         return None
