@@ -7,8 +7,10 @@ share of measured medians inside the predicted 80 % interval, the best torch-ddp
 and measured with the measured cost of taking the predicted one (and its 95 % interval, where validate
 kept it: ``calibration.validate.summarize_rows``), the in-step probe's factors, the
 compute-only baseline's own p10-p90 spread (how noisy the machine was), how many errors are larger than
-the measured and compute-only medians' own 95 % intervals can make (``noise_pct`` of validate's rows);
-then every row that misses 10 %, with its error and that noise, and, where ``explain_misses.py`` ran, the
+the measured and compute-only medians' own 95 % intervals can make (``noise_pct`` of validate's rows), how far a
+configuration's median moved between validate's rounds (median and worst over the rows: whether the measurement
+repeats to the goals; validate since 2026-11-30); then every row that misses 10 %, with its error and that noise,
+its rounds' medians and its error against its steps' mean, and, where ``explain_misses.py`` ran, the
 largest wrong part of its re-run's recorded step. Goals (issue 10): median < 3 %, worst
 < 10 %, coverage 75-90 %.
 """
@@ -53,6 +55,7 @@ def _cell(d: Path) -> dict | None:
         "model": v.get("model"),
         "link": v.get("link_mbit"),
         "beyond": (v["n_beyond_noise"], v["n_with_noise"]) if v.get("n_with_noise") else None,
+        "rounds": v.get("rounds_apart"),
         "explained": _explained(d),
     }
 
@@ -90,21 +93,32 @@ def _name(r: dict) -> str:
     return r["strategy"] + ("" if r.get("bucket_mb") is None else f" {r['bucket_mb']:g}")
 
 
+def _rounds_words(r: dict) -> str:
+    """A missing row's rounds' medians and its error against its steps' mean, where validate kept them."""
+    meds, mean = r.get("round_medians_s"), r.get("measured_mean_s")
+    if not meds or len(meds) < 2:
+        return ""
+    err = (r["predicted_step_s"] / mean - 1) * 100 if mean else None
+    return f"; its rounds' medians {' / '.join(f'{m * 1e3:.1f}' for m in meds)} ms" + (
+        "" if err is None else f", {err:+.1f}% against its steps' mean"
+    )
+
+
 def main(out: Path) -> None:
     cells = sorted(p for p in out.iterdir() if p.is_dir())
     print(f"# Accuracy matrix ({out})\n")
     print(
         "| workload | network | configs | median abs. error | signed median | worst (config) | 80% interval coverage "
         "| torch-ddp best bucket pred. / meas. (gap, its 95% interval) | in-step fit: compute x, comm x | baseline spread (other work) "
-        "| errors beyond noise |"
+        "| errors beyond noise | rounds apart: median / worst |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     misses = []
     for d in cells:
         c = _cell(d)
         model, net = _labels(d.name, c)
         if c is None:
-            print(f"| {model} | {net} | missing | | | | | | | | |")
+            print(f"| {model} | {net} | missing | | | | | | | | | |")
             continue
         w = c["worst"]
         cov = "-" if c["coverage"] is None else f"{c['coverage']:.0%}"
@@ -129,6 +143,8 @@ def main(out: Path) -> None:
             + ("" if c["other"] is None else f" (other work {c['other']:.1f} cores)")
             + " | "
             + ("-" if c["beyond"] is None else f"{c['beyond'][0]} of {c['beyond'][1]}")
+            + " | "
+            + ("-" if not c["rounds"] else f"{c['rounds']['median_pct']:.1f} / {c['rounds']['worst_pct']:.1f}%")
             + " |"
         )
         for r in c["rows"]:
@@ -148,6 +164,7 @@ def main(out: Path) -> None:
                     + ("" if abs(r["error_pct"]) > r["noise_pct"] else ": within it")
                 )
                 + ")"
+                + _rounds_words(r)
                 + ("" if e is None else f"\n  - timeline (benchmarks/explain_misses.py): {describe(e)}")
             )
 

@@ -158,7 +158,8 @@ class RowPrediction:
     interval_sources: tuple[str, ...]
 
 
-_NOISE_KEYS = ("measured_median_ci_s", "compute_median_ci_s", "noise_pct")
+# fields a row written before they were kept lacks: written only where known
+_OPTIONAL_KEYS = ("measured_median_ci_s", "compute_median_ci_s", "noise_pct", "measured_mean_s", "round_medians_s")
 
 
 @dataclass(frozen=True)
@@ -189,11 +190,15 @@ class ValidationRow:
     measured_median_ci_s: tuple[float, float] | None = None
     compute_median_ci_s: tuple[float, float] | None = None
     noise_pct: float | None = None
+    # the mean of the measured steps, and the median of each round's (``round_medians``): whether the measurement
+    # repeats. None in rows written before they were kept, and the rounds where there was one or they cannot be told
+    measured_mean_s: float | None = None
+    round_medians_s: tuple[float, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Its fields; the noise fields only where known (a row read from an older file writes back the same)."""
+        """Its fields; the optional ones only where known (a row read from an older file writes back the same)."""
         d = to_fields(self)
-        for k in _NOISE_KEYS:
+        for k in _OPTIONAL_KEYS:
             if d[k] is None:
                 del d[k]
         return d
@@ -202,6 +207,18 @@ class ValidationRow:
     def beyond_noise(self) -> bool | None:
         """Whether the error is larger than what the two medians' sampling errors alone can make."""
         return None if self.noise_pct is None else abs(self.error_pct) > self.noise_pct
+
+    @property
+    def rounds_apart_pct(self) -> float | None:
+        """How far the rounds' medians lie apart: the highest over the lowest, less 1, in %; None with one round."""
+        r = self.round_medians_s
+        return None if not r or len(r) < 2 or min(r) <= 0 else (max(r) / min(r) - 1) * 100.0
+
+    @property
+    def error_vs_mean_pct(self) -> float | None:
+        """The prediction's error against the mean of the measured steps (None where the mean was not kept)."""
+        m = self.measured_mean_s
+        return None if not m else (self.predicted_step_s - m) / m * 100.0
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ValidationRow:
@@ -249,6 +266,7 @@ def make_row(
     compute_scale: float,
     measured_ci_s: tuple[float, float] | None = None,
     compute_ci_s: tuple[float, float] | None = None,
+    round_medians_s: Sequence[float] | None = None,
 ) -> ValidationRow:
     """The one place a validation row is made: the measured steps, the compute-only median beside them,
     and the prediction; the error is the prediction's against the measured median. With both medians'
@@ -277,6 +295,8 @@ def make_row(
         measured_median_ci_s=measured_ci_s,
         compute_median_ci_s=compute_ci_s,
         noise_pct=noise,
+        measured_mean_s=measured.mean_s,
+        round_medians_s=tuple(round_medians_s) if round_medians_s else None,
     )
 
 
@@ -309,6 +329,7 @@ def summarize_rows(
         # rows whose error is larger than the two medians' sampling errors can make (of those that say)
         "n_beyond_noise": sum(1 for r in rows if r.beyond_noise),
         "n_with_noise": sum(1 for r in rows if r.noise_pct is not None),
+        "rounds_apart": rounds_apart(rows),
         "best_bucket": {},
     }
     first_bucketed = None
@@ -342,6 +363,63 @@ def summarize_rows(
     else:
         out["best_bucket_mb_predicted"] = out["best_bucket_mb_measured"] = None
     return out
+
+
+WORST_GOAL_PCT = 10.0  # issue 10's goal for a cell's worst row; rounds further apart cannot be judged to it
+
+
+def rounds_apart(rows: Sequence[ValidationRow]) -> dict[str, Any] | None:
+    """Whether the measurement repeats: per row how far its rounds' medians lie apart (``rounds_apart_pct``),
+    their median and worst over the rows, the worst row with its rounds' medians and the prediction's error
+    against its steps' mean, and how many rows moved ``WORST_GOAL_PCT`` or more between rounds (there a row's
+    median error cannot be judged to the worst-row goal: the run's own measurement does not repeat to it).
+    None where no row was measured in two rounds or more."""
+    apart = [(r.rounds_apart_pct, r) for r in rows if r.rounds_apart_pct is not None]
+    if not apart:
+        return None
+    pct, worst = max(apart, key=lambda a: a[0])
+    return {
+        "n_rounds": len(worst.round_medians_s or ()),
+        "median_pct": statistics.median(a[0] for a in apart),
+        "worst_pct": pct,
+        "worst_row": row_label(worst),
+        "worst_round_medians_s": list(worst.round_medians_s or ()),
+        "worst_predicted_s": worst.predicted_step_s,
+        "worst_error_pct": worst.error_pct,
+        "worst_error_vs_mean_pct": worst.error_vs_mean_pct,
+        "n_rows_apart_beyond_goal": sum(1 for a in apart if a[0] >= WORST_GOAL_PCT),
+        "n_rows": len(apart),
+    }
+
+
+def row_label(r: ValidationRow) -> str:
+    """A row's configuration in words ("torch-ddp 4 MiB", "individual")."""
+    return r.strategy + (f" {r.bucket_mb:g} MiB" if r.bucket_mb is not None else "")
+
+
+def rounds_line(ra: Mapping[str, Any]) -> str:
+    """``rounds_apart`` in words: how far a configuration's median moved between rounds, and where that is as large
+    as the worst-row goal, what the worst row's error is against its steps' mean."""
+    meds = " then ".join(f"{m * 1e3:.2f}" for m in ra["worst_round_medians_s"])
+    line = (
+        f"rounds: a configuration's median moved between its {ra['n_rounds']} rounds by a median "
+        f"{ra['median_pct']:.1f} %, at most {ra['worst_pct']:.1f} % ({ra['worst_row']}: {meds} ms)"
+    )
+    k = ra["n_rows_apart_beyond_goal"]
+    if not k:
+        return line + f": the measurement repeats to within the worst-row goal ({WORST_GOAL_PCT:g} %)"
+    vs_mean = ra.get("worst_error_vs_mean_pct")
+    return (
+        line
+        + f"; {k} of {ra['n_rows']} rows moved {WORST_GOAL_PCT:g} % or more: the run's own measurement does not repeat "
+        f"to the worst-row goal there, and their errors against the median say little"
+        + (
+            f" ({ra['worst_row']}: {ra['worst_error_pct']:+.1f} % against the median of its steps, "
+            f"{vs_mean:+.1f} % against their mean; the model sums expected calls)"
+            if vs_mean is not None
+            else ""
+        )
+    )
 
 
 def _best_gap_interval(
@@ -688,7 +766,9 @@ def validate_on_pool(
                 small_records=small_records,
             )
         for k, cfg in enumerate(configs):
-            row = row_of(cfg, times[k], compute[k], prof, params, p, spec.rescale_compute, link_mbit, block)
+            row = row_of(
+                cfg, times[k], compute[k], prof, params, p, spec.rescale_compute, link_mbit, block, spec.rounds
+            )
             if k % spec.group_size == 0:
                 scales.append(row.compute_scale)
             rows.append(row)
@@ -729,12 +809,24 @@ def validate_on_pool(
         block=block,  # --timeline measures in the same order
     )
     res["omp_note"] = getattr(pool, "omp_note", None)  # said while calibrating; in the result's text and JSON
+    if res.get("rounds_apart"):
+        say(rounds_line(res["rounds_apart"]))
     res["small_calls"] = small_calls_beside(small_records, params, p)
     if res["small_calls"] is not None:
         say(small_calls_line(res["small_calls"]))
     if warning := noise_warning(res["machine_noise"]):
         say(warning)
     return res
+
+
+def round_medians(times_s: Sequence[float], rounds: int) -> tuple[float, ...] | None:
+    """The median of each round's steps, from steps pooled round after round with as many a round
+    (``measure_beside_compute``'s order); None with one round or steps that do not split evenly."""
+    n = len(times_s)
+    if rounds < 2 or n < 2 * rounds or n % rounds:
+        return None
+    k = n // rounds
+    return tuple(statistics.median(times_s[i * k : (i + 1) * k]) for i in range(rounds))
 
 
 def row_of(
@@ -747,11 +839,13 @@ def row_of(
     rescale: bool,
     link_mbit: float | None,
     block: int = 1,
+    rounds: int = 1,
 ) -> ValidationRow:
     """One configuration's row from its measured steps and the compute-only steps measured beside it:
     the profile rescaled to their median (``rescale``), predicted with the interval of the median of
     as many steps as were measured; ``block``, the turns they were measured in, says whether the rescale
-    took in the leftover work of DDP steps (``order_cost``)."""
+    took in the leftover work of DDP steps (``order_cost``); ``rounds``, how many rounds the steps were
+    measured in, one after another (``round_medians``)."""
     comp = summarize(list(compute_s))
     scaled, scale = rescaled_profile(prof, comp.median_s, rescale)
     pred = predicted_row(
@@ -772,6 +866,7 @@ def row_of(
         compute_scale=scale,
         measured_ci_s=median_ci(times_s),
         compute_ci_s=median_ci(compute_s),
+        round_medians_s=round_medians(times_s, rounds),
     )
 
 
@@ -843,9 +938,11 @@ def replay_validation(
     steps = [r for r in every if r.get("kind") == "ddp_step" and "group" in r and "setting" in r]
     stepped = {_config_key(r) for r in steps if r.get("strategy") != "compute"}
     method = f"replayed from {path}"
+    n_rounds = len({int(r.get("round", 0)) for r in steps}) if steps else 1  # each row's steps, round after round
     if not recs or not stepped <= {_config_key(r["validation"]) for r in recs}:
         # no rows, or rows for only some of the configurations measured (a failure while predicting)
         recs, kept, recorded = rows_from_steps(steps, path)
+        n_rounds = kept
         method += f" (its step records: {kept} of {recorded} round(s), those holding every group the first does)"
     models = {r.get("model") for r in recs}
     envs = {((r.get("env") or {}).get("world_size"), (r.get("env") or {}).get("backend")) for r in recs}
@@ -881,7 +978,7 @@ def replay_validation(
             )
         seen.add(key)
         comp = tuple(float(t) for t in r["compute_step_times_s"])
-        row = row_of(cfg, r["step_times_s"], comp, prof, params, p, rescale, link, block)
+        row = row_of(cfg, r["step_times_s"], comp, prof, params, p, rescale, link, block, n_rounds)
         row_steps.append(([float(t) for t in r["step_times_s"]], comp))
         if comp not in groups:
             groups[comp] = None
@@ -1046,6 +1143,8 @@ def format_validation(res: dict[str, Any]) -> str:
             f"interval ({n} configurations; goal 75-90%, where an exact 80% interval over {n} independent "
             f"configurations lands {coverage_band_chance(n):.0%} of the time)"
         )
+    if res.get("rounds_apart"):
+        lines.append(rounds_line(res["rounds_apart"]))
     if res.get("small_calls"):
         lines.append(small_calls_line(res["small_calls"]))
     if warning := noise_warning(res.get("machine_noise")):

@@ -513,6 +513,7 @@ def test_validation_summary_recompute(validated):
     assert "interval coverage:" in text
     assert f"over {n} independent configurations lands {coverage_band_chance(n):.0%} of the time" in text
     assert text.count("\n  torch-ddp ") == 2 and text.count("\n  bucketed ") == 2 and "best bucket (torch-ddp)" in text
+    assert "\nrounds: a configuration's median moved between its 2 rounds by a median" in text
 
 
 def test_validation_jsonl_keeps_every_round_and_one_row_per_configuration(validated):
@@ -546,6 +547,10 @@ def test_validation_jsonl_keeps_every_round_and_one_row_per_configuration(valida
         assert rec["step_times_s"] == rounds[0]["step_times_s"] + rounds[1]["step_times_s"]
         assert len(rec["step_times_s"]) == STEPS
         assert statistics.median(rec["step_times_s"]) == pytest.approx(row.measured_median_s, rel=1e-12)
+        # each round's median, from the pooled steps as the rounds' records hold them, and the steps' mean
+        assert row.round_medians_s == tuple(statistics.median(r["step_times_s"]) for r in rounds)
+        assert row.measured_mean_s == pytest.approx(statistics.fmean(rec["step_times_s"]), rel=1e-12)
+    assert res["rounds_apart"]["n_rounds"] == 2 and res["rounds_apart"]["n_rows"] == len(rows)
 
 
 def test_replay_of_the_records_with_the_same_params_gives_the_same_rows(validated, calibrated, tmp_path):

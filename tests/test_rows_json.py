@@ -17,6 +17,9 @@ from calibration.validate import (
     best_bucket_verdict,
     coverage_band_chance,
     make_row,
+    round_medians,
+    rounds_apart,
+    rounds_line,
     summarize_rows,
 )
 from realrun.stats import gap_interval, median_ci, paired_gap_interval, summarize
@@ -70,7 +73,9 @@ def test_make_row_shows_its_arithmetic_and_keeps_the_keys():
     assert r.measured_median_s == 0.12 and r.measured_exposed_s == pytest.approx(0.02)
     assert r.error_pct == pytest.approx((0.115 - 0.12) / 0.12 * 100)
     d = json.loads(dumps_finite({"rows": [r]}))["rows"][0]  # a dataclass inside a result is written by its fields
-    assert list(d) == ROW_KEYS and d["interval_sources"] == ["o fit CI", "compute spread"]
+    # the steps' mean is kept since 2026-11-30 (rows read from older files write back without it)
+    assert list(d) == [*ROW_KEYS, "measured_mean_s"] and d["interval_sources"] == ["o fit CI", "compute spread"]
+    assert d["measured_mean_s"] == pytest.approx(0.116)
     assert d["bucket_cap_mb_list"] is None and d["compute_scale"] == 1.25 and d["n_buckets"] == 3
     assert ValidationRow.from_dict(d) == r
 
@@ -181,7 +186,7 @@ def test_row_noise_is_the_two_medians_intervals_in_quadrature():
     assert r.noise_pct == pytest.approx(((0.02 / 0.12) ** 2 + 0.1**2) ** 0.5 * 100)
     assert r.error_pct == pytest.approx(-4.1667, abs=1e-3) and r.beyond_noise is False
     d = json.loads(dumps_finite({"rows": [r]}))["rows"][0]
-    assert list(d) == ROW_KEYS + ["measured_median_ci_s", "compute_median_ci_s", "noise_pct"]
+    assert list(d) == ROW_KEYS + ["measured_median_ci_s", "compute_median_ci_s", "noise_pct", "measured_mean_s"]
     assert ValidationRow.from_dict(d) == r
     far = make_row(
         StrategySpec("flat"),
@@ -205,3 +210,59 @@ def test_the_band_an_exact_interval_can_reach_is_a_binomial_share():
     # 17 (a matrix cell): 13, 14 or 15 covered
     want = sum(math.comb(17, k) * 0.8**k * 0.2 ** (17 - k) for k in (13, 14, 15))
     assert coverage_band_chance(17) == pytest.approx(want, rel=1e-9) and round(want, 2) == 0.64
+
+
+def test_round_medians_split_the_pooled_steps_round_after_round():
+    steps = [1.0, 2.0, 3.0, 10.0, 20.0, 30.0]
+    assert round_medians(steps, 2) == (2.0, 20.0)
+    assert round_medians(steps, 3) == (1.5, 6.5, 25.0)
+    assert round_medians(steps, 1) is None  # one round: nothing to compare
+    assert round_medians(steps, 4) is None  # 6 steps do not split into 4 rounds of as many
+    assert round_medians([1.0, 2.0], 2) is None  # a round of one step says nothing
+
+
+def _rounds_row(bucket_mb, r1, r2, pred_s):
+    pred = RowPrediction(pred_s, 0.015, 0.1, 3, 0.9 * pred_s, 1.1 * pred_s, ("o fit CI",))
+    times = [*r1, *r2]
+    return make_row(
+        StrategySpec("torch-ddp", bucket_mb=bucket_mb),
+        summarize(times),
+        0.05,
+        pred,
+        link_mbit=None,
+        compute_scale=1.0,
+        round_medians_s=round_medians(times, 2),
+    )
+
+
+def test_rounds_apart_names_the_row_whose_median_did_not_repeat():
+    steady = _rounds_row(4.0, [0.100, 0.101, 0.102], [0.101, 0.102, 0.103], 0.1)
+    # a bimodal row: round 1 mostly fast steps, round 2 mostly slow ones; the steps' mean 1.0 / 6
+    flip = _rounds_row(0.25, [0.08, 0.09, 0.25], [0.09, 0.24, 0.25], 1.0 / 6)
+    assert steady.rounds_apart_pct == pytest.approx((0.102 / 0.101 - 1) * 100)
+    assert flip.rounds_apart_pct == pytest.approx((0.24 / 0.09 - 1) * 100)
+    assert flip.error_vs_mean_pct == pytest.approx(0.0, abs=1e-9)  # the prediction is the steps' mean
+    ra = rounds_apart([steady, flip])
+    assert ra["worst_row"] == "torch-ddp 0.25 MiB" and ra["n_rows_apart_beyond_goal"] == 1 and ra["n_rounds"] == 2
+    assert ra["worst_round_medians_s"] == [0.09, 0.24]
+    assert ra["median_pct"] == pytest.approx((steady.rounds_apart_pct + flip.rounds_apart_pct) / 2)
+    line = rounds_line(ra)
+    assert "1 of 2 rows moved 10 % or more" in line and "90.00 then 240.00 ms" in line
+    assert "+0.0 % against their mean" in line and f"{flip.error_pct:+.1f} % against the median" in line
+    assert summarize_rows([steady, flip])["rounds_apart"] == ra  # in validate's summary and JSON
+    quiet = rounds_line(rounds_apart([steady]))
+    assert "repeats to within the worst-row goal (10 %)" in quiet and "rows moved" not in quiet
+
+
+def test_rows_of_one_round_or_older_files_have_no_rounds():
+    one = _row()  # made without rounds
+    assert one.rounds_apart_pct is None and rounds_apart([one]) is None
+    assert summarize_rows([one])["rounds_apart"] is None
+    d = one.to_dict()
+    assert "round_medians_s" not in d  # not written where unknown
+    d.pop("measured_mean_s")  # a row written before the mean was kept
+    old = ValidationRow.from_dict(d)
+    assert old.measured_mean_s is None and old.error_vs_mean_pct is None
+    flip = _rounds_row(0.25, [0.08, 0.09, 0.25], [0.09, 0.24, 0.25], 1.0 / 6)
+    back = ValidationRow.from_dict(json.loads(dumps_finite(flip.to_dict())))
+    assert back == flip and back.round_medians_s == (0.09, 0.24)
