@@ -29,13 +29,28 @@ def gain_line(v: Verification) -> str:
     )
 
 
+VERDICT_PCT = 3.0  # issue 10 judges a recommendation by whether it measures within 3 % of the best measured
+
+
 def best_line(v: Verification) -> str:
-    """The recommended setting against the best measured one, with the gap's interval and whether it is noise."""
+    """The recommended setting against the best measured one, with the gap's interval and whether it is noise,
+    and how far the two settings' medians moved between the rounds (where either moved ``VERDICT_PCT`` or more,
+    a gap of that size does not repeat)."""
     line = f"recommended vs best measured ({v.best_measured_setting}): {v.recommended_vs_best_measured_pct:+.2f}%"
     if v.recommended_vs_best_ci_pct is not None:
         lo, hi = v.recommended_vs_best_ci_pct
         verdict = "behind beyond the noise" if v.recommended_behind_beyond_noise else "no gap is inside it"
         line += f" (95% interval {lo:+.2f}% to {hi:+.2f}%, steps paired: {verdict})"
+    recm = v.rows[0]
+    best = next((r for r in v.rows if r.setting == v.best_measured_setting), recm)
+    shown = [recm] if best is recm else [recm, best]
+    apart = [a for a in (r.rounds_apart_pct for r in shown) if a is not None]
+    if len(apart) == len(shown) and recm.round_medians_s:  # every shown row measured in rounds
+        whose = "its median" if best is recm else "the two settings' medians"
+        moved = " and ".join(f"{a:.1f}%" for a in apart)
+        line += f"; {whose} moved {moved} between the {len(recm.round_medians_s)} rounds"
+        if max(apart) >= VERDICT_PCT:
+            line += f": gaps of {VERDICT_PCT:g}% do not repeat here"
     return line
 
 

@@ -79,6 +79,7 @@ def _verify(
         measure_beside_compute,
         order_cost,
         rescaled_profile,
+        round_medians,
         turns_note,
         typical_step_s,
     )
@@ -152,6 +153,7 @@ def _verify(
                 predicted_step_s=pred,
                 retimed_predicted_step_s=retimed,
                 error_pct=(retimed - m.median_s) / m.median_s * 100,
+                round_medians_s=round_medians(ts, rounds),
             )
         )
         say(

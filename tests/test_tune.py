@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 from dataclasses import replace
@@ -452,6 +453,15 @@ def test_verify_gap_interval_pairs_the_steps(monkeypatch):
     text = format_verify(v)
     assert f"(95% interval {lo:+.2f}% to {hi:+.2f}%, steps paired: behind beyond the noise)" in text
     assert "Recommended vs best measured (grid 64): " in report_md(with_files(res, {}, v))
+    # each setting's median per round (2 rounds of 12 of the 24 steps) and how far the two moved between them
+    rows = {r.setting: r for r in v.rows}
+    for name in ("recommended = default", "grid 64"):
+        steps = measured[name]
+        assert rows[name].round_medians_s == (statistics.median(steps[:12]), statistics.median(steps[12:]))
+    apart = [rows[n].rounds_apart_pct for n in ("recommended = default", "grid 64")]
+    assert f"the two settings' medians moved {apart[0]:.1f}% and {apart[1]:.1f}% between the 2 rounds" in text
+    # the machine drifts +-30 % step to step here: the rounds' medians move more than the 3 % verdict
+    assert min(apart) >= 3.0 and ": gaps of 3% do not repeat here" in text
     v = run(0.9999)  # the same speed: grid 64 measures best by chance, no gap resolved
     lo, hi = v.recommended_vs_best_ci_pct
     assert v.best_measured_setting == "grid 64" and lo < 0 < hi and v.recommended_behind_beyond_noise is False
@@ -459,6 +469,7 @@ def test_verify_gap_interval_pairs_the_steps(monkeypatch):
     v = run(1.05)  # the recommended setting is the best measured: no gap, no interval
     assert v.recommended_vs_best_measured_pct == 0.0 and v.recommended_vs_best_ci_pct is None
     assert v.recommended_behind_beyond_noise is None and "95% interval" not in format_verify(v)
+    assert f"; its median moved {v.rows[0].rounds_apart_pct:.1f}% between the 2 rounds" in format_verify(v)
     assert json.loads(json.dumps(v.to_dict()))["recommended_vs_best_ci_pct"] is None
 
 
@@ -613,6 +624,7 @@ def test_verify_rows_show_the_headline_prediction_and_label_the_retimed_one(monk
         "predicted_step_s",
         "retimed_predicted_step_s",
         "error_pct",
+        "round_medians_s",  # added 2026-11-30, last
     ]
     assert d["measured_gain_p10_p90_pct"] == pytest.approx([-15.0, 12.0]) and d["rows"][0]["bucket_cap_mb_list"] is None
     assert from_fields(Verification, d, what="verify") == v  # read back by its fields: the same object
