@@ -270,8 +270,7 @@ def step_check_residual(fit: Mapping[str, Any] | None) -> float | None:
     """The model's own error at the step check: the root mean square of its ``log(predicted / measured)`` over the
     rows no term was fitted to (``check_rows``), less in quadrature what the inputs' errors spread those rows'
     predictions by (each row's ``inputs_log_sd``, where the calibration gave the check its inputs' errors:
-    every interval draws them again, so they are counted once); where that spread covers the residuals, what the
-    check can resolve (``check_resolution``; 0 for rows without their spread, as before it was kept). ``None``
+    every interval draws them again, so they are counted once); 0 where that spread covers the residuals. ``None``
     where the probe had no check (a record from before it, or no compute-only steps) or fewer than
     ``MIN_CHECK_ROWS`` such rows: one residual is no spread.
 
@@ -281,33 +280,11 @@ def step_check_residual(fit: Mapping[str, Any] | None) -> float | None:
     ``check_configs`` the RMS tracked the rows' own RMS error (run m59) and the intervals covered 92.2 %, 4 cells in
     band; with the subtraction, replayed over m59's records, 81.9 %, 7 cells in band, none under 53 %
     (BENCHMARKS.md, "Twenty-fourth session")."""
-    moments = _check_moments(fit)
-    return None if moments is None else math.sqrt(max(moments))
-
-
-def _check_moments(fit: Mapping[str, Any] | None) -> tuple[float, float] | None:
-    """The step check's ``mean(r_i^2 - s_i^2)`` over its counted rows and what it can resolve (``check_resolution``,
-    squared); ``None`` with fewer than ``MIN_CHECK_ROWS`` rows."""
     rows = _check_rows_counted(fit)
     if len(rows) < MIN_CHECK_ROWS:
         return None
     square = sum(float(r["log_residual"]) ** 2 - float(r.get("inputs_log_sd") or 0.0) ** 2 for r in rows)
-    return square / len(rows), check_resolution(fit) ** 2
-
-
-def check_resolution(fit: Mapping[str, Any] | None) -> float:
-    """The smallest model error the step check can tell from none: with no model error a row's residual is
-    ``N(0, s_i^2)`` (``s_i`` its ``inputs_log_sd``), and ``mean(r_i^2 - s_i^2)`` over ``k`` rows has the
-    standard error ``sqrt(2 sum s_i^4) / k``; its square root, in log units (0 where the rows carry no spread).
-    ``step_check_residual`` keeps the term at least this large: below it the subtraction's difference is the
-    check's noise, and a term of 0 left a row's interval its inputs' spread alone (runs m62loop and m63links: the
-    term 0.0 % in 5 of 12 cells; gpt's three covered 65-71 %, their `sharded` rows' +-0.5-1 % intervals missed by
-    0.8-5.7 %; ``benchmarks/results/model_error_floor_2026-11-30/``)."""
-    rows = _check_rows_counted(fit)
-    if not rows:
-        return 0.0
-    quartic = sum(float(r.get("inputs_log_sd") or 0.0) ** 4 for r in rows)
-    return math.sqrt(math.sqrt(2.0 * quartic) / len(rows))
+    return math.sqrt(max(0.0, square) / len(rows))
 
 
 def step_check_residuals(fit: Mapping[str, Any] | None) -> list[float]:
@@ -396,15 +373,9 @@ def step_check_line(fit: Mapping[str, Any]) -> str | None:
         err = (r["predicted_s"] - r["measured_median_s"]) / r["measured_median_s"] * 100
         tag = " (fitted, no check)" if r.get("fitted") else ""
         parts.append(f"{r['strategy']} {r['bucket_mb']:g} MiB {err:+.1f} %{tag}")
-    sd, moments = step_check_residual(fit), _check_moments(fit)
+    sd = step_check_residual(fit)
     tail = (
-        f": the model's error {(math.exp(sd) - 1) * 100:.1f} % ("
-        + (
-            "what the check resolves: the residuals lie within the inputs' spread"
-            if moments and moments[0] < moments[1]
-            else "root mean square"
-        )
-        + "), its intervals' model-error term"
+        f": the model's error {(math.exp(sd) - 1) * 100:.1f} % (root mean square), its intervals' model-error term"
         if sd is not None
         else ""
     )

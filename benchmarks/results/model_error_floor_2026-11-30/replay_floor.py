@@ -3,7 +3,7 @@ from the params it was calibrated with, the model-error term as before (no floor
 and with the floor; per cell the term and the coverage, then per run and pooled the coverage and the cells in
 75-90 %.
 
-    python replay_floor.py benchmarks/results/accuracy_matrix_m59 ... > replay.txt
+    python replay_floor.py benchmarks/results/accuracy_matrix_m59 ... > replay.txt   (at commit 1374d15: the floor was reverted after it)
 """
 
 import gzip
