@@ -23,8 +23,11 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from explain_misses import SUMMARY, cell_params, describe  # noqa: E402
+
+from calibration.validate import ValidationRow  # noqa: E402
 
 
 def _cell(d: Path) -> dict | None:
@@ -95,11 +98,11 @@ def _name(r: dict) -> str:
 
 def _rounds_words(r: dict) -> str:
     """A missing row's rounds' medians and its error against its steps' mean, where validate kept them."""
-    meds, mean = r.get("round_medians_s"), r.get("measured_mean_s")
-    if not meds or len(meds) < 2:
+    row = ValidationRow.from_dict(r)
+    if row.rounds_apart_pct is None:
         return ""
-    err = (r["predicted_step_s"] / mean - 1) * 100 if mean else None
-    return f"; its rounds' medians {' / '.join(f'{m * 1e3:.1f}' for m in meds)} ms" + (
+    err = row.error_vs_mean_pct
+    return f"; its rounds' medians {' / '.join(f'{m * 1e3:.1f}' for m in row.round_medians_s or ())} ms" + (
         "" if err is None else f", {err:+.1f}% against its steps' mean"
     )
 

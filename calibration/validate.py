@@ -27,7 +27,7 @@ from typing import Any
 
 from calibration.probes import SMALL_CALL_BYTES, SMALL_CALL_WARMUP, SMALL_CALLS, fit_call_modes
 from realrun.cpushare import add_threads
-from realrun.stats import TimeSummary, gap_interval, median_ci, steps_for_time, summarize
+from realrun.stats import TimeSummary, gap_interval, median_ci, spread_pct, steps_for_time, summarize
 from simulator.jsonio import from_fields, to_fields
 from simulator.predict import predict
 from simulator.profile import GradProfile
@@ -210,9 +210,8 @@ class ValidationRow:
 
     @property
     def rounds_apart_pct(self) -> float | None:
-        """How far the rounds' medians lie apart: the highest over the lowest, less 1, in %; None with one round."""
-        r = self.round_medians_s
-        return None if not r or len(r) < 2 or min(r) <= 0 else (max(r) / min(r) - 1) * 100.0
+        """How far the rounds' medians lie apart (``realrun.stats.spread_pct``); None with one round."""
+        return spread_pct(self.round_medians_s)
 
     @property
     def error_vs_mean_pct(self) -> float | None:
@@ -329,7 +328,7 @@ def summarize_rows(
         # rows whose error is larger than the two medians' sampling errors can make (of those that say)
         "n_beyond_noise": sum(1 for r in rows if r.beyond_noise),
         "n_with_noise": sum(1 for r in rows if r.noise_pct is not None),
-        "rounds_apart": rounds_apart(rows),
+        "rounds_apart": rounds_apart(rows, steps),
         "best_bucket": {},
     }
     first_bucketed = None
@@ -368,22 +367,29 @@ def summarize_rows(
 WORST_GOAL_PCT = 10.0  # issue 10's goal for a cell's worst row; rounds further apart cannot be judged to it
 
 
-def rounds_apart(rows: Sequence[ValidationRow]) -> dict[str, Any] | None:
-    """Whether the measurement repeats: per row how far its rounds' medians lie apart (``rounds_apart_pct``),
-    their median and worst over the rows, the worst row with its rounds' medians and the prediction's error
-    against its steps' mean, and how many rows moved ``WORST_GOAL_PCT`` or more between rounds (there a row's
-    median error cannot be judged to the worst-row goal: the run's own measurement does not repeat to it).
-    None where no row was measured in two rounds or more."""
-    apart = [(r.rounds_apart_pct, r) for r in rows if r.rounds_apart_pct is not None]
+def rounds_apart(
+    rows: Sequence[ValidationRow], steps: Sequence[tuple[Sequence[float], Sequence[float]]] | None = None
+) -> dict[str, Any] | None:
+    """Whether the measured medians repeat: per row how far its rounds' medians lie apart (``rounds_apart_pct``),
+    their median and worst over the rows, the worst row with its rounds' medians, the prediction's error against
+    its steps' median and mean, and how many rows moved ``WORST_GOAL_PCT`` or more between rounds (there a row's
+    error cannot be judged to the worst-row goal). With ``steps`` (per row its steps and its group's compute-only
+    steps, as ``summarize_rows`` takes them), how far the compute-only steps beside the worst row moved between the
+    same rounds: drift the two share is the machine's, which the prediction follows in part (it is rescaled to the
+    compute-only median). None where no row was measured in two rounds or more."""
+    apart = [(r.rounds_apart_pct, k, r) for k, r in enumerate(rows) if r.rounds_apart_pct is not None]
     if not apart:
         return None
-    pct, worst = max(apart, key=lambda a: a[0])
+    pct, k, worst = max(apart, key=lambda a: a[0])
+    n_rounds = len(worst.round_medians_s or ())
+    baseline = spread_pct(round_medians(steps[k][1], n_rounds)) if steps is not None else None
     return {
-        "n_rounds": len(worst.round_medians_s or ()),
+        "n_rounds": n_rounds,
         "median_pct": statistics.median(a[0] for a in apart),
         "worst_pct": pct,
-        "worst_row": row_label(worst),
+        "worst_row": config_label(worst.strategy, worst.bucket_mb, worst.bucket_cap_mb_list),
         "worst_round_medians_s": list(worst.round_medians_s or ()),
+        "worst_compute_apart_pct": baseline,
         "worst_predicted_s": worst.predicted_step_s,
         "worst_error_pct": worst.error_pct,
         "worst_error_vs_mean_pct": worst.error_vs_mean_pct,
@@ -392,30 +398,36 @@ def rounds_apart(rows: Sequence[ValidationRow]) -> dict[str, Any] | None:
     }
 
 
-def row_label(r: ValidationRow) -> str:
-    """A row's configuration in words ("torch-ddp 4 MiB", "individual")."""
-    return r.strategy + (f" {r.bucket_mb:g} MiB" if r.bucket_mb is not None else "")
+def config_label(strategy: str, bucket_mb: float | None, caps: Sequence[float] | None = None) -> str:
+    """A configuration in words: "torch-ddp 4 MiB", "individual", "torch-ddp caps 1,4 MiB"."""
+    if caps:
+        return f"{strategy} caps {','.join(f'{c:g}' for c in caps)} MiB"
+    return strategy + (f" {bucket_mb:g} MiB" if bucket_mb is not None else "")
 
 
 def rounds_line(ra: Mapping[str, Any]) -> str:
-    """``rounds_apart`` in words: how far a configuration's median moved between rounds, and where that is as large
-    as the worst-row goal, what the worst row's error is against its steps' mean."""
+    """``rounds_apart`` in words: how far a configuration's measured median moved between the rounds (and the
+    compute-only steps beside the one that moved most), and where a row moved as much as the worst-row goal, that
+    row's error against its steps' median and mean."""
     meds = " then ".join(f"{m * 1e3:.2f}" for m in ra["worst_round_medians_s"])
+    base = ra.get("worst_compute_apart_pct")
     line = (
-        f"rounds: a configuration's median moved between its {ra['n_rounds']} rounds by a median "
-        f"{ra['median_pct']:.1f} %, at most {ra['worst_pct']:.1f} % ({ra['worst_row']}: {meds} ms)"
+        f"rounds: a configuration's measured median moved between the {ra['n_rounds']} rounds by "
+        f"{ra['median_pct']:.1f} % (median over {ra['n_rows']} configurations), at most {ra['worst_pct']:.1f} % "
+        f"({ra['worst_row']}: {meds} ms"
+        + (f"; the compute-only steps beside it {base:.1f} %" if base is not None else "")
+        + ")"
     )
     k = ra["n_rows_apart_beyond_goal"]
     if not k:
-        return line + f": the measurement repeats to within the worst-row goal ({WORST_GOAL_PCT:g} %)"
+        return line + f": within the worst-row goal ({WORST_GOAL_PCT:g} %)"
     vs_mean = ra.get("worst_error_vs_mean_pct")
     return (
-        line
-        + f"; {k} of {ra['n_rows']} rows moved {WORST_GOAL_PCT:g} % or more: the run's own measurement does not repeat "
-        f"to the worst-row goal there, and their errors against the median say little"
+        line + f"; {k} of {ra['n_rows']} moved {WORST_GOAL_PCT:g} % or more: their measured medians do not hold to the "
+        f"worst-row goal, and their errors say little"
         + (
-            f" ({ra['worst_row']}: {ra['worst_error_pct']:+.1f} % against the median of its steps, "
-            f"{vs_mean:+.1f} % against their mean; the model sums expected calls)"
+            f" ({ra['worst_row']}: {ra['worst_error_pct']:+.1f} % against its median, {vs_mean:+.1f} % against its "
+            f"steps' mean)"
             if vs_mean is not None
             else ""
         )
@@ -730,7 +742,7 @@ def validate_on_pool(
     bs = spec.batch_size or (params.probes or {}).get("batch_size") or prof.samples_per_step
     p = pool.world_size
     configs = spec.configs()
-    labels = [c.name + (f" {c.bucket_mb:g} MiB" if c.bucket_mb is not None else "") for c in configs]
+    labels = [config_label(c.name, c.bucket_mb, c.bucket_cap_mb_list) for c in configs]
     env = environment(pool.backend, p, link_mbit=link_mbit)
     rows: list[ValidationRow] = []
     scales: list[float] = []

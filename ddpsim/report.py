@@ -34,24 +34,33 @@ VERDICT_PCT = 3.0  # issue 10 judges a recommendation by whether it measures wit
 
 def best_line(v: Verification) -> str:
     """The recommended setting against the best measured one, with the gap's interval and whether it is noise,
-    and how far the two settings' medians moved between the rounds (where either moved ``VERDICT_PCT`` or more,
-    a gap of that size does not repeat)."""
+    and the gap round by round where the rows kept their rounds' medians: the settings ran side by side, so drift
+    both share leaves the gap alone; where it moved ``VERDICT_PCT`` points or more between rounds, a verdict at that
+    size does not repeat."""
     line = f"recommended vs best measured ({v.best_measured_setting}): {v.recommended_vs_best_measured_pct:+.2f}%"
     if v.recommended_vs_best_ci_pct is not None:
         lo, hi = v.recommended_vs_best_ci_pct
         verdict = "behind beyond the noise" if v.recommended_behind_beyond_noise else "no gap is inside it"
         line += f" (95% interval {lo:+.2f}% to {hi:+.2f}%, steps paired: {verdict})"
+    gaps = round_gaps_pct(v)
+    if gaps:
+        line += f"; round by round {' then '.join(f'{g:+.1f}%' for g in gaps)}"
+        if max(gaps) - min(gaps) >= VERDICT_PCT:
+            line += (
+                f": the gap moved {max(gaps) - min(gaps):.1f} points, a {VERDICT_PCT:g}% verdict does not repeat here"
+            )
+    return line
+
+
+def round_gaps_pct(v: Verification) -> list[float]:
+    """The recommended setting's median over the best measured one's, less 1, in %, per round; [] where the
+    recommended setting is the best, or the rows did not keep their rounds (results from before 2026-11-30)."""
     recm = v.rows[0]
     best = next((r for r in v.rows if r.setting == v.best_measured_setting), recm)
-    shown = [recm] if best is recm else [recm, best]
-    apart = [a for a in (r.rounds_apart_pct for r in shown) if a is not None]
-    if len(apart) == len(shown) and recm.round_medians_s:  # every shown row measured in rounds
-        whose = "its median" if best is recm else "the two settings' medians"
-        moved = " and ".join(f"{a:.1f}%" for a in apart)
-        line += f"; {whose} moved {moved} between the {len(recm.round_medians_s)} rounds"
-        if max(apart) >= VERDICT_PCT:
-            line += f": gaps of {VERDICT_PCT:g}% do not repeat here"
-    return line
+    a, b = recm.round_medians_s, best.round_medians_s
+    if best is recm or not a or not b or len(a) != len(b) or min(b) <= 0:
+        return []
+    return [(x / y - 1) * 100.0 for x, y in zip(a, b)]
 
 
 def _first_upper(text: str) -> str:

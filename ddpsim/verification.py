@@ -29,12 +29,6 @@ class VerifyRow:
     # None with one round, or in results written before it was kept (2026-11-30)
     round_medians_s: tuple[float, ...] | None = None
 
-    @property
-    def rounds_apart_pct(self) -> float | None:
-        """How far its rounds' medians lie apart: the highest over the lowest, less 1, in %; None with one round."""
-        r = self.round_medians_s
-        return None if not r or len(r) < 2 or min(r) <= 0 else (max(r) / min(r) - 1) * 100.0
-
     def to_dict(self) -> dict[str, Any]:
         return to_fields(self)
 

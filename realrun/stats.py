@@ -173,6 +173,14 @@ MIN_SECONDS = 1.0  # validate's and tune --verify's default: timed seconds per c
 MAX_STEPS_FOR_TIME = 500  # where short steps raise the count, not beyond this (a larger --steps stands)
 
 
+def spread_pct(values: Sequence[float] | None) -> float | None:
+    """How far ``values`` lie apart: the highest over the lowest, less 1, in % (a configuration's median per round:
+    whether a measurement repeats); None with fewer than two values or one that is not above 0."""
+    if not values or len(values) < 2 or min(values) <= 0:
+        return None
+    return (max(values) / min(values) - 1) * 100.0
+
+
 def steps_for_time(steps: int, min_seconds: float, est_step_s: float | None) -> int:
     """Timed steps per configuration: ``steps``, or more where steps of about ``est_step_s`` would not
     fill ``min_seconds`` (up to ``MAX_STEPS_FOR_TIME``). Eight steps of 8 ms are 64 ms of measurement:

@@ -502,18 +502,21 @@ def test_validation_summary_recompute(validated):
     assert [ValidationRow.from_dict(r["validation"]) for r in recs] == list(rows)
     again = summarize_rows(rows, steps)
     assert again == {k: res[k] for k in again}
-    # without the steps the same, but for the verdict's interval (the p10-p90 overlap instead)
+    # without the steps the same, but for the verdict's interval (the p10-p90 overlap instead) and the compute-only
+    # steps beside the row that moved most between the rounds (not known without them)
     bare = summarize_rows(rows)
-    assert {k: v for k, v in bare.items() if k != "best_bucket"} == {
-        k: v for k, v in again.items() if k != "best_bucket"
+    assert {k: v for k, v in bare.items() if k not in ("best_bucket", "rounds_apart")} == {
+        k: v for k, v in again.items() if k not in ("best_bucket", "rounds_apart")
     }
+    assert bare["rounds_apart"] == {**again["rounds_apart"], "worst_compute_apart_pct": None}
     assert all(bb["gap_ci_pct"] is None for bb in bare["best_bucket"].values())
     text = format_validation(res)
     n = res["n_with_interval"]
     assert "interval coverage:" in text
     assert f"over {n} independent configurations lands {coverage_band_chance(n):.0%} of the time" in text
     assert text.count("\n  torch-ddp ") == 2 and text.count("\n  bucketed ") == 2 and "best bucket (torch-ddp)" in text
-    assert "\nrounds: a configuration's median moved between its 2 rounds by a median" in text
+    assert "\nrounds: a configuration's measured median moved between the 2 rounds by" in text
+    assert res["rounds_apart"]["worst_compute_apart_pct"] is not None  # the compute-only steps beside it, per round
 
 
 def test_validation_jsonl_keeps_every_round_and_one_row_per_configuration(validated):

@@ -15,6 +15,7 @@ from calibration.validate import (
     RowPrediction,
     ValidationRow,
     best_bucket_verdict,
+    config_label,
     coverage_band_chance,
     make_row,
     round_medians,
@@ -22,7 +23,7 @@ from calibration.validate import (
     rounds_line,
     summarize_rows,
 )
-from realrun.stats import gap_interval, median_ci, paired_gap_interval, summarize
+from realrun.stats import gap_interval, median_ci, paired_gap_interval, spread_pct, summarize
 from simulator.jsonio import dumps_finite
 from simulator.strategies import StrategySpec
 
@@ -246,12 +247,28 @@ def test_rounds_apart_names_the_row_whose_median_did_not_repeat():
     assert ra["worst_row"] == "torch-ddp 0.25 MiB" and ra["n_rows_apart_beyond_goal"] == 1 and ra["n_rounds"] == 2
     assert ra["worst_round_medians_s"] == [0.09, 0.24]
     assert ra["median_pct"] == pytest.approx((steady.rounds_apart_pct + flip.rounds_apart_pct) / 2)
+    assert ra["worst_compute_apart_pct"] is None  # no steps given: the compute-only steps are not known
     line = rounds_line(ra)
-    assert "1 of 2 rows moved 10 % or more" in line and "90.00 then 240.00 ms" in line
-    assert "+0.0 % against their mean" in line and f"{flip.error_pct:+.1f} % against the median" in line
+    assert f"by {ra['median_pct']:.1f} % (median over 2 configurations)" in line
+    assert "1 of 2 moved 10 % or more" in line and "(torch-ddp 0.25 MiB: 90.00 then 240.00 ms)" in line
+    assert f"(torch-ddp 0.25 MiB: {flip.error_pct:+.1f} % against its median, +0.0 % against its steps' mean)" in line
     assert summarize_rows([steady, flip])["rounds_apart"] == ra  # in validate's summary and JSON
+    # with the steps: how far the compute-only steps beside the worst row moved between the same rounds
+    comp = [0.05, 0.05, 0.05, 0.055, 0.055, 0.055]
+    steps = [([0.100, 0.101, 0.102, 0.101, 0.102, 0.103], comp), ([0.08, 0.09, 0.25, 0.09, 0.24, 0.25], comp)]
+    with_steps = rounds_apart([steady, flip], steps)
+    assert with_steps["worst_compute_apart_pct"] == pytest.approx(10.0)
+    assert "; the compute-only steps beside it 10.0 %)" in rounds_line(with_steps)
+    assert summarize_rows([steady, flip], steps)["rounds_apart"] == with_steps
     quiet = rounds_line(rounds_apart([steady]))
-    assert "repeats to within the worst-row goal (10 %)" in quiet and "rows moved" not in quiet
+    assert quiet.endswith(": within the worst-row goal (10 %)") and "moved 10 % or more" not in quiet
+
+
+def test_config_labels_and_spreads():
+    assert config_label("torch-ddp", 4.0) == "torch-ddp 4 MiB" and config_label("individual", None) == "individual"
+    assert config_label("torch-ddp", None, (1.0, 4.0)) == "torch-ddp caps 1,4 MiB"
+    assert spread_pct([2.0, 3.0]) == pytest.approx(50.0) and spread_pct([3.0, 2.0, 2.5]) == pytest.approx(50.0)
+    assert spread_pct([2.0]) is None and spread_pct(None) is None and spread_pct([0.0, 1.0]) is None
 
 
 def test_rows_of_one_round_or_older_files_have_no_rounds():
