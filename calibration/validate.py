@@ -1120,6 +1120,7 @@ def noise_line(noise: dict[str, Any]) -> str:
 
 
 def format_validation(res: dict[str, Any]) -> str:
+    with_rounds = any(r.rounds_apart_pct is not None for r in res["rows"])
     lines = [
         f"{res['model']} on {res['world_size']} {res['backend']} ranks"
         + (f" over {res['link_mbit']:g} Mbit/s links" if res.get("link_mbit") else " on loopback")
@@ -1128,15 +1129,18 @@ def format_validation(res: dict[str, Any]) -> str:
         *([res["network_provenance"]["text"]] if res.get("network_provenance") else []),
         "",
         f"  {'strategy':<11} {'bucket MiB':>10} {'measured ms':>12} {'p10..p90':>17} {'predicted':>10} "
-        f"{'exp. meas':>10} {'exp. pred':>10} {'error':>8} {'noise':>7}",
+        f"{'exp. meas':>10} {'exp. pred':>10} {'error':>8} {'noise':>7}" + (f" {'rounds':>7}" if with_rounds else ""),
+        # how far each row's measured median moved between the rounds (rows of older runs: none kept)
     ]
     for r in res["rows"]:
         b = f"{r.bucket_mb:g}" if r.bucket_mb is not None else "-"
+        apart = r.rounds_apart_pct
         lines.append(
             f"  {r.strategy:<11} {b:>10} {r.measured_median_s * 1e3:>12.2f} "
             f"{r.measured_p10_s * 1e3:>8.2f}..{r.measured_p90_s * 1e3:<8.2f} {r.predicted_step_s * 1e3:>10.2f} "
             f"{r.measured_exposed_s * 1e3:>10.2f} {r.predicted_exposed_s * 1e3:>10.2f} {r.error_pct:>+7.1f}%"
             + (f" {r.noise_pct:>6.1f}%" if r.noise_pct is not None else f" {'-':>7}")
+            + (f" {apart:>6.1f}%" if apart is not None else (f" {'-':>7}" if with_rounds else ""))
         )
     lines.append("")
     lines.append(
@@ -1145,7 +1149,7 @@ def format_validation(res: dict[str, Any]) -> str:
     )
     if res.get("n_with_noise"):
         lines.append(
-            f"noise: the error column's last, +- what the measured and the compute-only medians' 95% intervals "
+            f"noise: the column after the error, +- what the measured and the compute-only medians' 95% intervals "
             f"alone can make; {res['n_beyond_noise']} of {res['n_with_noise']} errors are larger"
         )
     if res.get("interval_coverage") is not None:

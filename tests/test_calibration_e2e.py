@@ -516,6 +516,11 @@ def test_validation_summary_recompute(validated):
     assert f"over {n} independent configurations lands {coverage_band_chance(n):.0%} of the time" in text
     assert text.count("\n  torch-ddp ") == 2 and text.count("\n  bucketed ") == 2 and "best bucket (torch-ddp)" in text
     assert "\nrounds: a configuration's measured median moved between the 2 rounds by" in text
+    # the table's last column: how far each row's measured median moved between the rounds
+    assert "   error   noise  rounds\n" in text
+    for r in rows:
+        line = next(x for x in text.splitlines() if x.startswith(f"  {r.strategy:<11} {r.bucket_mb:>10g} "))
+        assert line.endswith(f" {r.rounds_apart_pct:>6.1f}%")
     assert res["rounds_apart"]["worst_compute_apart_pct"] is not None  # the compute-only steps beside it, per round
 
 
