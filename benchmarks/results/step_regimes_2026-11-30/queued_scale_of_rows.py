@@ -34,5 +34,5 @@ for cell in map(Path, sys.argv[1:]):
         m = r["measured_median_s"]
         at = float(np.interp(m, pred, GRID)) if pred[0] <= m <= pred[-1] else None
         name = key[0] + ("" if key[1] is None else f" {key[1]:g}")
-        out.append(f"{name} {'x%.2f' % at if at is not None else 'outside x0.1-1'}")
+        out.append(f"{name} " + (f"x{at:.2f}" if at is not None else "outside x0.1-1"))
     print(f"{cell}: fitted x{base.queued_latency_scale:.2f}; the rows' medians at " + ", ".join(out))
