@@ -603,7 +603,8 @@ def add_commands(sub: Any) -> None:
         "--rounds",
         type=number(int, 1, 1000),
         default=2,
-        help="rounds of interleaved steps, records written after each (default 2)",
+        help="rounds of interleaved steps, records written after each; the table's rounds column says how far "
+        "each row's measured median moved between them (default 2)",
     )
     v.add_argument(
         "--group-size",
