@@ -1120,6 +1120,7 @@ def noise_line(noise: dict[str, Any]) -> str:
 
 
 def format_validation(res: dict[str, Any]) -> str:
+    # the rounds column: how far each row's measured median moved between the rounds (rows of older runs: none kept)
     with_rounds = any(r.rounds_apart_pct is not None for r in res["rows"])
     lines = [
         f"{res['model']} on {res['world_size']} {res['backend']} ranks"
@@ -1130,7 +1131,6 @@ def format_validation(res: dict[str, Any]) -> str:
         "",
         f"  {'strategy':<11} {'bucket MiB':>10} {'measured ms':>12} {'p10..p90':>17} {'predicted':>10} "
         f"{'exp. meas':>10} {'exp. pred':>10} {'error':>8} {'noise':>7}" + (f" {'rounds':>7}" if with_rounds else ""),
-        # how far each row's measured median moved between the rounds (rows of older runs: none kept)
     ]
     for r in res["rows"]:
         b = f"{r.bucket_mb:g}" if r.bucket_mb is not None else "-"
