@@ -144,8 +144,14 @@ def main(argv: list[str]) -> int:
     except BaseException as e:  # noqa: BLE001 - reported to the parent
         send_msg(proto_out, ("err", _error_payload(e, dist)))
         return 3
+    from .binding import bind_main_thread
+
+    bound = bind_main_thread(local_rank, int(os.environ.get("LOCAL_WORLD_SIZE", world_size)))
     ctx = RankContext(rank, world_size, backend, device, local_rank)
-    send_msg(proto_out, ("ready", {"pid": os.getpid(), "device": device, "threads": torch.get_num_threads()}))
+    send_msg(
+        proto_out,
+        ("ready", {"pid": os.getpid(), "device": device, "threads": torch.get_num_threads(), "bound_cores": bound}),
+    )
 
     while True:
         msg = recv_msg(proto_in)
