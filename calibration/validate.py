@@ -991,6 +991,9 @@ def replay_validation(
         seen.add(key)
         comp = tuple(float(t) for t in r["compute_step_times_s"])
         row = row_of(cfg, r["step_times_s"], comp, prof, params, p, rescale, link, block, n_rounds)
+        if not steps and row.round_medians_s is None and v.get("round_medians_s"):
+            # rows whose step records were left out of the file: each row's rounds as it stored them
+            row = replace(row, round_medians_s=tuple(float(x) for x in v["round_medians_s"]))
         row_steps.append(([float(t) for t in r["step_times_s"]], comp))
         if comp not in groups:
             groups[comp] = None

@@ -68,6 +68,10 @@ def environment(backend: str | None = None, world_size: int | None = None, **ext
         from .precision import describe
 
         env.update(describe())  # precision, dtype, tf32, autocast of this process
+    from .binding import BIND_ENV
+
+    if os.environ.get(BIND_ENV):  # the ranks' placement was asked for (``realrun.binding``): said with the figures
+        env["bind"] = os.environ[BIND_ENV]
     if backend is not None:
         env["backend"] = backend
     if world_size is not None:

@@ -48,3 +48,12 @@ def test_bind_main_thread_does_nothing_unless_asked(monkeypatch):
     assert bind_main_thread(0, 1) is None
     monkeypatch.setenv(BIND_ENV, "yes")
     assert bind_main_thread(0, 1) is None
+
+
+def test_records_say_when_the_ranks_were_bound(monkeypatch):
+    from realrun.records import environment
+
+    monkeypatch.delenv(BIND_ENV, raising=False)
+    assert "bind" not in environment("gloo", 2)
+    monkeypatch.setenv(BIND_ENV, "mains")
+    assert environment("gloo", 2)["bind"] == "mains"

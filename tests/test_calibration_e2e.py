@@ -589,6 +589,17 @@ def test_replay_of_the_records_with_the_same_params_gives_the_same_rows(validate
         replay_validation(twice, params)
     with pytest.raises(ValueError, match="no validation_row or ddp_step records"):
         replay_validation(calibrated[2], params)
+    # rows kept without their step records (stripped to save room): each row's rounds as the row stored them
+    import json
+
+    rows_only = tmp_path / "rows_only.jsonl"
+    rows_only.write_text(
+        "\n".join(ln for ln in path.read_text().splitlines() if json.loads(ln)["kind"] == "validation_row") + "\n"
+    )
+    bare = replay_validation(rows_only, params)
+    assert [r.round_medians_s for r in bare["rows"]] == [r.round_medians_s for r in res["rows"]]
+    assert all(r.round_medians_s for r in bare["rows"])
+    assert bare["rounds_apart"]["n_rows"] == len(res["rows"])
 
 
 def test_replay_of_a_run_that_died_before_its_rows_uses_its_step_records(validated, calibrated, tmp_path):
