@@ -1,6 +1,7 @@
 """Rule E3 (rules.txt): run one `ddpsim bench-ddp` launch with every thread of rank r pinned to CPU r (mode "pin"),
 or left to the scheduler (mode "free"), or (rule E4) only each rank's main thread pinned to CPU r, its other
-threads free (mode "mains") or pinned to the other CPU (mode "cross"); and sample where each rank's threads ran.
+threads free (mode "mains") or pinned to the other CPU (mode "cross"), or (rule E5) both ranks' main threads on CPU 0, the other threads free
+(mode "together"); and sample where each rank's threads ran.
 
 usage: python pin_run.py MODE OUT.jsonl [bench-ddp args...]
 Every 20 ms it reads /proc/<pid>/task/*/stat of both ranks: the CPU each thread last ran on (field 39) and its
@@ -17,7 +18,7 @@ import time
 import psutil
 
 mode, out, args = sys.argv[1], sys.argv[2], sys.argv[3:]
-assert mode in ("pin", "free", "mains", "cross")
+assert mode in ("pin", "free", "mains", "cross", "together")
 cmd = [sys.executable, "-m", "ddpsim", "bench-ddp", *args, "--out", out, "--quiet"]
 p = subprocess.Popen(cmd)
 samples = []
@@ -47,6 +48,7 @@ while p.poll() is None:
                     "pin": {r % n},
                     "mains": {r % n} if main else set(range(n)),
                     "cross": {r % n} if main else {(r + 1) % n},
+                    "together": {0} if main else set(range(n)),
                 }.get(mode)
                 if mask is not None:
                     os.sched_setaffinity(int(tid), mask)
