@@ -122,6 +122,9 @@ def _main(argv: Sequence[str] | None) -> int:
     from .cliutil import check_outputs, close_run_folder
 
     def handler(a: argparse.Namespace) -> int:
+        from realrun.binding import bind_mode  # no torch
+
+        bind_mode()  # a DDPSIM_BIND the ranks could not follow: refused before anything runs
         check_outputs(a)  # every output path, before anything is measured
         return a.func(a)
 

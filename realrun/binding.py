@@ -16,7 +16,19 @@ from __future__ import annotations
 
 import os
 
-BIND_ENV = "DDPSIM_BIND"  # "mains": bind each rank's main thread; anything else (or unset): leave placement alone
+BIND_ENV = "DDPSIM_BIND"  # "mains": bind each rank's main thread; "none" or unset: leave placement alone
+
+
+def bind_mode() -> str:
+    """``DDPSIM_BIND``'s mode: "mains" or "none" (unset or empty: "none"); anything else is refused."""
+    value = os.environ.get(BIND_ENV, "").strip()
+    if value in ("", "none"):
+        return "none"
+    if value == "mains":
+        return value
+    raise ValueError(
+        f"{BIND_ENV}={value!r}: give 'mains' (each rank's main thread on cores of its own) or 'none' (the default)"
+    )
 
 
 def rank_cores(local_rank: int, local_world: int, cpus: list[int]) -> list[int] | None:
@@ -33,7 +45,7 @@ def rank_cores(local_rank: int, local_world: int, cpus: list[int]) -> list[int] 
 def bind_main_thread(local_rank: int, local_world: int) -> list[int] | None:
     """Bind the calling thread to its rank's cores where ``DDPSIM_BIND`` is "mains" and each local rank can
     have one; the cores bound, or ``None`` where nothing was done."""
-    if os.environ.get(BIND_ENV, "") != "mains" or not hasattr(os, "sched_setaffinity"):
+    if bind_mode() != "mains" or not hasattr(os, "sched_setaffinity"):
         return None
     cores = rank_cores(local_rank, local_world, sorted(os.sched_getaffinity(0)))
     if cores is None:

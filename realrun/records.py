@@ -70,8 +70,8 @@ def environment(backend: str | None = None, world_size: int | None = None, **ext
         env.update(describe())  # precision, dtype, tf32, autocast of this process
     from .binding import BIND_ENV
 
-    if os.environ.get(BIND_ENV):  # the ranks' placement was asked for (``realrun.binding``): said with the figures
-        env["bind"] = os.environ[BIND_ENV]
+    if os.environ.get(BIND_ENV, "").strip() == "mains":  # the ranks' main threads bound (``realrun.binding``)
+        env["bind"] = "mains"
     if backend is not None:
         env["backend"] = backend
     if world_size is not None:

@@ -141,12 +141,13 @@ def main(argv: list[str]) -> int:
             world_size=world_size,
             timeout=datetime.timedelta(seconds=float(pg_timeout_s)),
         )
+        from .binding import bind_main_thread
+
+        # after the group exists, so gloo's threads (made while it is set up) keep the whole mask
+        bound = bind_main_thread(local_rank, int(os.environ.get("LOCAL_WORLD_SIZE", world_size)))
     except BaseException as e:  # noqa: BLE001 - reported to the parent
         send_msg(proto_out, ("err", _error_payload(e, dist)))
         return 3
-    from .binding import bind_main_thread
-
-    bound = bind_main_thread(local_rank, int(os.environ.get("LOCAL_WORLD_SIZE", world_size)))
     ctx = RankContext(rank, world_size, backend, device, local_rank)
     send_msg(
         proto_out,

@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from realrun.binding import BIND_ENV, bind_main_thread, rank_cores
+from realrun.binding import BIND_ENV, bind_main_thread, bind_mode, rank_cores
 
 
 def test_rank_cores_splits_the_mask_in_equal_contiguous_shares():
@@ -46,8 +46,19 @@ def test_bind_main_thread_binds_only_the_calling_thread(monkeypatch):
 def test_bind_main_thread_does_nothing_unless_asked(monkeypatch):
     monkeypatch.delenv(BIND_ENV, raising=False)
     assert bind_main_thread(0, 1) is None
-    monkeypatch.setenv(BIND_ENV, "yes")
+    monkeypatch.setenv(BIND_ENV, "none")
     assert bind_main_thread(0, 1) is None
+
+
+def test_an_unknown_bind_mode_is_one_line_and_exit_2_before_any_rank_starts(monkeypatch, capsys):
+    from ddpsim.cli import main
+
+    monkeypatch.setenv(BIND_ENV, "yes")
+    with pytest.raises(ValueError, match="give 'mains'"):
+        bind_mode()
+    assert main(["bench-ddp", "--model", "mlp", "--steps", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "DDPSIM_BIND='yes'" in err[0], err
 
 
 def test_records_say_when_the_ranks_were_bound(monkeypatch):
