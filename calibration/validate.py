@@ -431,7 +431,15 @@ def rounds_line(ra: Mapping[str, Any]) -> str:
             if vs_mean is not None
             else ""
         )
+        + PLACEMENT_HINT
     )
+
+
+# one cause of medians that do not repeat, measured (BENCHMARKS.md, "Twenty-eighth session")
+PLACEMENT_HINT = (
+    "; one cause measured on a 2-core VM: where the scheduler puts the ranks' threads when they outnumber the cores "
+    '(README, "Where the ranks\' threads run")'
+)
 
 
 def _best_gap_interval(
