@@ -405,10 +405,11 @@ def config_label(strategy: str, bucket_mb: float | None, caps: Sequence[float] |
     return strategy + (f" {bucket_mb:g} MiB" if bucket_mb is not None else "")
 
 
-def rounds_line(ra: Mapping[str, Any]) -> str:
+def rounds_line(ra: Mapping[str, Any], placement: bool = False) -> str:
     """``rounds_apart`` in words: how far a configuration's measured median moved between the rounds (and the
     compute-only steps beside the one that moved most), and where a row moved as much as the worst-row goal, that
-    row's error against its steps' median and mean."""
+    row's error against its steps' median and mean, with ``placement`` (CPU ranks) the cause measured here
+    (``PLACEMENT_HINT``)."""
     meds = " then ".join(f"{m * 1e3:.2f}" for m in ra["worst_round_medians_s"])
     base = ra.get("worst_compute_apart_pct")
     line = (
@@ -431,11 +432,11 @@ def rounds_line(ra: Mapping[str, Any]) -> str:
             if vs_mean is not None
             else ""
         )
-        + PLACEMENT_HINT
+        + (PLACEMENT_HINT if placement else "")
     )
 
 
-# one cause of medians that do not repeat, measured (BENCHMARKS.md, "Twenty-eighth session")
+# one cause of CPU ranks' medians that do not repeat, measured (BENCHMARKS.md, "Twenty-eighth session")
 PLACEMENT_HINT = (
     "; one cause measured on a 2-core VM: where the scheduler puts the ranks' threads when they outnumber the cores "
     '(README, "Where the ranks\' threads run")'
@@ -830,7 +831,7 @@ def validate_on_pool(
     )
     res["omp_note"] = getattr(pool, "omp_note", None)  # said while calibrating; in the result's text and JSON
     if res.get("rounds_apart"):
-        say(rounds_line(res["rounds_apart"]))
+        say(rounds_line(res["rounds_apart"], placement=res.get("backend") == "gloo"))
     res["small_calls"] = small_calls_beside(small_records, params, p)
     if res["small_calls"] is not None:
         say(small_calls_line(res["small_calls"]))
@@ -1171,7 +1172,7 @@ def format_validation(res: dict[str, Any]) -> str:
             f"configurations lands {coverage_band_chance(n):.0%} of the time)"
         )
     if res.get("rounds_apart"):
-        lines.append(rounds_line(res["rounds_apart"]))
+        lines.append(rounds_line(res["rounds_apart"], placement=res.get("backend") == "gloo"))
     if res.get("small_calls"):
         lines.append(small_calls_line(res["small_calls"]))
     if warning := noise_warning(res.get("machine_noise")):

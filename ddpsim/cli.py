@@ -122,9 +122,13 @@ def _main(argv: Sequence[str] | None) -> int:
     from .cliutil import check_outputs, close_run_folder
 
     def handler(a: argparse.Namespace) -> int:
-        from realrun.binding import bind_mode  # no torch
+        from realrun.binding import bind_mode  # no torch; a DDPSIM_BIND the ranks could not follow: refused here
 
-        bind_mode()  # a DDPSIM_BIND the ranks could not follow: refused before anything runs
+        if bind_mode() != "none":
+            from realrun.launch import torchrun_env_present
+
+            if torchrun_env_present():
+                raise ValueError("DDPSIM_BIND binds the ranks ddpsim starts; under torchrun bind with the launcher")
         check_outputs(a)  # every output path, before anything is measured
         return a.func(a)
 

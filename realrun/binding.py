@@ -2,14 +2,16 @@
 
 On a CPU box with fewer free cores than busy threads, where the scheduler puts each rank's threads decides the
 step: micro-DLRM's `individual` steps (52 calls) on loopback, 2 gloo ranks on this 2-core VM, ran a median of
-15.5-17.2 ms with the placement left to the scheduler, 7.0-8.7 ms with each rank's main thread bound to a core of
+15.5-22.6 ms with the placement left to the scheduler, 7.0-8.7 ms with each rank's main thread bound to a core of
 its own and gloo's threads left free, and 35.8-37.1 ms with all of a rank's threads bound to one core (a call's
-hand-off then waits behind the rank's own backward for a scheduler slice); BENCHMARKS.md, "Step regimes are
-thread placement", benchmarks/results/step_regimes_pinning_2026-11-30/.
+hand-off then waits behind the rank's own backward for a scheduler slice); BENCHMARKS.md, "Twenty-eighth session",
+benchmarks/results/step_regimes_pinning_2026-11-30/.
 
 Only the calling thread is bound (Linux's ``sched_setaffinity`` on thread id 0), and only after the process
 group exists, so gloo's threads (made while it is set up) keep the whole mask and run wherever a core is free;
-threads the main thread makes afterwards (OpenMP's pool) inherit its cores.
+threads the main thread makes afterwards (OpenMP's pool) inherit its cores. Gloo ranks of a ``RankPool`` only:
+NCCL makes its threads later, from the bound thread, and under ``torchrun`` the ranks are the launcher's.
+Asked for where it cannot be done, it is refused, so that a record saying ``"bind": "mains"`` was bound.
 """
 
 from __future__ import annotations
@@ -20,14 +22,14 @@ BIND_ENV = "DDPSIM_BIND"  # "mains": bind each rank's main thread; "none" or uns
 
 
 def bind_mode() -> str:
-    """``DDPSIM_BIND``'s mode: "mains" or "none" (unset or empty: "none"); anything else is refused."""
+    """``DDPSIM_BIND``'s mode: "mains" or "none" (unset or empty: "none"; either in any case); else refused."""
     value = os.environ.get(BIND_ENV, "").strip()
-    if value in ("", "none"):
+    if value.lower() in ("", "none"):
         return "none"
-    if value == "mains":
-        return value
+    if value.lower() == "mains":
+        return "mains"
     raise ValueError(
-        f"{BIND_ENV}={value!r}: give 'mains' (each rank's main thread on cores of its own) or 'none' (the default)"
+        f"{BIND_ENV}={value!r}: give 'mains' (each rank's main thread on cores of its own) or 'none', or unset it"
     )
 
 
@@ -42,13 +44,19 @@ def rank_cores(local_rank: int, local_world: int, cpus: list[int]) -> list[int] 
     return sorted(cpus)[local_rank * k : (local_rank + 1) * k]
 
 
-def bind_main_thread(local_rank: int, local_world: int) -> list[int] | None:
-    """Bind the calling thread to its rank's cores where ``DDPSIM_BIND`` is "mains" and each local rank can
-    have one; the cores bound, or ``None`` where nothing was done."""
-    if bind_mode() != "mains" or not hasattr(os, "sched_setaffinity"):
+def bind_main_thread(local_rank: int, local_world: int, backend: str = "gloo") -> list[int] | None:
+    """Bind the calling thread to its rank's cores where ``DDPSIM_BIND`` is "mains" (the cores bound; ``None``
+    where it is not asked for). Refused (``ValueError``) where it cannot be done: another backend than gloo, no
+    ``sched_setaffinity``, fewer cores than ranks."""
+    if bind_mode() != "mains":
         return None
-    cores = rank_cores(local_rank, local_world, sorted(os.sched_getaffinity(0)))
+    if backend != "gloo":
+        raise ValueError(f"{BIND_ENV}=mains binds gloo ranks on a CPU, not {backend} ranks: unset it")
+    if not hasattr(os, "sched_setaffinity"):
+        raise ValueError(f"{BIND_ENV}=mains: this platform cannot bind threads (no sched_setaffinity): unset it")
+    cpus = sorted(os.sched_getaffinity(0))
+    cores = rank_cores(local_rank, local_world, cpus)
     if cores is None:
-        return None
+        raise ValueError(f"{BIND_ENV}=mains: {local_world} ranks cannot each have a core of the {len(cpus)} here")
     os.sched_setaffinity(0, cores)
     return cores

@@ -70,7 +70,7 @@ def environment(backend: str | None = None, world_size: int | None = None, **ext
         env.update(describe())  # precision, dtype, tf32, autocast of this process
     from .binding import BIND_ENV
 
-    if os.environ.get(BIND_ENV, "").strip() == "mains":  # the ranks' main threads bound (``realrun.binding``)
+    if os.environ.get(BIND_ENV, "").strip().lower() == "mains":  # a pool's ranks start only where bound (binding)
         env["bind"] = "mains"
     if backend is not None:
         env["backend"] = backend

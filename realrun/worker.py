@@ -144,7 +144,7 @@ def main(argv: list[str]) -> int:
         from .binding import bind_main_thread
 
         # after the group exists, so gloo's threads (made while it is set up) keep the whole mask
-        bound = bind_main_thread(local_rank, int(os.environ.get("LOCAL_WORLD_SIZE", world_size)))
+        bound = bind_main_thread(local_rank, world_size, backend)  # a pool's ranks are all on this machine
     except BaseException as e:  # noqa: BLE001 - reported to the parent
         send_msg(proto_out, ("err", _error_payload(e, dist)))
         return 3
