@@ -5,8 +5,8 @@ import json
 import sys
 
 import numpy as np
-
 from e9_tasks import MODES, e9
+
 from realrun.launch import RankPool
 
 out = sys.argv[1]
