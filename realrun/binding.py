@@ -44,19 +44,27 @@ def rank_cores(local_rank: int, local_world: int, cpus: list[int]) -> list[int] 
     return sorted(cpus)[local_rank * k : (local_rank + 1) * k]
 
 
+def refusal(local_world: int, backend: str, n_cpus: int) -> str | None:
+    """Why ``local_world`` ranks of ``backend`` on ``n_cpus`` cores cannot be bound as "mains" asks (one line),
+    or ``None`` where they can. The pool asks before it starts a rank; each rank again before it binds."""
+    if backend != "gloo":
+        return f"{BIND_ENV}=mains binds gloo ranks on a CPU, not {backend} ranks: unset it"
+    if not hasattr(os, "sched_setaffinity"):
+        return f"{BIND_ENV}=mains: this platform cannot bind threads (no sched_setaffinity): unset it"
+    if n_cpus < local_world:
+        return f"{BIND_ENV}=mains: {local_world} ranks cannot each have a core of the {n_cpus} here: unset it"
+    return None
+
+
 def bind_main_thread(local_rank: int, local_world: int, backend: str = "gloo") -> list[int] | None:
     """Bind the calling thread to its rank's cores where ``DDPSIM_BIND`` is "mains" (the cores bound; ``None``
-    where it is not asked for). Refused (``ValueError``) where it cannot be done: another backend than gloo, no
-    ``sched_setaffinity``, fewer cores than ranks."""
+    where it is not asked for). Refused (``ValueError``, ``refusal``'s line) where it cannot be done."""
     if bind_mode() != "mains":
         return None
-    if backend != "gloo":
-        raise ValueError(f"{BIND_ENV}=mains binds gloo ranks on a CPU, not {backend} ranks: unset it")
-    if not hasattr(os, "sched_setaffinity"):
-        raise ValueError(f"{BIND_ENV}=mains: this platform cannot bind threads (no sched_setaffinity): unset it")
-    cpus = sorted(os.sched_getaffinity(0))
-    cores = rank_cores(local_rank, local_world, cpus)
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    why = refusal(local_world, backend, len(cpus))
+    cores = None if why else rank_cores(local_rank, local_world, cpus)
     if cores is None:
-        raise ValueError(f"{BIND_ENV}=mains: {local_world} ranks cannot each have a core of the {len(cpus)} here")
+        raise ValueError(why or f"{BIND_ENV}=mains: no cores for local rank {local_rank}")
     os.sched_setaffinity(0, cores)
     return cores

@@ -272,6 +272,10 @@ class RankPool:
             raise ValueError("timeouts must be positive seconds")
         if threads_per_rank is not None and threads_per_rank < 1:
             raise ValueError(f"threads per rank must be >= 1, got {threads_per_rank}")
+        from .binding import bind_mode, refusal
+
+        if bind_mode() == "mains" and (why := refusal(world_size, backend, usable_cpus())):
+            raise ValueError(why)  # before any rank starts (each rank asks again before it binds)
         for name, per_rank in (("rank_env", rank_env), ("cmd_prefix", cmd_prefix)):
             if per_rank is not None and len(per_rank) != world_size:
                 raise ValueError(f"{name} needs one entry per rank ({world_size}), got {len(per_rank)}")

@@ -67,6 +67,13 @@ def test_binding_that_cannot_be_done_is_refused_not_skipped(monkeypatch):
         bind_main_thread(0, cores + 1)
     with pytest.raises(ValueError, match="binds gloo ranks on a CPU, not nccl ranks"):
         bind_main_thread(0, 1, "nccl")
+    # the pool asks first, so no rank starts
+    from realrun.launch import RankPool
+
+    with pytest.raises(ValueError, match=f"{cores + 1} ranks cannot each have a core"):
+        RankPool(cores + 1)
+    with pytest.raises(ValueError, match="not nccl ranks"):
+        RankPool(1, "nccl")
 
 
 def _no_ranks(monkeypatch):
