@@ -680,6 +680,30 @@ def run_under_torchrun(
         # could close its gloo pairs while the peer's last sends were in flight ("terminate called
         # without an active exception", about 1 run in 12 of the torchrun bench-ddp test)
         dist.barrier()
+        _store_barrier(world_size, pg_timeout_s)
         return result
     finally:
         dist.destroy_process_group()
+
+
+_TEARDOWNS = [0]  # store barriers taken by this process (each gets its own key)
+
+
+def _store_barrier(world_size: int, timeout_s: float) -> None:
+    """Every rank past its last collective before any closes its pairs, met on the rendezvous store rather than on
+    gloo: after a gloo barrier one rank's last message can still be unread by its peer when it tears down, and the
+    peer's gloo thread then aborts the process (SIGABRT; once in a full CI run after the barrier above was added).
+    Best effort: a store that cannot be reached leaves the teardown as it was."""
+    import datetime
+
+    from torch.distributed import distributed_c10d as c10d
+
+    _TEARDOWNS[0] += 1
+    key = f"ddpsim/teardown/{_TEARDOWNS[0]}"
+    try:
+        store = c10d._get_default_store()
+        if store.add(key, 1) >= world_size:
+            store.set(key + "/all", "1")
+        store.wait([key + "/all"], datetime.timedelta(seconds=timeout_s))
+    except (RuntimeError, ValueError, AttributeError):
+        pass

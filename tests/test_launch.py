@@ -291,3 +291,36 @@ def test_a_rank_that_stopped_answering_leads_the_message(monkeypatch, tmp_path):
     first, *rest = str(exc.value).splitlines()
     assert first.startswith("rank 1 stopped answering during task") and exc.value.rank == 1
     assert any("also: rank 0 raised DistBackendError" in line and "consequence" in line for line in rest)
+
+
+class _FakeStore:
+    def __init__(self, arrived: int):
+        self.counts: dict[str, int] = {}
+        self.arrived, self.set_keys, self.waited = arrived, [], []
+
+    def add(self, key, n):
+        self.counts[key] = self.counts.get(key, self.arrived) + n
+        return self.counts[key]
+
+    def set(self, key, value):
+        self.set_keys.append(key)
+
+    def wait(self, keys, timeout):
+        self.waited.append((tuple(keys), timeout.total_seconds()))
+
+
+def test_the_teardown_barrier_meets_on_the_store(monkeypatch):
+    """The last rank to arrive marks the barrier done; every rank waits for that mark (not for gloo)."""
+    from torch.distributed import distributed_c10d as c10d
+
+    from realrun import launch
+
+    for arrived, last in ((0, False), (1, True)):
+        store = _FakeStore(arrived)
+        monkeypatch.setattr(c10d, "_get_default_store", lambda s=store: s)
+        launch._store_barrier(2, 30.0)
+        (key,) = store.counts
+        assert store.set_keys == ([key + "/all"] if last else [])
+        assert store.waited == [((key + "/all",), 30.0)]
+    monkeypatch.setattr(c10d, "_get_default_store", lambda: (_ for _ in ()).throw(RuntimeError("no store")))
+    launch._store_barrier(2, 30.0)  # best effort: no store, no error
