@@ -691,9 +691,10 @@ _TEARDOWNS = [0]  # store barriers taken by this process (each gets its own key)
 
 def _store_barrier(world_size: int, timeout_s: float) -> None:
     """Every rank past its last collective before any closes its pairs, met on the rendezvous store rather than on
-    gloo: after a gloo barrier one rank's last message can still be unread by its peer when it tears down, and the
-    peer's gloo thread then aborts the process (SIGABRT; once in a full CI run after the barrier above was added).
-    Best effort: a store that cannot be reached leaves the teardown as it was."""
+    gloo. A rank of the torchrun bench-ddp test still aborted (SIGABRT) once in a full CI run after the gloo barrier
+    above was added; its message was not kept. The likely cause, as before that barrier: one rank tearing down while
+    its peer's gloo thread still reads the last message. Best effort: a store that cannot be reached leaves the
+    teardown as it was."""
     import datetime
 
     from torch.distributed import distributed_c10d as c10d
