@@ -62,9 +62,9 @@ def bind_main_thread(local_rank: int, local_world: int, backend: str = "gloo") -
     if bind_mode() != "mains":
         return None
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    why = refusal(local_world, backend, len(cpus))
-    cores = None if why else rank_cores(local_rank, local_world, cpus)
-    if cores is None:
-        raise ValueError(why or f"{BIND_ENV}=mains: no cores for local rank {local_rank}")
+    if why := refusal(local_world, backend, len(cpus)):
+        raise ValueError(why)
+    cores = rank_cores(local_rank, local_world, cpus)
+    assert cores is not None  # refusal has ruled out fewer cores than ranks
     os.sched_setaffinity(0, cores)
     return cores

@@ -30,6 +30,7 @@ This module does not import torch (only the workers and torchrun path do).
 
 from __future__ import annotations
 
+import itertools
 import os
 import selectors
 import shutil
@@ -686,7 +687,7 @@ def run_under_torchrun(
         dist.destroy_process_group()
 
 
-_TEARDOWNS = [0]  # store barriers taken by this process (each gets its own key)
+_TEARDOWNS = itertools.count(1)  # store barriers taken by this process (each gets its own key)
 
 
 def _store_barrier(world_size: int, timeout_s: float) -> None:
@@ -699,8 +700,7 @@ def _store_barrier(world_size: int, timeout_s: float) -> None:
 
     from torch.distributed import distributed_c10d as c10d
 
-    _TEARDOWNS[0] += 1
-    key = f"ddpsim/teardown/{_TEARDOWNS[0]}"
+    key = f"ddpsim/teardown/{next(_TEARDOWNS)}"
     try:
         store = c10d._get_default_store()
         if store.add(key, 1) >= world_size:

@@ -68,9 +68,9 @@ def environment(backend: str | None = None, world_size: int | None = None, **ext
         from .precision import describe
 
         env.update(describe())  # precision, dtype, tf32, autocast of this process
-    from .binding import BIND_ENV
+    from .binding import bind_mode
 
-    if os.environ.get(BIND_ENV, "").strip().lower() == "mains":  # a pool's ranks start only where bound (binding)
+    if bind_mode() == "mains":  # a pool's ranks start only where bound (``realrun.binding``)
         env["bind"] = "mains"
     if backend is not None:
         env["backend"] = backend
