@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from simulator.interval import Interval, Uncertainty, draw_inputs, interval_of, step_times_over
+from simulator.interval import Interval, Uncertainty, draw_inputs, interval_of, split_unknown, step_times_over
 from simulator.jsonio import to_fields
 from simulator.network import CostModel
 from simulator.predict import StepResult, predict
@@ -201,7 +201,7 @@ def recommend(
     )
     assert near is not None  # the sweep has rows
 
-    unc = (uncertainty or Uncertainty()).for_cost(cost)
+    unc = (uncertainty or Uncertainty()).for_cost(cost).at_world_size(cost, world_size)
     interval = default_interval = gain_band = None
     if unc.sources:  # the same draws for both settings: the gain is compared pair by pair
         draws = draw_inputs(profile, cost, unc, interval_draws, seed=0)
@@ -228,6 +228,10 @@ def recommend(
         )
     else:
         keep, advice = False, f"predicted {gain_pct:+.1f}% faster than the default"
+
+    notes = list(notes)
+    if split_unknown(cost, world_size):
+        notes.append(split_note(profile, cost, world_size, grid, **predict_kw))
 
     from simulator.buckets import ddp_buckets
 
@@ -272,6 +276,27 @@ def recommend(
         interval=interval,
         default_interval=default_interval,
         gain_p10_p90_pct=gain_band,
+    )
+
+
+def split_note(profile: GradProfile, cost: CostModel, world_size: int, grid: Sequence[float], **predict_kw: Any) -> str:
+    """What the recommendation would be at either end of a latency split nothing measured
+    (``simulator.interval.split_unknown``): one world size fixes a call's zero-byte time, not how much of it
+    the ring's ``2(p-1)`` steps take, which at another p can move the best cap a long way."""
+    ends = []
+    for share in (0.0, 1.0):
+        c = replace(cost, latency_share=share)
+        sw = sweep(profile, c, StrategySpec("torch-ddp", bucket_mb=grid[0]), world_size, grid, **predict_kw)
+        ends.append(_round_recommendation(profile, c, world_size, sw, grid, **predict_kw)[0])
+    what = (
+        f"{ends[0]:g} MiB either way"
+        if ends[0] == ends[1]
+        else f"{ends[0]:g} MiB if none of it is, {ends[1]:g} MiB if all"
+    )
+    return (
+        f"the network was measured at p = {cost.ref_world_size} only: how much of a call's zero-byte time is the "
+        f"ring's per-step latency is assumed at p = {world_size} (the intervals draw it over 0-100 %); "
+        f"the best round cap is {what}; `ddpsim calibrate --world-size 2,4` measures the split"
     )
 
 

@@ -30,6 +30,10 @@ from what was measured:
   centred on the fitted scale and held within (0, 1], from the in-step terms' generator, after them;
 * the sharded step's extra per broadcast (``CostModel.broadcast_step_extra_s``, ``calibration.sharded_probe``,
   where it was kept) from a normal as wide as its 95 % interval over resampled turns, likewise, after them;
+* the latency split, where a prediction's all-reduce terms come from one world size (the linear model, its
+  split assumed: ``split_unknown``) and it is made at another: that one p fixes the zero-byte time there, not
+  how much of it the ring's ``2(p-1)`` steps take, so the per-step share is drawn uniformly over 0-1 (every
+  split reproduces the measured p), from a generator of its own (``Uncertainty.at_world_size``);
 * the model's own error: a log-normal factor on the step whose standard
   deviation is the root mean square of ``log(predicted / measured)`` over real
   steps the calibration measures but fits nothing to. Where it ran, the step
@@ -92,6 +96,8 @@ class Uncertainty:
     broadcast_extra_sd_s: float = 0.0  # standard error of CostModel.broadcast_step_extra_s, where the cost has one
     model_error_from: str = "the in-step probe"  # what model_log_sd was measured at (named in ``sources``)
     model_error_steps: int = 0  # how many residuals model_log_sd is the RMS of (0: not said); named in ``sources``
+    # the one world size whose all-reduce fit's latency split is drawn (``at_world_size``); None: not drawn
+    latency_split_at: int | None = None
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.o_sd_s) and self.o_sd_s >= 0):
@@ -111,6 +117,12 @@ class Uncertainty:
             raise ValueError(f"model_error_steps must be a whole number >= 0, got {self.model_error_steps!r}")
         if self.model_error_steps < 0:
             raise ValueError(f"model_error_steps must be a whole number >= 0, got {self.model_error_steps!r}")
+        if self.latency_split_at is not None and (
+            isinstance(self.latency_split_at, bool)
+            or not isinstance(self.latency_split_at, int)
+            or self.latency_split_at < 2
+        ):
+            raise ValueError(f"latency_split_at must be a world size >= 2 or None, got {self.latency_split_at!r}")
         for name in ("leftover_sd_s", "optimizer_extra_sd_s", "queued_scale_sd", "broadcast_extra_sd_s"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v >= 0):
@@ -135,6 +147,8 @@ class Uncertainty:
             out.append("queued calls' scale fit CI")
         if self.broadcast_extra_sd_s > 0:
             out.append("sharded step probe CI")
+        if self.latency_split_at is not None:
+            out.append(f"latency split (p = {self.latency_split_at} measured alone: per-step share drawn over 0-100 %)")
         if self.model_log_sd > 0:
             of = f", RMS of {self.model_error_steps} steps" if self.model_error_steps else ""
             out.append(f"model error at {self.model_error_from} ({(math.exp(self.model_log_sd) - 1) * 100:.1f}%{of})")
@@ -151,6 +165,12 @@ class Uncertainty:
             queued_scale_sd=self.queued_scale_sd if cost.queued_latency_scale < 1 else 0.0,
             broadcast_extra_sd_s=self.broadcast_extra_sd_s if cost.broadcast_step_extra_s else 0.0,
         )
+
+    def at_world_size(self, cost: CostModel, world_size: int) -> Uncertainty:
+        """These errors for a prediction from ``cost`` at ``world_size``: where ``cost`` is the linear model of one
+        world size with its latency split assumed (``split_unknown``) and ``world_size`` is another, the split
+        is drawn too; else as they are, with no split drawn."""
+        return replace(self, latency_split_at=cost.ref_world_size if split_unknown(cost, world_size) else None)
 
     @property
     def compute_spread_pct(self) -> float:
@@ -184,6 +204,20 @@ class Uncertainty:
             rel = tuple(x / med for x in xs)
         pairs = tuple(tuple(float(x) for x in d) for d in contention_draws)
         return cls(o_sd_s=o_sd, w_log_sd=w_sd, compute_rel=rel, contention_draws=pairs)
+
+
+def split_unknown(cost: CostModel, world_size: int) -> bool:
+    """Whether a prediction from ``cost`` at ``world_size`` rests on a latency split nothing measured: the linear
+    model fitted at one world size, its split assumed (``simulator.network.ASSUMED_LATENCY_SHARE``, not given),
+    used at another. At its own world size every split gives the same times; a split fitted across world sizes,
+    given, or a preset's is held as it is."""
+    return (
+        cost.network is None
+        and cost.ref_world_size is not None
+        and cost.latency_share is None
+        and world_size >= 2
+        and world_size != cost.ref_world_size
+    )
 
 
 def sd_of_ci(ci: Sequence[float] | None) -> float:
@@ -248,6 +282,7 @@ def draw_inputs(
     _check_steps(steps)
     rng = np.random.default_rng(seed)
     terms_rng = np.random.default_rng([seed, 2])  # the in-step terms' own stream: the other draws stay as they were
+    split_rng = np.random.default_rng([seed, 4])  # the latency split's, likewise
     unc = unc.for_cost(cost)
     rel = np.asarray(unc.compute_rel, dtype=float)
     out = []
@@ -275,6 +310,8 @@ def draw_inputs(
         if unc.broadcast_extra_sd_s > 0:
             b = c.broadcast_step_extra_s + unc.broadcast_extra_sd_s * float(terms_rng.standard_normal())
             c = c.with_overrides(broadcast_step_extra_s=b)
+        if unc.latency_split_at is not None:
+            c = c.with_overrides(latency_share=float(split_rng.uniform(0.0, 1.0)))
         p = profile
         if len(rel) > 1:
             p = profile.scaled(compute_factor(rel, steps, rng))
@@ -316,7 +353,7 @@ def step_interval(
     """The ``level`` interval of one configuration's step time (one step, the median of ``steps``
     steps, or of a long run: ``None``) over ``draws`` draws of its inputs."""
     _check_steps(steps)
-    unc = unc.for_cost(cost)
+    unc = unc.for_cost(cost).at_world_size(cost, world_size)
     if not unc.sources:
         t = predict(profile, cost, strategy, world_size, **predict_kw).step_time_s
         return Interval(level, t, t, t, 1, (), steps)
