@@ -21,7 +21,6 @@ does with it (``_BucketCapacityConfig`` and ``_ddp_init_helper`` in
 from __future__ import annotations
 
 import sys
-from bisect import bisect_left
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
@@ -40,41 +39,55 @@ def mb_to_bytes(mb: float) -> int:
 
 
 def bucket_starts(sizes_bytes: Sequence[int] | np.ndarray, limits_bytes: Sequence[int]) -> list[int]:
-    """Where each bucket starts when all tensors share one key: the ``>=`` rule of ``assign_buckets`` in O(n).
+    """Where each bucket starts when all tensors share one key: the ``>=`` rule of ``assign_buckets``
+    (``bucket_starts_array`` as a list)."""
+    return bucket_starts_array(sizes_bytes, limits_bytes).tolist()
+
+
+def bucket_starts_array(sizes_bytes: Sequence[int] | np.ndarray, limits_bytes: Sequence[int]) -> np.ndarray:
+    """Where each bucket starts when all tensors share one key: the ``>=`` rule of ``assign_buckets`` in numpy.
 
     With prefix sums ``C`` (``C[k]`` = bytes of the first ``k`` tensors), a bucket
     starting at ``s`` under limit ``L`` ends after the first ``k`` with
     ``C[k] - C[s] >= L``: ``k = bisect_left(C, C[s] + L)``. For the repeating
-    last limit every start's successor is found at once (``np.searchsorted``)
-    and then followed. Returns the start positions; the last bucket may be open
-    (never reached its limit), as in ``assign_buckets``.
+    last limit every start's successor is found at once (``np.searchsorted``);
+    the chain of successors from the first start is then followed by doubling
+    (the first ``2m`` starts are the first ``m`` and their ``m``-th successors,
+    and the ``2m``-th successor function is the ``m``-th applied twice), so a
+    sweep over a model of tens of thousands of tensors does not walk them one by
+    one in Python. Returns the start positions (int64); the last bucket may be
+    open (never reached its limit), as in ``assign_buckets``.
     """
     n = len(sizes_bytes)
     if n == 0:
-        return []
+        return np.zeros(0, dtype=np.int64)
     arr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.asarray(sizes_bytes, dtype=np.int64), out=arr[1:])
     lims = [int(x) for x in limits_bytes]
-    starts: list[int] = []
+    lead: list[int] = []
     s = 0
-    if len(lims) > 1:
-        csum = arr.tolist()
-        for lim in lims[:-1]:  # the leading limits, one bucket each
-            if s >= n:
-                return starts
-            starts.append(s)
-            s = min(max(bisect_left(csum, csum[s] + lim), s + 1), n)  # a bucket holds at least one tensor
+    for lim in lims[:-1]:  # the leading limits, one bucket each
+        if s >= n:
+            return np.asarray(lead, dtype=np.int64)
+        lead.append(s)
+        # a bucket holds at least one tensor
+        s = min(max(int(np.searchsorted(arr, arr[s] + lim, side="left")), s + 1), n)
     if s >= n:
-        return starts
-    base = s
-    # a bucket holds at least one tensor: under a limit of 0 bytes (a cap under one byte, truncated as torch
-    # truncates it) each tensor is a bucket of its own, as torch's assignment makes it
-    ends = np.searchsorted(arr, arr[base:-1] + lims[-1], side="left")
-    nxt = np.minimum(np.maximum(ends, np.arange(base + 1, n + 1)), n).tolist()
-    while s < n:
-        starts.append(s)
-        s = nxt[s - base]
-    return starts
+        return np.asarray(lead, dtype=np.int64)
+    base, m = s, n - s
+    # successors relative to base, m absorbing (the end); a bucket holds at least one tensor: under a limit of 0
+    # bytes (a cap under one byte, truncated as torch truncates it) each tensor is a bucket of its own, as torch's
+    # assignment makes it
+    jump = np.empty(m + 1, dtype=np.int64)
+    ends = np.searchsorted(arr, arr[base:-1] + lims[-1], side="left") - base
+    np.minimum(np.maximum(ends, np.arange(1, m + 1)), m, out=jump[:m])
+    jump[m] = m
+    path = np.zeros(1, dtype=np.int64)
+    while path[-1] < m:
+        path = np.concatenate((path, jump[path]))
+        jump = jump[jump]
+    path = path[: int(np.searchsorted(path, m, side="left"))] + base
+    return np.concatenate((np.asarray(lead, dtype=np.int64), path)) if lead else path
 
 
 def assign_buckets(

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from .buckets import (
-    bucket_starts,
+    bucket_starts_array,
     ddp_bucket_limits,
     ddp_buckets,
     mb_to_bytes,
@@ -495,9 +495,9 @@ def plan_arrays(profile: GradProfile, plan: CommPlan) -> PlanArrays:
     )
 
 
-def _runs(pa: ProfileArrays, members: np.ndarray, starts: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _runs(pa: ProfileArrays, members: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(msg_bytes, last_pos, n_params)`` of buckets that are runs ``members[starts[k]:starts[k+1]]``."""
-    st = np.asarray(starts, dtype=np.int64)
+    st = starts
     msg = np.add.reduceat(pa.nbytes[members], st) if len(st) else np.zeros(0, dtype=np.int64)
     last = np.maximum.reduceat(pa.pos[members], st) if len(st) else np.zeros(0, dtype=np.int64)
     n = np.diff(np.append(st, len(members)))
@@ -506,7 +506,7 @@ def _runs(pa: ProfileArrays, members: np.ndarray, starts: list[int]) -> tuple[np
 
 def comm_plan_arrays(profile: GradProfile, spec: StrategySpec, world_size: int) -> PlanArrays:
     """``plan_arrays(profile, comm_plan(profile, spec, world_size))``, in O(n) numpy for the bucketed
-    strategies of one dtype (buckets formed by ``buckets.bucket_starts``), with ``key`` set."""
+    strategies of one dtype (buckets formed by ``buckets.bucket_starts_array``), with ``key`` set."""
     pa = profile_arrays(profile)
     if spec.strategy.plan not in (_bucketed_plan, _ddp_plan, _sharded_plan) or not pa.one_dtype:
         plan = comm_plan(profile, spec, world_size)
@@ -517,7 +517,7 @@ def comm_plan_arrays(profile: GradProfile, spec: StrategySpec, world_size: int) 
     if spec.strategy.plan is _bucketed_plan:
         members = np.flatnonzero(pa.pos >= 0)[::-1]
         assert spec.bucket_mb is not None  # StrategySpec: bucketed needs a size
-        starts = bucket_starts(pa.nbytes[members], [mb_to_bytes(spec.bucket_mb)])
+        starts = bucket_starts_array(pa.nbytes[members], [mb_to_bytes(spec.bucket_mb)])
         msg, last, n = _runs(pa, members, starts)
         return PlanArrays(
             "in_order",
@@ -528,16 +528,16 @@ def comm_plan_arrays(profile: GradProfile, spec: StrategySpec, world_size: int) 
             True,
             total,
             python_hooks=True,
-            key=("bucketed", tuple(starts)),
+            key=("bucketed", starts.tobytes()),
             copy_out_per_bucket=True,
         )
     cap, first, per = ddp_bucket_limits(spec.bucket_mb, spec.bucket_cap_mb_list)
     rebuild = spec.static_graph or not spec.find_unused_parameters
     if rebuild and not spec.first_step:  # the rebuild: runs in ready order
         members = pa.order
-        starts = bucket_starts(pa.nbytes[members], list(per) if per else [first, cap])
+        starts = bucket_starts_array(pa.nbytes[members], list(per) if per else [first, cap])
         msg, last, n = _runs(pa, members, starts)
-        key: Hashable = ("steady", tuple(starts))
+        key: Hashable = ("steady", starts.tobytes())
     else:  # the assignment at construction, over registration order, then reversed
         reg = np.flatnonzero(pa.pos >= 0)
         if per:
@@ -548,10 +548,10 @@ def comm_plan_arrays(profile: GradProfile, spec: StrategySpec, world_size: int) 
             lims = [first, cap]
         else:
             lims = [cap]
-        starts = bucket_starts(pa.nbytes[reg], lims)
+        starts = bucket_starts_array(pa.nbytes[reg], lims)
         msg, last, n = _runs(pa, reg, starts)
         msg, last, n = msg[::-1].copy(), last[::-1].copy(), n[::-1].copy()
-        key = ("init", tuple(starts))
+        key = ("init", starts.tobytes())
     copy_out = 0 if spec.gradient_as_bucket_view else total
     ddp = PlanArrays(
         "in_order", msg, last, n, _bucket_name, True, copy_out, key=key, copy_out_per_bucket=True, reducer_finalize=True
