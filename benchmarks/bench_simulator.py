@@ -377,7 +377,7 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "load_avg": os.getloadavg(),
         "sweep_cmd": "ddpsim " + " ".join(SWEEP),
-        "sweep_points": len(sweep_d["rows"]),
+        "sweep_points": len(sweep_d["results"]["rows"]),  # the --json envelope (schema, command, inputs, results)
         "sweep_wall_s": sweep_t,
         "sweep_plain_cmd": "ddpsim " + " ".join(SWEEP_PLAIN),
         "sweep_plain_wall_s": plain_t,
