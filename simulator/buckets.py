@@ -63,7 +63,8 @@ def bucket_starts_array(sizes_bytes: Sequence[int] | np.ndarray, limits_bytes: S
         return np.zeros(0, dtype=np.int64)
     arr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.asarray(sizes_bytes, dtype=np.int64), out=arr[1:])
-    lims = [int(x) for x in limits_bytes]
+    # a limit over the total is never reached, as total + 1 is not: clamped there, no sum below overflows int64
+    lims = [min(int(x), int(arr[-1]) + 1) for x in limits_bytes]
     lead: list[int] = []
     s = 0
     for lim in lims[:-1]:  # the leading limits, one bucket each

@@ -208,12 +208,14 @@ class Uncertainty:
 
 def split_unknown(cost: CostModel, world_size: int) -> bool:
     """Whether a prediction from ``cost`` at ``world_size`` rests on a latency split nothing measured: the linear
-    model fitted at one world size, its split assumed (``simulator.network.ASSUMED_LATENCY_SHARE``, not given),
-    used at another. At its own world size every split gives the same times; a split fitted across world sizes,
-    given, or a preset's is held as it is."""
+    model fitted from measurements at one world size (``measured_world_sizes``), its split assumed
+    (``simulator.network.ASSUMED_LATENCY_SHARE``, not given), used at another. At its own world size every split
+    gives the same times; a split fitted across world sizes or given is held as it is, and so is a preset's (even
+    one whose o and w come from a fit at one p, as ``gloo-loopback``'s: a preset's figures are held fixed)."""
     return (
         cost.network is None
         and cost.ref_world_size is not None
+        and cost.measured_world_sizes == (cost.ref_world_size,)
         and cost.latency_share is None
         and world_size >= 2
         and world_size != cost.ref_world_size

@@ -150,8 +150,9 @@ class GradProfile:
             isinstance(self.model, str) and self.model != "", f"a profile's model must be a name, got {self.model!r}"
         )
         _require(len(self.params) > 0, f"profile {self.model!r} has no parameters")
-        bad = next((p for p in self.params if not isinstance(p, ParamSpec)), None)  # its message built only then
-        _require(bad is None, f"profile {self.model!r}: a parameter entry must be an object, got {bad!r}")
+        bad = [p for p in self.params if not isinstance(p, ParamSpec)]  # the message built only where one is
+        if bad:
+            raise ValueError(f"profile {self.model!r}: a parameter entry must be an object, got {bad[0]!r}")
         trainable = [i for i, p in enumerate(self.params) if p.requires_grad]
         _require(len(trainable) > 0, f"profile {self.model!r} has no trainable parameters")
         if not self.ready_order:

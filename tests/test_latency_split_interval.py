@@ -22,7 +22,7 @@ PROF = GradProfile(
     forward_s=4e-3,
     optimizer_s=1e-3,
 )
-ASSUMED = CostModel.linear(500e-6, 1e9, 2, channels=1)  # fitted at p = 2, its split assumed
+ASSUMED = CostModel.linear(500e-6, 1e9, 2, channels=1, measured_world_sizes=(2,))  # fitted at p = 2, split assumed
 GIVEN = replace(ASSUMED, latency_share=ASSUMED_LATENCY_SHARE)  # the same split, given: never drawn
 UNC = Uncertainty(o_sd_s=20e-6, w_log_sd=0.02, compute_rel=(0.95, 1.0, 1.05))
 SPEC = StrategySpec("torch-ddp", bucket_mb=2.0)
@@ -35,6 +35,11 @@ def test_only_the_linear_model_of_one_world_size_with_an_assumed_split_is_unknow
     assert not split_unknown(GIVEN, 64)
     assert not split_unknown(CostModel.linear(500e-6, 1e9), 64)  # o and w given, used unchanged at every p
     assert not split_unknown(CostModel(network=load_network("nccl-h100-ib")), 64)  # a preset's split
+    # a preset whose o and w come from a fit at one p is a preset: its figures are held, its split too
+    loop = CostModel.from_network(load_network("gloo-loopback"))
+    assert loop.network is None and loop.ref_world_size == 2 and not split_unknown(loop, 8)
+    assert step_interval(PROF, loop, SPEC, 8, Uncertainty()).sources == ()
+    assert not any("measured at p = 2 only" in n for n in recommend(PROF, loop, 8).notes)
 
 
 def test_at_the_measured_world_size_the_interval_is_what_it_was():
