@@ -9,4 +9,3 @@ from simulator.profile import GradProfile, ParamSpec
 def test_an_entry_that_is_not_a_parameter_is_one_clear_error(bad):
     with pytest.raises(ValueError, match=f"a parameter entry must be an object, got {bad!r}"):
         GradProfile("m", (ParamSpec("a", 4), bad))  # type: ignore[arg-type]
-
