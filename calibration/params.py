@@ -154,6 +154,10 @@ class Params:
         src = world_size if world_size in fits else min(fits, key=lambda q: (abs(math.log(q / world_size)), q))
         return src, fits[src]
 
+    def in_step_source(self, world_size: int | None) -> int:
+        """The p whose in-step fit serves a prediction at ``world_size`` (``_in_step_at``)."""
+        return self._in_step_at(world_size)[0]
+
     def contention_at(self, world_size: int | None) -> tuple[float, float, str]:
         """``(c, c_comm, note)`` for a prediction at ``world_size``: the in-step probe's factors measured at
         that p, else at the nearest p measured (ranks per host is what they follow on one host; the note

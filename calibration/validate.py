@@ -830,6 +830,11 @@ def validate_on_pool(
         block=block,  # --timeline measures in the same order
     )
     res["omp_note"] = getattr(pool, "omp_note", None)  # said while calibrating; in the result's text and JSON
+    from realrun.launch import usable_cpus
+
+    res["shared_cores_warning"] = shared_cores_warning(params, p, pool.backend, usable_cpus())
+    if res["shared_cores_warning"]:
+        say(res["shared_cores_warning"])
     if res.get("rounds_apart"):
         say(rounds_line(res["rounds_apart"], placement=res.get("backend") == "gloo"))
     res["small_calls"] = small_calls_beside(small_records, params, p)
@@ -888,6 +893,23 @@ def row_of(
         measured_ci_s=median_ci(times_s),
         compute_ci_s=median_ci(compute_s),
         round_medians_s=round_medians(times_s, rounds),
+    )
+
+
+def shared_cores_warning(params: Params, world_size: int, backend: str, cpus: int) -> str | None:
+    """A warning where ``world_size`` gloo ranks share ``cpus`` cores but the in-step terms (how compute and the
+    calls slow each other) were measured at another p, with fewer ranks to a core; None otherwise. On this VM that
+    is where a p = 2 calibration missed p = 4 (gpt over 200 Mbit/s, 4 ranks on 2 cores: 8.6 / 13.7 % median / worst,
+    every row low) while one fitted at p = 2 and 4 came within 3 % (BENCHMARKS.md, "Twenty-ninth session")."""
+    fits = params.in_step_fits()
+    if backend != "gloo" or world_size <= cpus or not fits or world_size in fits:
+        return None
+    src = params.in_step_source(world_size)
+    return (
+        f"warning: {world_size} ranks share {cpus} cores here, but how compute and the calls slow each other was "
+        f"measured at p = {src}: ranks that share cores slow each other more "
+        f"(on a 2-core VM a p = 2 calibration predicted p = 4 8.6 % low, median; one at p = 2 and 4, within 3 %); "
+        f"calibrate at this world size too (ddpsim calibrate --world-size {','.join(map(str, sorted({src, world_size})))})"
     )
 
 
@@ -1181,6 +1203,8 @@ def format_validation(res: dict[str, Any]) -> str:
         lines.append(res["channel_warning"])
     if res.get("omp_note"):
         lines.append(res["omp_note"])
+    if res.get("shared_cores_warning"):
+        lines.append(res["shared_cores_warning"])
     for strat, bb in res["best_bucket"].items():
         lines.append(
             f"best bucket ({strat}): predicted {bb['predicted_best_mb']:g} MiB, measured {bb['measured_best_mb']:g} MiB "
