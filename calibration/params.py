@@ -407,8 +407,10 @@ class Params:
         missing = [k for k in _REQUIRED if d.get(k) is None]
         if missing:
             raise ValueError(f"params lack required field(s): {', '.join(missing)}")
+        if not isinstance(d.get("probes") or {}, Mapping):
+            raise ValueError(f"params probes must be an object, got {type(d['probes']).__name__}")
         try:
-            return cls(
+            params = cls(
                 backend=d["backend"],
                 world_size=d["world_size"],
                 linear=LinearFit.from_dict(d["linear"]),
@@ -427,6 +429,43 @@ class Params:
             )
         except (TypeError, KeyError, AttributeError) as e:
             raise ValueError(f"params are malformed: {e}") from None
+        params.check_probes()
+        return params
+
+    def check_probes(self) -> None:
+        """Refuse, as one ``ValueError`` naming the field, probe entries a prediction would trip on: entries that are
+        not objects where the fits read objects, ``in_step_by_p`` keys that are not world sizes, in-step terms that
+        are not finite numbers >= 0; then build the cost model and the uncertainty at every world size an in-step
+        fit serves, so an entry used only at some p fails here, at load, not in the middle of a prediction there."""
+        for key in _PROBE_OBJECTS:
+            v = self.probes.get(key)
+            if v is not None and not isinstance(v, Mapping):
+                raise ValueError(f"probes.{key} must be an object, got {type(v).__name__}")
+        by_p = self.probes.get("in_step_by_p") or {}
+        for k, fit in by_p.items():
+            if not (isinstance(k, str) and k.isdigit() and int(k) >= 2):
+                raise ValueError(f"probes.in_step_by_p keys must be world sizes >= 2, got {k!r}")
+            if not isinstance(fit, Mapping):
+                raise ValueError(f"probes.in_step_by_p.{k} must be an object, got {type(fit).__name__}")
+        fits = {"in_step": self.probes.get("in_step") or {}, **{f"in_step_by_p.{k}": f for k, f in by_p.items()}}
+        for where, fit in fits.items():
+            for term in _IN_STEP_TERMS:
+                v = fit.get(term)
+                if v is not None and not (
+                    isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+                ):
+                    raise ValueError(f"probes.{where}.{term} must be a finite number >= 0, got {v!r}")
+            boot = fit.get("bootstrap")
+            if boot is not None and not (isinstance(boot, list) and all(isinstance(b, list) for b in boot)):
+                raise ValueError(f"probes.{where}.bootstrap must be a list of lists")
+            if where != "in_step" and ("contention_c" not in fit or "comm_contention_c" not in fit):
+                raise ValueError(f"probes.{where} lacks contention_c or comm_contention_c")
+        for p in sorted({self.world_size, *self.in_step_fits()}):
+            try:
+                self.cost_model(world_size=p)
+                self.uncertainty(world_size=p)
+            except (ValueError, TypeError, KeyError, AttributeError, ZeroDivisionError, OverflowError) as e:
+                raise ValueError(f"a prediction at p = {p} cannot use them ({type(e).__name__}: {e})") from None
 
     def save(self, path: str | Path) -> Path:
         """Write atomically (temporary file, then rename): an interrupted save leaves the old file whole."""
@@ -443,6 +482,20 @@ class Params:
             return cls.from_dict(d)
         except ValueError as e:
             raise ValueError(f"params {p}: {e}") from None
+
+
+# probe entries the fits read as objects, and the in-step terms a cost model takes as numbers
+_PROBE_OBJECTS = ("in_step", "in_step_by_p", "sharded_step", "cold_call", "scale", "broadcast_switch", "contention")
+_IN_STEP_TERMS = (
+    "contention_c",
+    "comm_contention_c",
+    "call_cpu_s",
+    "call_cpu_s_per_byte",
+    "finalize_s_per_param",
+    "leftover_s",
+    "optimizer_extra_s",
+    "queued_latency_scale",
+)
 
 
 def save_params(params: Params, path: str | Path) -> Path:

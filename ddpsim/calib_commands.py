@@ -423,8 +423,6 @@ def _validation_plots(res: dict[str, Any], out_dir: Path, link: float | None) ->
 # ---- plot ---------------------------------------------------------------------------
 def cmd_plot(args: argparse.Namespace) -> int:
     """Plots from result files only (never re-runs anything)."""
-    from calibration.plots import plot_allreduce, plot_bucket_sweep, plot_pred_vs_measured, plot_scaling, read_rows
-
     out = Path(args.plot_dir)
     if not (args.allreduce or args.validation or args.scaling):
         raise ValueError(
@@ -433,7 +431,26 @@ def cmd_plot(args: argparse.Namespace) -> int:
     for flag, path in (("--allreduce", args.allreduce), ("--validation", args.validation), ("--scaling", args.scaling)):
         if path is not None and not Path(path).is_file():
             raise ValueError(f"{flag} {path}: no such file")
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
+    try:
+        written = _plots(args, out)
+    except BaseException:
+        if created and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()  # bad input leaves nothing behind
+        raise
+    if args.json:
+        emit_json(args, {"plots": [str(w) for w in written]})
+        return 0
+    for w in written:
+        print(w)
+    return 0
+
+
+def _plots(args: argparse.Namespace, out: Path) -> list[Any]:
+    """``cmd_plot``'s plots into ``out``; a ``ValueError`` naming the input that is not what its flag asks for."""
+    from calibration.plots import plot_allreduce, plot_bucket_sweep, plot_pred_vs_measured, plot_scaling, read_rows
+
     written = []
     if args.allreduce:
         from calibration.fit import fit_linear
@@ -460,12 +477,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
             written.append(plot_scaling(rows, out / "scaling.png"))
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"--scaling {args.scaling}: not a scaling result ({e})") from None
-    if args.json:
-        emit_json(args, {"plots": [str(w) for w in written]})
-        return 0
-    for w in written:
-        print(w)
-    return 0
+    return written
 
 
 def add_commands(sub: Any) -> None:

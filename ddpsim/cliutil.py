@@ -420,6 +420,8 @@ def check_outputs(args: argparse.Namespace) -> None:
             continue
         named = dest not in (getattr(args, "_placed", None) or ())  # else put into the run folder by fill_run_folder
         flag = "--" + (dest if named else args._run_dir_dest).replace("_", "-")  # the flag the user gave
+        if os.fspath(value) == "-":  # only --csv prints on stdout; here "-" would be a file of that name
+            raise ValueError(f"{flag} takes a path (only --csv takes - for stdout): give it a file")
         try:
             check_writable(value, kind)
         except ValueError as e:

@@ -271,12 +271,15 @@ def prediction_interval(
     """The 80 % interval (``simulator.interval``) of the median step of a long run (``steps=None``), of
     the median of ``steps`` steps, or of one step (``steps=1``), when the network comes from fitted
     ``params`` (the o/w fit's 95 % intervals, the in-step probe's refits and the profile's measured
-    step-to-step backward times), else ``None``."""
+    step-to-step backward times), else ``None``. Each draw is predicted as the point is (``--ranks``,
+    ``--jitter``, ``--repeats``, ``--seed``), so the interval is of the same quantity."""
     from simulator.interval import measured_backward_s, step_interval
 
     if params is None or args.network is not None:
         return None
-    return step_interval(prof, cost, spec, p, params.uncertainty(measured_backward_s(prof), world_size=p), steps=steps)
+    unc = params.uncertainty(measured_backward_s(prof), world_size=p)
+    kw = {"ranks": args.ranks, "jitter_sigma": args.jitter, "repeats": args.repeats, "seed": args.seed}
+    return step_interval(prof, cost, spec, p, unc, steps=steps, **kw)
 
 
 # ---- output -----------------------------------------------------------------------

@@ -1,0 +1,64 @@
+"""A params file whose probe entries a prediction would trip on is refused at load, one line naming the field,
+whatever world size is asked for later."""
+
+import copy
+import json
+import math
+
+import pytest
+
+from calibration.fit import LinearFit
+from calibration.params import Params
+
+
+def _good() -> dict:
+    fit = {"contention_c": 0.1, "comm_contention_c": 0.0, "bootstrap": [[0.1, 0.0], [0.12, 0.0]], "leftover_s": 2e-4}
+    p = Params(
+        backend="gloo",
+        world_size=2,
+        linear=LinearFit(o_s=300e-6, w_bytes_per_s=1e9, o_ci_s=(2e-4, 4e-4), w_ci_bytes_per_s=(0.9e9, 1.1e9)),
+        probes={"in_step": fit, "in_step_by_p": {"4": {"contention_c": 0.3, "comm_contention_c": 0.0}}},
+    )
+    return json.loads(json.dumps(p.to_dict()))
+
+
+def _with(path: str, value) -> dict:
+    d = copy.deepcopy(_good())
+    *head, last = path.split("/")
+    node = d
+    for k in head:
+        node = node[k]
+    if value is KeyError:
+        del node[last]
+    else:
+        node[last] = value
+    return d
+
+
+def test_the_good_file_loads_and_serves_both_world_sizes():
+    p = Params.from_dict(_good())
+    assert sorted(p.in_step_fits()) == [2, 4] and p.contention_at(4)[0] == pytest.approx(0.3)
+
+
+@pytest.mark.parametrize(
+    "path, value, message",
+    [
+        ("probes", "x", "probes must be an object, got str"),
+        ("probes/in_step", "x", "probes.in_step must be an object, got str"),
+        ("probes/sharded_step", [1], "probes.sharded_step must be an object, got list"),
+        ("probes/cold_call", [1], "probes.cold_call must be an object, got list"),
+        ("probes/in_step_by_p", [1], "probes.in_step_by_p must be an object, got list"),
+        ("probes/in_step_by_p/0", {"contention_c": 0.1, "comm_contention_c": 0.0}, "keys must be world sizes >= 2"),
+        ("probes/in_step_by_p/four", {"contention_c": 0.1, "comm_contention_c": 0.0}, "got 'four'"),
+        ("probes/in_step_by_p/4", "x", "probes.in_step_by_p.4 must be an object, got str"),
+        ("probes/in_step_by_p/4/comm_contention_c", math.inf, "in_step_by_p.4.comm_contention_c must be a finite"),
+        ("probes/in_step_by_p/4/contention_c", KeyError, "in_step_by_p.4 lacks contention_c"),
+        ("probes/in_step/contention_c", -1.0, "probes.in_step.contention_c must be a finite number >= 0, got -1.0"),
+        ("probes/in_step/leftover_s", "abc", "probes.in_step.leftover_s must be a finite number >= 0, got 'abc'"),
+        ("probes/in_step/bootstrap", 5, "probes.in_step.bootstrap must be a list of lists"),
+    ],
+)
+def test_a_probe_entry_a_prediction_would_trip_on_is_one_line_at_load(path, value, message):
+    d = _with(path, value)
+    with pytest.raises(ValueError, match=message.replace(".", r"\.").replace("(", r"\(")):
+        Params.from_dict(d)
