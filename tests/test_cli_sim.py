@@ -361,3 +361,37 @@ def test_a_result_file_gets_the_mode_a_new_file_gets(capsys, tmp_path):
         assert (trace.stat().st_mode & 0o777) == 0o644
     finally:
         os.umask(old)
+
+
+def test_a_jittered_prediction_sits_inside_its_interval(capsys, tmp_path):
+    """The interval's draws are predicted as the point is (--jitter, --repeats, --seed, --ranks)."""
+    from calibration.fit import LinearFit
+    from calibration.params import Params
+    from simulator.zoo import load_profile
+
+    prof = load_profile("gpt", "cpu-core")
+    fit = LinearFit(o_s=400e-6, w_bytes_per_s=1.4e9, o_ci_s=(380e-6, 420e-6), w_ci_bytes_per_s=(1.38e9, 1.42e9))
+    path = tmp_path / "params.json"
+    Params(backend="gloo", world_size=2, linear=fit, compute_profile=prof.to_dict()).save(path)
+    argv = ["predict", "--params", str(path), "--world-size", "2", "--bucket-mb", "1", "--json", "--jitter", "0.3"]
+    code, out, _ = run_cli(capsys, *argv)
+    res = json.loads(out)["results"]
+    plain = json.loads(run_cli(capsys, *argv[:-2])[1])["results"]
+    assert code == 0 and res["step_time_s"] > 1.05 * plain["step_time_s"]  # the jitter moves the point
+    iv = res["interval"]
+    assert iv["lo_s"] < res["step_time_s"] < iv["hi_s"]
+
+
+def test_only_csv_takes_a_dash_for_stdout(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(capsys, "predict", "--model", "gpt2-small", "--trace", "-")
+    assert code == 2 and "--trace takes a path" in err and len(err.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_plot_of_a_bad_input_leaves_no_folder_behind(capsys, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"rows": [')
+    out_dir = tmp_path / "plots"
+    code, _, err = run_cli(capsys, "plot", "--validation", str(bad), "--plot-dir", str(out_dir))
+    assert code == 2 and "bad.json" in err and not out_dir.exists()
