@@ -61,8 +61,9 @@ class Params:
     def __post_init__(self) -> None:
         if not isinstance(self.backend, str) or not self.backend:
             raise ValueError(f"backend must be a non-empty string, got {self.backend!r}")
-        if not isinstance(self.world_size, int) or isinstance(self.world_size, bool) or self.world_size < 1:
-            raise ValueError(f"world_size must be an integer >= 1, got {self.world_size!r}")
+        ws = self.world_size
+        if not isinstance(ws, int) or isinstance(ws, bool) or not 1 <= ws <= MAX_CALIBRATED_WORLD_SIZE:
+            raise ValueError(f"world_size must be an integer from 1 to {MAX_CALIBRATED_WORLD_SIZE}, got {ws!r}")
         if not isinstance(self.linear, LinearFit):
             raise ValueError("linear must be a LinearFit")
         if self.abg is not None and not isinstance(self.abg, ABGFit):
@@ -483,6 +484,10 @@ class Params:
         except ValueError as e:
             raise ValueError(f"params {p}: {e}") from None
 
+
+# the largest world size a params file may say it was measured at: the simulator's own bound (``ddpsim predict
+# --world-size``, 2**24)
+MAX_CALIBRATED_WORLD_SIZE = 1 << 24
 
 # probe entries the fits read as objects, and the in-step terms a cost model takes as numbers
 _PROBE_OBJECTS = ("in_step", "in_step_by_p", "sharded_step", "cold_call", "scale", "broadcast_switch", "contention")

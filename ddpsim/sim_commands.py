@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -360,7 +360,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
         from simulator.trace import write_chrome_trace
 
         write_chrome_trace(args.trace, res.events, {"model": prof.model, "strategy": spec.to_dict(), "world_size": p})
-    csv_file = emit_csv(args, [r.to_dict() for r in res.rows])  # the per-bucket rows
+    from simulator.engine import BucketRow
+
+    # the per-bucket rows; their header even where there are none (one rank communicates nothing)
+    csv_file = emit_csv(args, [r.to_dict() for r in res.rows], [f.name for f in fields(BucketRow)])
     if csv_stdout(args):
         return 0
     iv = prediction_interval(args, params, prof, cost, spec, p)

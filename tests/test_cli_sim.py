@@ -395,3 +395,8 @@ def test_plot_of_a_bad_input_leaves_no_folder_behind(capsys, tmp_path):
     out_dir = tmp_path / "plots"
     code, _, err = run_cli(capsys, "plot", "--validation", str(bad), "--plot-dir", str(out_dir))
     assert code == 2 and "bad.json" in err and not out_dir.exists()
+
+
+def test_one_rank_csv_still_has_its_header(capsys):
+    code, out, _ = run_cli(capsys, "predict", "--model", "gpt2-small", "--world-size", "1", "--csv")
+    assert code == 0 and out.splitlines() == ["index,name,msg_bytes,n_params,ready_s,start_s,end_s"]

@@ -62,3 +62,10 @@ def test_a_probe_entry_a_prediction_would_trip_on_is_one_line_at_load(path, valu
     d = _with(path, value)
     with pytest.raises(ValueError, match=message.replace(".", r"\.").replace("(", r"\(")):
         Params.from_dict(d)
+
+
+@pytest.mark.parametrize("ws", [0, 10**12, True])
+def test_a_world_size_outside_the_simulators_range_is_refused(ws):
+    d = _with("world_size", ws)
+    with pytest.raises(ValueError, match="world_size must be an integer from 1 to 16777216"):
+        Params.from_dict(d)
