@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from simulator.interval import Interval, Uncertainty, draw_inputs, interval_of, split_unknown, step_times_over
+from simulator.interval import Interval, Uncertainty, draw_inputs, interval_of, step_times_over
 from simulator.jsonio import to_fields
 from simulator.network import CostModel
 from simulator.predict import StepResult, predict
@@ -230,7 +230,7 @@ def recommend(
         keep, advice = False, f"predicted {gain_pct:+.1f}% faster than the default"
 
     notes = list(notes)
-    if split_unknown(cost, world_size):
+    if unc.latency_split_at is not None:  # the split nothing measured (``at_world_size``): what it moves
         notes.append(split_note(profile, cost, world_size, grid, **predict_kw))
 
     from simulator.buckets import ddp_buckets
@@ -281,7 +281,7 @@ def recommend(
 
 def split_note(profile: GradProfile, cost: CostModel, world_size: int, grid: Sequence[float], **predict_kw: Any) -> str:
     """What the recommendation would be at either end of a latency split nothing measured
-    (``simulator.interval.split_unknown``): one world size fixes a call's zero-byte time, not how much of it
+    (``simulator.interval.split_unknown``, as ``Uncertainty.at_world_size`` records it): one world size fixes a call's zero-byte time, not how much of it
     the ring's ``2(p-1)`` steps take, which at another p can move the best cap a long way."""
     ends = []
     for share in (0.0, 1.0):

@@ -495,9 +495,8 @@ def plan_arrays(profile: GradProfile, plan: CommPlan) -> PlanArrays:
     )
 
 
-def _runs(pa: ProfileArrays, members: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(msg_bytes, last_pos, n_params)`` of buckets that are runs ``members[starts[k]:starts[k+1]]``."""
-    st = starts
+def _runs(pa: ProfileArrays, members: np.ndarray, st: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(msg_bytes, last_pos, n_params)`` of buckets that are runs ``members[st[k]:st[k+1]]`` (``st``: the starts)."""
     msg = np.add.reduceat(pa.nbytes[members], st) if len(st) else np.zeros(0, dtype=np.int64)
     last = np.maximum.reduceat(pa.pos[members], st) if len(st) else np.zeros(0, dtype=np.int64)
     n = np.diff(np.append(st, len(members)))
