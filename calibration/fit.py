@@ -74,10 +74,29 @@ DEFAULT_N_BOOT = 200
 
 def _pair(v: Any, upper_null: float = math.nan) -> tuple[float, float]:
     """A (low, high) interval from JSON; a null high bound of a bandwidth means unbounded."""
-    if v is None or all(x is None for x in v):
+    if v is None:
+        return (math.nan, math.nan)
+    if not isinstance(v, (list, tuple)) or len(v) != 2:
+        raise ValueError(f"an interval must be two numbers or [null, null], got {v!r}")
+    if all(x is None for x in v):
         return (math.nan, math.nan)
     lo, hi = v
     return (unjfloat(lo), unjfloat(hi, upper_null))
+
+
+def _check_ci(name: str, ci: tuple[float, float], hi_inf: bool) -> None:
+    """A fit's 95 % interval is unknown (both ends NaN; ``null`` in JSON) or two numbers, low <= high, the high end
+    >= 0; only a bandwidth's high end may be ``inf`` (unbounded). Anything else would be read as "no error known" by
+    the intervals (``simulator.interval.sd_of_ci``), silently: refused."""
+    try:
+        lo, hi = (float(x) for x in ci)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be two numbers or [null, null], got {ci!r}") from None
+    if math.isnan(lo) and math.isnan(hi):
+        return
+    if not (math.isfinite(lo) and (math.isfinite(hi) or (hi_inf and hi == math.inf)) and lo <= hi and hi >= 0):
+        ends = "finite numbers" if not hi_inf else "numbers (the high end may be unbounded)"
+        raise ValueError(f"{name} must be [low, high] with low <= high, high >= 0, {ends}, or [null, null]; got {ci!r}")
 
 
 # ---------------------------------------------------------------------------
@@ -115,6 +134,8 @@ class LinearFit:
             raise ValueError(f"o_s must be a finite number >= 0, got {self.o_s!r}")
         if not (self.w_bytes_per_s > 0):
             raise ValueError(f"w_bytes_per_s must be > 0, got {self.w_bytes_per_s!r}")
+        _check_ci("o_ci_s", self.o_ci_s, hi_inf=False)
+        _check_ci("w_ci_bytes_per_s", self.w_ci_bytes_per_s, hi_inf=True)
 
     @property
     def o_us(self) -> float:

@@ -430,6 +430,7 @@ class Params:
             )
         except (TypeError, KeyError, AttributeError) as e:
             raise ValueError(f"params are malformed: {e}") from None
+        _check_derived(d, params)
         params.check_probes()
         return params
 
@@ -483,6 +484,30 @@ class Params:
             return cls.from_dict(d)
         except ValueError as e:
             raise ValueError(f"params {p}: {e}") from None
+
+
+def _check_derived(d: Mapping[str, Any], params: Params) -> None:
+    """The headline ``o_us`` and ``w_gbps`` (top level and in ``linear``) are written for reading and never read: a
+    file where one was edited away from the fit it is derived from (``linear.o_s``, ``linear.w_bytes_per_s``) is
+    refused, naming the field to edit, rather than predicting from values other than the ones it shows.
+    ``cost_model`` and ``profile`` are derived too (what ``predict --params`` of older versions read); they are
+    rebuilt on load and not compared (their form changes between versions)."""
+    lin = d.get("linear") if isinstance(d.get("linear"), Mapping) else {}
+    for where, block in (("", d), ("linear.", lin)):
+        for key, source, value in (
+            ("o_us", "linear.o_s", params.o_us),
+            ("w_gbps", "linear.w_bytes_per_s", params.w_gbps),
+        ):
+            shown = block.get(key)
+            if shown is None:  # absent, or null for an unbounded w
+                continue
+            ok = isinstance(shown, (int, float)) and not isinstance(shown, bool)
+            if ok and math.isclose(float(shown), value, rel_tol=1e-9, abs_tol=1e-12):
+                continue
+            raise ValueError(
+                f"{where}{key} is {shown!r} but {source} gives {value:.6g}: {key} is derived and not read; "
+                f"edit {source} (and its interval), or re-run ddpsim calibrate"
+            )
 
 
 # the largest world size a params file may say it was measured at: the simulator's own bound (``ddpsim predict

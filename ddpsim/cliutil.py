@@ -201,6 +201,11 @@ def rate(unit_bytes_per_s: float, unit_name: str, hi: float, lo: float = 0.0) ->
 link_mbit = rate(1e6 / 8, "Mbit/s", 1e5, 0.01)  # emulated links: a number is Mbit/s; 1Gbit/s accepted
 
 
+def ranks_phrase(n: int) -> str:
+    """``"1 rank"``, ``"4 ranks"``: the world size as the outputs say it."""
+    return f"{n} rank" if n == 1 else f"{n} ranks"
+
+
 def gbps_both(bytes_per_s: float) -> str:
     """``12.5 GB/s (100 Gbit/s)``: a bandwidth in both units, so nobody mistakes bytes for bits."""
     return f"{bytes_per_s / 1e9:.4g} GB/s ({bytes_per_s * 8 / 1e9:.4g} Gbit/s)"

@@ -13,7 +13,7 @@ from simulator.profile import GradProfile
 from simulator.strategies import BUCKETED, STRATEGIES, StrategySpec
 from simulator.units import MIB, TIB
 
-from .cliutil import add_csv, csv_stdout, emit_csv, emit_json, gbps_both, number, number_list, rate
+from .cliutil import add_csv, csv_stdout, emit_csv, emit_json, gbps_both, number, number_list, ranks_phrase, rate
 from .resolve import DEFAULT_NETWORK
 
 # ---- argument types (argparse turns their ArgumentTypeError into one line, exit 2) ----
@@ -303,7 +303,7 @@ def print_prediction(res: Any, prof: GradProfile, out: Any = None) -> None:
         f"{prof.model}: {sum(p.numel for p in prof.trainable) / 1e6:.1f}M params, "
         f"{res.total_grad_bytes / MIB:.1f} MiB of gradients, {prof.source} compute\n"
     )
-    w(f"{res.world_size} ranks, {strategy_label(res.strategy)}, network {res.cost_label}\n")
+    w(f"{ranks_phrase(res.world_size)}, {strategy_label(res.strategy)}, network {res.cost_label}\n")
     if res.network_provenance:
         w(f"{res.network_provenance['text']}\n")
     w("\n")
@@ -446,7 +446,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return 0
     out = sys.stdout.write
     out(
-        f"{prof.model}: {res.total_grad_bytes / MIB:.1f} MiB of gradients, {p} ranks, {spec.name}, network {res.cost_label}\n"
+        f"{prof.model}: {res.total_grad_bytes / MIB:.1f} MiB of gradients, {ranks_phrase(p)}, {spec.name}, network {res.cost_label}\n"
     )
     if res.network_provenance:
         out(f"{res.network_provenance['text']}\n")

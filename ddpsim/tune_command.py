@@ -36,6 +36,7 @@ from .cliutil import (
     link_mbit,
     local_world,
     number,
+    ranks_phrase,
     spawn_backend,
 )
 from .report import format_verify, report_md, run_info, write_outputs
@@ -317,7 +318,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         if args.target_device:
             prof, note = _target_profile(args, prof.samples_per_step)
             notes.append(note)
-        say(f"sweeping strategies and bucket sizes for {args.world_size} ranks")
+        say(f"sweeping strategies and bucket sizes for {ranks_phrase(args.world_size)}")
         from simulator.interval import Uncertainty, measured_backward_s
 
         compute_steps = () if args.target_device else measured_backward_s(prof)

@@ -31,6 +31,7 @@ from simulator.sweep import SweepResult, default_grid_mb, sweep
 from simulator.sweep_plot import near_best_range
 from simulator.units import MIB
 
+from .cliutil import ranks_phrase
 from .verification import Verification
 
 TUNE_SCHEMA = "ddpsim.tune/1"
@@ -386,7 +387,9 @@ def format_tune(res: TuneResult) -> str:
         f"  closed form (o={cf.o_s * 1e6:.1f} us, w={cf.w_bytes_per_s / 1e9:.3g} GB/s, s={cf.total_grad_bytes / MIB:.1f} MiB): "
         f"b* = sqrt(s w o) = {cf.best_bucket_mb:.3g} MiB, T_min = 2 sqrt(s o / w) = {ms(cf.t_min_s)}"
     )
-    lines.append(f"\n{res.model} on {res.world_size} ranks, network {res.network}, compute from {res.profile_source}")
+    lines.append(
+        f"\n{res.model} on {ranks_phrase(res.world_size)}, network {res.network}, compute from {res.profile_source}"
+    )
     if res.sweep.network_provenance:
         lines.append(res.sweep.network_provenance["text"])
     for n in res.notes:

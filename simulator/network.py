@@ -554,7 +554,7 @@ class CostModel:
                 split,
             )
         assert self.o_s is not None and self.w_bytes_per_s is not None
-        if self.ref_world_size is None:
+        if self.ref_world_size is None or self.ref_world_size < 2:  # at one rank there is no ring to split over
             return Terms(self.o_s, 0.0, self.w_bytes_per_s, 0.0, "ring", "given")
         share = ASSUMED_LATENCY_SHARE if self.latency_share is None else self.latency_share
         return split_linear(self.o_s, self.w_bytes_per_s, self.ref_world_size, share)
@@ -657,7 +657,7 @@ class CostModel:
         if self.network is None:
             assert self.o_s is not None and self.w_bytes_per_s is not None  # __post_init__: o and w, or a network
             ref = self.ref_world_size
-            if ref is None or ref == p:
+            if ref is None or ref == p or ref < 2:  # given at one rank: held as given, as with no reference
                 return self.o_s, 1.0 / self.w_bytes_per_s
             # Another p: the same terms a preset has (per-call o, ring alpha per step, link bandwidth),
             # equal to o and w at the reference size; the split of the zero-byte time is assumed.

@@ -153,3 +153,11 @@ def test_a_bound_pool_binds_each_main_thread_and_leaves_gloos_threads_free(monke
     for (main, gloo), share in zip(seen, shares):
         assert main == share
         assert gloo and all(g == whole for g in gloo)  # made before the binding: free
+
+
+def test_a_long_bind_value_is_shown_cut_with_its_length(monkeypatch):
+    monkeypatch.setenv(BIND_ENV, "x" * 10_000)
+    with pytest.raises(ValueError) as e:
+        bind_mode()
+    msg = str(e.value)
+    assert len(msg) < 200 and "x" * 40 + "... (10000 characters)" in msg, msg

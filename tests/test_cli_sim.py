@@ -400,3 +400,16 @@ def test_plot_of_a_bad_input_leaves_no_folder_behind(capsys, tmp_path):
 def test_one_rank_csv_still_has_its_header(capsys):
     code, out, _ = run_cli(capsys, "predict", "--model", "gpt2-small", "--world-size", "1", "--csv")
     assert code == 0 and out.splitlines() == ["index,name,msg_bytes,n_params,ready_s,start_s,end_s"]
+
+
+@pytest.mark.parametrize("given", [[], ["--o-us", "50", "--w-gbps", "10"]])
+def test_one_rank_communicates_nothing_and_says_one_rank(capsys, given):
+    """At world size 1 a sweep (a preset's network, or o and w given there) is compute alone, said in words: o and
+    w given at one rank have no ring to be split over, and are not refused for it."""
+    code, out, err = run_cli(capsys, "sweep", "--model", "gpt2-small", "--world-size", "1", *given)
+    assert code == 0, err
+    head = out.splitlines()[:2]
+    assert ", 1 rank, " in head[0] and "p = 1: nothing communicated" in head[1], head
+    code, out, err = run_cli(capsys, "predict", "--model", "gpt2-small", "--world-size", "1", *given, "--json")
+    res = json.loads(out)["results"]
+    assert code == 0 and res["overhead_s"] == 0 and res["step_time_s"] == res["compute_s"] > 0

@@ -69,3 +69,34 @@ def test_a_world_size_outside_the_simulators_range_is_refused(ws):
     d = _with("world_size", ws)
     with pytest.raises(ValueError, match="world_size must be an integer from 1 to 16777216"):
         Params.from_dict(d)
+
+
+@pytest.mark.parametrize(
+    "path, value, message",
+    [
+        ("linear/o_ci_s", [None, 4e-4], "o_ci_s must be"),
+        ("linear/o_ci_s", [2e-4, "Infinity"], "o_ci_s must be"),
+        ("linear/o_ci_s", [4e-4, 2e-4], "low <= high"),
+        ("linear/o_ci_s", [-4e-4, -2e-4], "high >= 0"),
+        ("linear/o_ci_s", [1e-4], "an interval must be two numbers or \\[null, null\\], got \\[0.0001\\]"),
+        ("linear/w_ci_bytes_per_s", [1.1e9, 0.9e9], "w_ci_bytes_per_s must be"),
+        ("o_us", 50.0, "o_us is 50.0 but linear.o_s gives 300: o_us is derived and not read; edit linear.o_s"),
+        ("w_gbps", 10, "w_gbps is 10 but linear.w_bytes_per_s gives 1: w_gbps is derived"),
+        ("linear/o_us", 50.0, "linear.o_us is 50.0 but linear.o_s gives 300"),
+        ("o_us", "fast", "o_us is 'fast'"),
+    ],
+)
+def test_an_interval_or_headline_number_that_would_be_read_otherwise_is_refused(path, value, message):
+    """A fit's interval the intervals would silently read as "no error known" (an end unknown, infinite, or the
+    ends crossed), and a headline number edited away from the fit it is derived from, are one line at load."""
+    d = _with(path, value)
+    with pytest.raises(ValueError, match=message.replace(".", r"\.").replace("(", r"\(")):
+        Params.from_dict(d)
+
+
+def test_an_unknown_interval_and_an_unbounded_bandwidth_still_load():
+    d = _with("linear/o_ci_s", [None, None])
+    d["linear"]["w_ci_bytes_per_s"] = [0.9e9, None]  # no upper bound
+    lin = Params.from_dict(d).linear
+    assert all(math.isnan(v) for v in lin.o_ci_s) and lin.w_ci_bytes_per_s[1] == math.inf
+    assert LinearFit(o_s=1e-4, w_bytes_per_s=1e9, o_ci_s=(-5e-5, 3e-4)).o_ci_s[0] < 0  # a CI may cross zero
