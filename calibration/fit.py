@@ -72,31 +72,34 @@ DEFAULT_F_SCALE = 0.05
 DEFAULT_N_BOOT = 200
 
 
-def _pair(v: Any, upper_null: float = math.nan) -> tuple[float, float]:
+def _pair(v: Any, upper_null: float = math.nan, name: str = "an interval") -> tuple[float, float]:
     """A (low, high) interval from JSON; a null high bound of a bandwidth means unbounded."""
     if v is None:
         return (math.nan, math.nan)
     if not isinstance(v, (list, tuple)) or len(v) != 2:
-        raise ValueError(f"an interval must be two numbers or [null, null], got {v!r}")
+        raise ValueError(f"{name} must be two numbers or [null, null], got {v!r}")
     if all(x is None for x in v):
         return (math.nan, math.nan)
     lo, hi = v
     return (unjfloat(lo), unjfloat(hi, upper_null))
 
 
-def _check_ci(name: str, ci: tuple[float, float], hi_inf: bool) -> None:
+def _check_ci(name: str, ci: tuple[float, float], hi_inf: bool, lo_positive: bool = False) -> None:
     """A fit's 95 % interval is unknown (both ends NaN; ``null`` in JSON) or two numbers, low <= high, the high end
-    >= 0; only a bandwidth's high end may be ``inf`` (unbounded). Anything else would be read as "no error known" by
-    the intervals (``simulator.interval.sd_of_ci``), silently: refused."""
+    >= 0 (with ``lo_positive``, a bandwidth's, the low end > 0); only a bandwidth's high end may be ``inf``
+    (unbounded). Anything else would be read as "no error known" by the intervals (``simulator.interval.sd_of_ci``,
+    ``Uncertainty.from_fit``), silently: refused."""
     try:
         lo, hi = (float(x) for x in ci)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be two numbers or [null, null], got {ci!r}") from None
     if math.isnan(lo) and math.isnan(hi):
         return
-    if not (math.isfinite(lo) and (math.isfinite(hi) or (hi_inf and hi == math.inf)) and lo <= hi and hi >= 0):
+    ok = math.isfinite(lo) and (math.isfinite(hi) or (hi_inf and hi == math.inf)) and lo <= hi and hi >= 0
+    if not ok or (lo_positive and lo <= 0):
         ends = "finite numbers" if not hi_inf else "numbers (the high end may be unbounded)"
-        raise ValueError(f"{name} must be [low, high] with low <= high, high >= 0, {ends}, or [null, null]; got {ci!r}")
+        low = "0 < low <= high" if lo_positive else "low <= high, high >= 0"
+        raise ValueError(f"{name} must be [low, high] with {low}, {ends}, or [null, null]; got {ci!r}")
 
 
 # ---------------------------------------------------------------------------
@@ -134,8 +137,10 @@ class LinearFit:
             raise ValueError(f"o_s must be a finite number >= 0, got {self.o_s!r}")
         if not (self.w_bytes_per_s > 0):
             raise ValueError(f"w_bytes_per_s must be > 0, got {self.w_bytes_per_s!r}")
+        if self.w_ci_bytes_per_s[0] == math.inf:  # a slope interval at or below 0 at both ends: no bound at all
+            object.__setattr__(self, "w_ci_bytes_per_s", (math.nan, math.nan))
         _check_ci("o_ci_s", self.o_ci_s, hi_inf=False)
-        _check_ci("w_ci_bytes_per_s", self.w_ci_bytes_per_s, hi_inf=True)
+        _check_ci("w_ci_bytes_per_s", self.w_ci_bytes_per_s, hi_inf=True, lo_positive=True)
 
     @property
     def o_us(self) -> float:
@@ -193,8 +198,8 @@ class LinearFit:
             return cls(
                 o_s=float(d["o_s"]),
                 w_bytes_per_s=unjfloat(d["w_bytes_per_s"], math.inf),
-                o_ci_s=_pair(d.get("o_ci_s")),
-                w_ci_bytes_per_s=_pair(d.get("w_ci_bytes_per_s"), upper_null=math.inf),
+                o_ci_s=_pair(d.get("o_ci_s"), name="o_ci_s"),
+                w_ci_bytes_per_s=_pair(d.get("w_ci_bytes_per_s"), upper_null=math.inf, name="w_ci_bytes_per_s"),
                 rel_rms=unjfloat(d.get("rel_rms")),
                 max_abs_rel_err=unjfloat(d.get("max_abs_rel_err")),
                 n_points=int(d.get("n_points", 0)),
@@ -418,6 +423,8 @@ class ABGFit:
             v = getattr(self, name)
             if not (math.isfinite(v) and v >= 0):
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        for name in ("o_ci_s", "alpha_ci_s", "beta_ci_s_per_byte", "gamma_ci_s_per_byte"):
+            _check_ci(name, getattr(self, name), hi_inf=True)
 
     def predict_time_s(self, msg_bytes: float, p: int) -> float:
         return self.o_s + allreduce_time_s(
@@ -489,9 +496,9 @@ class ABGFit:
                 alpha_s=float(d["alpha_s"]),
                 beta_s_per_byte=float(d["beta_s_per_byte"]),
                 gamma_s_per_byte=float(d["gamma_s_per_byte"]),
-                alpha_ci_s=_pair(d.get("alpha_ci_s")),
-                beta_ci_s_per_byte=_pair(d.get("beta_ci_s_per_byte")),
-                gamma_ci_s_per_byte=_pair(d.get("gamma_ci_s_per_byte")),
+                alpha_ci_s=_pair(d.get("alpha_ci_s"), name="alpha_ci_s"),
+                beta_ci_s_per_byte=_pair(d.get("beta_ci_s_per_byte"), name="beta_ci_s_per_byte"),
+                gamma_ci_s_per_byte=_pair(d.get("gamma_ci_s_per_byte"), name="gamma_ci_s_per_byte"),
                 gamma_identified=bool(d.get("gamma_identified", False)),
                 world_sizes=tuple(int(v) for v in d.get("world_sizes", ())),
                 points=tuple(ABGPoint(**pt) for pt in d.get("points", ())),
@@ -504,7 +511,7 @@ class ABGFit:
                 note=str(d.get("note", "")),
                 # written before the per-call constant was fitted: none, as those fits had
                 o_s=float(d.get("o_s", 0.0)),
-                o_ci_s=_pair(d.get("o_ci_s")) if d.get("o_ci_s") is not None else (0.0, 0.0),
+                o_ci_s=_pair(d.get("o_ci_s"), name="o_ci_s") if d.get("o_ci_s") is not None else (0.0, 0.0),
                 split=str(d.get("split", "fitted")),
             )
         except (TypeError, ValueError) as e:

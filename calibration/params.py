@@ -4,8 +4,9 @@ One JSON object with ``schema`` (``PARAMS_SCHEMA``), the all-reduce fit
 (``o``, ``w`` with intervals; optionally alpha-beta-gamma over world sizes), the
 contention factor, the number of communication channels, the compute profile
 (a path or embedded), the environment and the record files it all came from.
-The top level also repeats ``o_us`` and ``w_gbps`` (derived; ignored on load)
-so a reader sees the headline numbers without digging.
+The top level also repeats ``o_us`` and ``w_gbps`` (derived, for reading; a file
+where they were edited away from the fit is refused on load) so a reader sees the
+headline numbers without digging.
 """
 
 from __future__ import annotations
@@ -487,16 +488,19 @@ class Params:
 
 
 def _check_derived(d: Mapping[str, Any], params: Params) -> None:
-    """The headline ``o_us`` and ``w_gbps`` (top level and in ``linear``) are written for reading and never read: a
-    file where one was edited away from the fit it is derived from (``linear.o_s``, ``linear.w_bytes_per_s``) is
+    """The headline ``o_us`` and ``w_gbps`` (top level, in ``linear`` and in ``broadcast``) are written for reading and never read: a
+    file where one was edited away from the fit it is derived from (``o_s``, ``w_bytes_per_s``) is
     refused, naming the field to edit, rather than predicting from values other than the ones it shows.
     ``cost_model`` and ``profile`` are derived too (what ``predict --params`` of older versions read); they are
     rebuilt on load and not compared (their form changes between versions)."""
-    lin = d.get("linear") if isinstance(d.get("linear"), Mapping) else {}
-    for where, block in (("", d), ("linear.", lin)):
-        for key, source, value in (
-            ("o_us", "linear.o_s", params.o_us),
-            ("w_gbps", "linear.w_bytes_per_s", params.w_gbps),
+    fits = [("", "linear", d, params.linear), ("linear.", "linear", d.get("linear"), params.linear)]
+    fits.append(("broadcast.", "broadcast", d.get("broadcast"), params.broadcast))
+    for where, fit_name, block, fit in fits:
+        if fit is None or not isinstance(block, Mapping):
+            continue
+        for key, source, value, shown_source in (
+            ("o_us", f"{fit_name}.o_s", fit.o_us, f"{fit.o_s:.6g} s"),
+            ("w_gbps", f"{fit_name}.w_bytes_per_s", fit.w_gbps, f"{fit.w_bytes_per_s:.6g} B/s"),
         ):
             shown = block.get(key)
             if shown is None:  # absent, or null for an unbounded w
@@ -505,8 +509,8 @@ def _check_derived(d: Mapping[str, Any], params: Params) -> None:
             if ok and math.isclose(float(shown), value, rel_tol=1e-9, abs_tol=1e-12):
                 continue
             raise ValueError(
-                f"{where}{key} is {shown!r} but {source} gives {value:.6g}: {key} is derived and not read; "
-                f"edit {source} (and its interval), or re-run ddpsim calibrate"
+                f"{where}{key} is {shown!r} but {source} = {shown_source} gives {key} = {value:.6g}: {key} is derived "
+                f"and not read; edit {source} (and its interval), or re-run ddpsim calibrate"
             )
 
 

@@ -114,6 +114,10 @@ def rms(x: np.ndarray) -> float:
 
 
 def inv(x: float) -> float:
+    """``1 / x`` of an interval's end: a slope's end at or below 0 bounds nothing (``inf``), an unknown end stays
+    unknown (NaN)."""
+    if math.isnan(x):
+        return math.nan
     return float(1.0 / x) if x > 0 else math.inf
 
 

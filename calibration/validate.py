@@ -1157,7 +1157,7 @@ def format_validation(res: dict[str, Any]) -> str:
     # the rounds column: how far each row's measured median moved between the rounds (rows of older runs: none kept)
     with_rounds = any(r.rounds_apart_pct is not None for r in res["rows"])
     lines = [
-        f"{res['model']} on {res['world_size']} {res['backend']} ranks"
+        f"{res['model']} on {res['world_size']} {res['backend']} rank{'' if res['world_size'] == 1 else 's'}"
         + (f" over {res['link_mbit']:g} Mbit/s links" if res.get("link_mbit") else " on loopback")
         + f"; compute measured {res['measured_compute_s'] * 1e3:.2f} ms, profiled {res['predicted_compute_s'] * 1e3:.2f} ms"
         + (" (profile rescaled to the measured baseline)" if res.get("rescale_compute") else ""),

@@ -24,6 +24,7 @@ from .cliutil import (
     local_world,
     number,
     number_list,
+    ranks_phrase,
     spawn_backend,
     strategy_names,
     timeout_s,
@@ -310,7 +311,9 @@ def profile_main(args: Any) -> int:
         return rc
     backend = spawn_backend(args, world)
     _check_dtype(args, backend)
-    _progress(f"profile: {args.model} ({args.dtype}), {world} ranks computing at once, {args.steps}+{args.steps} steps")
+    _progress(
+        f"profile: {args.model} ({args.dtype}), {ranks_phrase(world)} computing at once, {args.steps}+{args.steps} steps"
+    )
     with RankPool(world, backend, timeout_s=args.timeout_s) as pool:
         return body(pool, True)
 
@@ -331,7 +334,7 @@ def _report_profile(prof: Any, args: Any) -> int:
         f"profile of {args.model}: {len(prof.params)} parameter tensors, {prof.total_grad_bytes / MIB:.2f} MiB of gradients"
     )
     print(
-        f"  per rank: batch {prof.samples_per_step}, {prof.env.get('world_size')} ranks at once, "
+        f"  per rank: batch {prof.samples_per_step}, {ranks_phrase(int(prof.env.get('world_size') or 0))} at once, "
         f"{prof.env.get('threads_per_rank')} threads each, optimizer {info['optimizer']}"
     )
     print(

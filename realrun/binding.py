@@ -28,9 +28,9 @@ def bind_mode() -> str:
         return "none"
     if value.lower() == "mains":
         return "mains"
-    shown = value if len(value) <= 40 else f"{value[:40]}... ({len(value)} characters)"
+    shown = repr(value) if len(value) <= 40 else f"{value[:40]!r}... ({len(value)} characters)"
     raise ValueError(
-        f"{BIND_ENV}={shown!r}: give 'mains' (each rank's main thread on cores of its own) or 'none', or unset it"
+        f"{BIND_ENV}={shown}: give 'mains' (each rank's main thread on cores of its own) or 'none', or unset it"
     )
 
 

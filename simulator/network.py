@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from importlib import resources
@@ -431,6 +432,11 @@ class CostModel:
             assert self.o_s is not None and self.w_bytes_per_s is not None
             _require(self.o_s >= 0, f"per-call overhead o must be >= 0 s, got {self.o_s}")
             _require(self.w_bytes_per_s > 0, f"bandwidth w must be > 0, got {self.w_bytes_per_s}")
+        ref = self.ref_world_size
+        _require(
+            ref is None or (isinstance(ref, numbers.Integral) and not isinstance(ref, bool) and ref >= 1),
+            f"the reference world size must be an integer >= 1 or None, got {ref!r}",
+        )
         _require(self.channels >= 1, f"channels must be >= 1, got {self.channels}")
         _require(
             not self.pipelined or self.channels == 1,
@@ -525,6 +531,8 @@ class CostModel:
         assert self.o_s is not None and self.w_bytes_per_s is not None  # __post_init__: o and w, or a network
         # o_s here is the whole zero-byte time of a call at ref_world_size (t0 = o + A(p) alpha), not the per-call o
         at = f" at p={self.ref_world_size}" if self.ref_world_size is not None else ""
+        if not math.isfinite(self.w_bytes_per_s):  # a preset's at one rank: nothing to carry, no bandwidth to show
+            return f"t0={self.o_s * 1e6:.1f}us w=unbounded{at}{tail}"
         return (
             f"t0={self.o_s * 1e6:.1f}us w={self.w_bytes_per_s / 1e9:.3g}GB/s "
             f"({self.w_bytes_per_s * 8 / 1e9:.3g}Gbit/s){at}{tail}"
@@ -564,7 +572,8 @@ class CostModel:
         (``"network fitted at p = 2, 4; p = 64 extrapolated"``) that every output repeats."""
         measured = list(self.measured_world_sizes)
         t = self.terms()
-        ref = self.ref_world_size if self.network is None else None
+        # o and w given at one rank are held as given at every p (``_affine``): said so, as with no reference
+        ref = self.ref_world_size if self.network is None and (self.ref_world_size or 0) >= 2 else None
         if measured:
             head = f"network fitted at p = {', '.join(map(str, measured))}" + (" only" if len(measured) == 1 else "")
             at = measured

@@ -160,4 +160,4 @@ def test_a_long_bind_value_is_shown_cut_with_its_length(monkeypatch):
     with pytest.raises(ValueError) as e:
         bind_mode()
     msg = str(e.value)
-    assert len(msg) < 200 and "x" * 40 + "... (10000 characters)" in msg, msg
+    assert len(msg) < 200 and "'" + "x" * 40 + "'... (10000 characters)" in msg, msg

@@ -413,3 +413,13 @@ def test_one_rank_communicates_nothing_and_says_one_rank(capsys, given):
     code, out, err = run_cli(capsys, "predict", "--model", "gpt2-small", "--world-size", "1", *given, "--json")
     res = json.loads(out)["results"]
     assert code == 0 and res["overhead_s"] == 0 and res["step_time_s"] == res["compute_s"] > 0
+
+
+def test_a_reference_world_size_below_one_is_refused_and_one_is_held_as_given():
+    from simulator.network import CostModel
+
+    with pytest.raises(ValueError, match="reference world size must be an integer >= 1"):
+        CostModel.linear(1e-4, 1e9, -3)
+    one = CostModel.linear(1e-4, 1e9, 1)
+    assert one.linear_at(4) == pytest.approx((1e-4, 1e9), rel=1e-12)
+    assert "used as they are at every p" in one.provenance(4)["text"] and not one.provenance(4)["extrapolated"]

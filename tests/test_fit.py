@@ -578,3 +578,28 @@ def test_small_calls_beside_validation_are_set_against_the_calibrations_split():
         assert bare is not None and bare["calibration_mean_call_s"] is None
         assert "kept no split at this size and world size" in small_calls_line(bare)
     assert small_calls_beside([], params, 2) is None
+
+
+def test_a_fit_without_an_interval_method_still_fits_with_its_intervals_unknown():
+    """Two sizes, one time each: no interval can be had (no residual degrees of freedom, nothing to resample).
+    The fit is made and its intervals read "unknown", not refused as malformed."""
+    from calibration.fit import fit_bandwidth
+
+    recs = [_record(n, np.array([2e-3 + n / 125e6])) for n in (1 << 22, 1 << 24)]
+    fit = fit_linear(recs, n_boot=0)
+    assert fit.w_bytes_per_s == pytest.approx(125e6, rel=1e-6)
+    assert all(math.isnan(v) for v in fit.w_ci_bytes_per_s + fit.o_ci_s)
+    bw = fit_bandwidth(recs, fit, n_boot=0)
+    assert bw is not None and bw.w_bytes_per_s == pytest.approx(125e6, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "field, ci", [("alpha_ci_s", (math.nan, 5.0)), ("beta_ci_s_per_byte", (3e-9, 1e-9)), ("o_ci_s", (1.0, -1.0))]
+)
+def test_an_abg_fit_refuses_an_interval_it_would_read_as_no_error(field, ci):
+    import dataclasses
+
+    fit = fit_abg(ring_records(), n_boot=20)
+    assert fit.linear_at(4).w_ci_bytes_per_s[0] > 0  # the fitted one is whole
+    with pytest.raises(ValueError, match=field):
+        dataclasses.replace(fit, **{field: ci})
