@@ -130,30 +130,27 @@ def task(ctx, model, bucket_mb, turns, gap_s, warmup=3):
     return rows
 
 
-def main():
-    import left_work
-
+def run_on_two_ranks(fn, args, out, meta):
+    """``fn(ctx, *args)`` on two gloo ranks on loopback; its per-rank rows written, with ``meta`` and the start
+    time, to ``out`` (refused if it exists: no run replaces another's file). Returns (start time, rows)."""
     from calibration.calibrate import open_pool
 
-    model, mb, turns, gap_ms, out = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
     if os.path.exists(out):
         sys.exit(f"{out} exists")
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     with open_pool(2, "gloo", None, 1800.0) as pool:
-        res = pool.run(left_work.task, model, mb, turns, gap_ms / 1e3)
+        res = pool.run(fn, *args)
     with open(out, "x") as f:
-        json.dump(
-            {
-                "block": int(os.environ.get("BLOCK", "1")),
-                "model": model,
-                "bucket_mb": mb,
-                "turns": turns,
-                "gap_ms": gap_ms,
-                "started": started,
-                "ranks": res,
-            },
-            f,
-        )
+        json.dump({**meta, "started": started, "ranks": res}, f)
+    return started, res
+
+
+def main():
+    import left_work
+
+    model, mb, turns, gap_ms, out = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+    meta = {"block": int(os.environ.get("BLOCK", "1")), "model": model, "bucket_mb": mb, "turns": turns}
+    started, res = run_on_two_ranks(left_work.task, (model, mb, turns, gap_ms / 1e3), out, {**meta, "gap_ms": gap_ms})
     print(
         f"{model} torch-ddp {mb:g} MiB, {turns} turns, blocks of {os.environ.get('BLOCK', '1')}, {gap_ms:g} ms asleep "
         f"after each step; started {started}"

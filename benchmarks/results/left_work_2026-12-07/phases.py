@@ -11,7 +11,6 @@ call, backward's rest after the call (finalize), the optimizer; raw rows kept in
 
 import gzip
 import json
-import os
 import statistics as st
 import sys
 import time
@@ -72,19 +71,11 @@ def task(ctx, model, bucket_mb, turns, block, warmup=3):
 
 def main():
     import phases
-
-    from calibration.calibrate import open_pool
+    from left_work import run_on_two_ranks
 
     model, mb, turns, block, out = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-    if os.path.exists(out):
-        sys.exit(f"{out} exists")
-    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-    with open_pool(2, "gloo", None, 1800.0) as pool:
-        res = pool.run(phases.task, model, mb, turns, block)
-    with open(out, "x") as f:
-        json.dump(
-            {"model": model, "bucket_mb": mb, "turns": turns, "block": block, "started": started, "ranks": res}, f
-        )
+    meta = {"model": model, "bucket_mb": mb, "turns": turns, "block": block}
+    run_on_two_ranks(phases.task, (model, mb, turns, block), out, meta)
     report(out)
 
 
