@@ -7,7 +7,9 @@
     rec = ddpsim.tune(model, example_inputs, world_size=2)   # needs torch; measures this machine
     ddp = DistributedDataParallel(model, bucket_cap_mb=rec.recommended_bucket_mb)
 
-``predict`` is pure (no torch); ``tune`` profiles the module with torch.
+    rec = ddpsim.recommend("gpt2-xl", world_size=64, network="nccl-h100-ib")  # a zoo model: predicted only
+
+``predict`` and ``recommend`` are pure (no torch); ``tune`` profiles the module with torch.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from simulator.profile import GradProfile
     from simulator.strategies import StrategySpec
 
-__all__ = ["predict", "tune", "GradProfile", "CostModel", "StrategySpec", "StepResult"]
+__all__ = ["predict", "recommend", "tune", "GradProfile", "CostModel", "StrategySpec", "StepResult"]
 
 # Imported on first use, not with the package: the ``ddpsim`` console script imports this package
 # before ``ddpsim.cli.main`` runs, and a Ctrl-C during a heavy import there could not be caught.
@@ -89,6 +91,28 @@ def predict(
         )
     )
     return _predict(prof, cost, spec, world_size, **predict_kw)
+
+
+def recommend(
+    model: str | GradProfile,
+    *,
+    world_size: int,
+    network: str | CostModel | None = None,
+    o_us: float | None = None,
+    w_gbps: float | None = None,
+    batch_size: int | None = None,
+    device: str | None = None,
+    **recommend_kw: Any,
+) -> Any:
+    """``ddpsim tune``'s recommendation (a ``ddpsim.tuner.TuneResult``: a round ``bucket_cap_mb``, or keep the
+    default) for a built-in model name, a profile JSON path or a ``GradProfile``, on a network resolved as
+    ``predict`` resolves it; nothing is measured."""
+    from .resolve import resolve_cost
+    from .tuner import recommend as _recommend
+
+    prof = _profile(model, batch_size, device)
+    cost = resolve_cost(network, world_size=world_size, o_us=o_us, w_gbps=w_gbps)
+    return _recommend(prof, cost, world_size, **recommend_kw)
 
 
 def tune(*args: Any, **kwargs: Any) -> Any:

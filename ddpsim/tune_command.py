@@ -202,6 +202,34 @@ def _verify(
     )
 
 
+def _zoo_profile(args: argparse.Namespace) -> GradProfile | None:
+    """The profile of ``--model`` where it names a model of the simulator's zoo (``ddpsim models``: no code to run
+    here), its compute from FLOPs on ``--target-device`` (else the model's own default device, as ``predict``);
+    ``None`` for a workload run here. Flags that only apply to a model run here are refused, one line each."""
+    from simulator import zoo
+
+    if args.model is None or args.model not in zoo.list_models():
+        return None
+    why = f"{args.model} is a model of the simulator's zoo (`ddpsim models`), with no code to run here"
+    for flag, given in (
+        ("--verify", args.verify),
+        ("--profile", args.profile),
+        ("--calibrate-device-from", args.calibrate_device_from),
+        ("--link-mbit", args.link_mbit is not None),
+    ):
+        if given:
+            raise ValueError(
+                f"{why}: {flag} applies to a model run on this machine (mlp, cnn, micro-dlrm, gpt, or a module)"
+            )
+    if args.dtype != "fp32":
+        raise ValueError(
+            f"{why}: its compute is its FLOPs at the device's effective rate; --dtype applies to a model run here"
+        )
+    spec = zoo.load_model_spec(args.model)
+    device = zoo.load_device(args.target_device or spec.defaults.get("device") or zoo.DEFAULT_DEVICE)
+    return zoo.profile_from_flops(spec, device, batch_size=args.batch_size)
+
+
 def _resolve_tune_cost(args: argparse.Namespace, base: CostModel | None, params: Any) -> CostModel:
     """The cost model of ``tune`` through ``ddpsim.resolve``: ``base`` (just calibrated), ``--params`` or
     ``--network`` (not both), then ``--o-us``/``--w-gbps`` at ``--world-size``."""
@@ -224,7 +252,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     say = Progress(not args.quiet, prefix="tune")
     notes: list[str] = []
-    given_prof: GradProfile | None = GradProfile.load(args.profile) if args.profile else None  # bad file: exit 2 now
+    zoo_prof = _zoo_profile(args)  # a model of the zoo: predicted only, on a preset or given network
+    given_prof: GradProfile | None = GradProfile.load(args.profile) if args.profile else zoo_prof  # bad file: exit 2
     if args.model is None:
         args.model = given_prof.model if given_prof is not None else "gpt"
     elif given_prof is not None and given_prof.model != args.model and (args.verify or args.target_device):
@@ -249,7 +278,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         raise ValueError(f"--verify runs on this machine: use --world-size {args.run_world_size} (or --run-world-size)")
     if args.calibrate_device_from and not args.target_device:
         raise ValueError("--calibrate-device-from fits a device's efficiencies: give --target-device too")
-    if args.target_device:
+    if args.target_device and zoo_prof is None:
         from simulator import zoo
 
         from .device_model import PRECISIONS
@@ -260,7 +289,15 @@ def cmd_tune(args: argparse.Namespace) -> int:
             from .device_model import efficiency_from_profile
 
             efficiency_from_profile(args.calibrate_device_from, dev)
-    need_cal = args.params is None and args.network is None and args.o_us is None
+    need_cal = args.params is None and args.network is None and args.o_us is None and zoo_prof is None
+    if zoo_prof is not None:
+        notes.append(
+            f"compute of {args.model} from its FLOPs on device {zoo_prof.source.split(':', 1)[-1]} (predicted only)"
+        )
+        if args.params is None and args.network is None and args.o_us is None:
+            from .resolve import DEFAULT_NETWORK
+
+            notes.append(f"network: the preset {DEFAULT_NETWORK} (no --network, --params or --o-us given)")
     # the network, through the one resolver, before any rank starts (calibrated costs are resolved after)
     given_cost = None if need_cal else _resolve_tune_cost(args, None, given_params)
     if args.link_mbit is not None:
@@ -269,14 +306,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
         reason = netns_skip_reason(args.link_mbit)
         if reason:
             raise ValueError(f"--link-mbit: {reason}")
-    if args.profile is None:
+    if given_prof is None:
         wl = load_workload(args.model)  # a user module that does not import or fit fails here, exit 2
         bs = args.batch_size or wl.default_batch_size
     else:
         bs = None
     run_world = args.run_world_size
     backend = spawn_backend(args, run_world, args.link_mbit)
-    need_ranks = need_cal or args.profile is None or args.verify
+    need_ranks = need_cal or given_prof is None or args.verify
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)  # a given --out-dir after every check: bad input leaves no folder behind
 
@@ -315,13 +352,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
             say(f"profiling {args.model} (batch {bs}) on {run_world} local ranks")
             prof = profile_grads(pool, args.model, batch_size=bs)
-        if args.target_device:
+        if args.target_device and zoo_prof is None:
             prof, note = _target_profile(args, prof.samples_per_step)
             notes.append(note)
         say(f"sweeping strategies and bucket sizes for {ranks_phrase(args.world_size)}")
         from simulator.interval import Uncertainty, measured_backward_s
 
-        compute_steps = () if args.target_device else measured_backward_s(prof)
+        compute_steps = () if args.target_device or zoo_prof is not None else measured_backward_s(prof)
         if fitted is not None and args.o_us is None and args.w_gbps is None:
             unc = fitted.uncertainty(compute_steps)
         else:
@@ -365,7 +402,8 @@ def add_tune_command(sub: Any, positive_float: Any = None) -> None:
     t.add_argument(
         "--model",
         default=None,
-        help="built-in workload or path/to/file.py:build_fn (default: the --profile's model, else gpt)",
+        help="built-in workload or path/to/file.py:build_fn (default: the --profile's model, else gpt); or a model of "
+        "the simulator's zoo (`ddpsim models`, e.g. gpt2-xl), predicted only from its FLOPs on --target-device",
     )
     t.add_argument(
         "--batch-size",
@@ -374,7 +412,7 @@ def add_tune_command(sub: Any, positive_float: Any = None) -> None:
         help="per-rank batch, samples (default: the workload's)",
     )
     t.add_argument(
-        "--world-size", type=sim_world, default=2, help="ranks to predict for (default 2: this machine's run)"
+        "--world-size", type=sim_world, default=2, help="ranks to predict for (default 2, as this machine's run)"
     )
     t.add_argument(
         "--run-world-size",

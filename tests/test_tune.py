@@ -396,6 +396,58 @@ def test_tune_network_and_o_us_go_through_the_one_resolver(gpt2_profile, tmp_pat
     assert d["default_step_time_s"] == pytest.approx(predict(prof, cost, StrategySpec("torch-ddp"), 8).step_time_s)
 
 
+def test_tune_of_a_zoo_model_predicts_it_as_its_profile_file_would_and_starts_no_ranks(
+    gpt2_profile, tmp_path, capsys, no_ranks
+):
+    """A model of the simulator's zoo is tuned from its FLOPs on the default device, as ``--profile`` of the same
+    profile is, without ranks; with no network given it takes predict's preset and says so."""
+    argv = ["--world-size", "8", "--json", "--quiet"]
+    assert _exit_code(["tune", "--model", "gpt2-small", *argv, "--out-dir", str(tmp_path / "zoo")]) == 0
+    zoo_res = json.loads(capsys.readouterr().out)["results"]
+    assert (
+        _exit_code(
+            [
+                "tune",
+                "--profile",
+                str(gpt2_profile),
+                "--network",
+                "nccl-h100-ib",
+                *argv,
+                "--out-dir",
+                str(tmp_path / "file"),
+            ]
+        )
+        == 0
+    )
+    file_res = json.loads(capsys.readouterr().out)["results"]
+    for key in ("default_step_time_s", "recommended_bucket_mb", "predicted_step_time_s", "recommended_bucket_mb_list"):
+        assert zoo_res[key] == file_res[key], key
+    assert any("the preset nccl-h100-ib (no --network" in n for n in zoo_res["notes"]), zoo_res["notes"]
+    assert (tmp_path / "zoo" / "tune.json").is_file()
+
+
+@pytest.mark.parametrize(
+    "extra, flag",
+    [(["--verify"], "--verify"), (["--link-mbit", "100"], "--link-mbit"), (["--dtype", "bf16"], "--dtype")],
+)
+def test_tune_of_a_zoo_model_refuses_what_needs_the_model_run_here(extra, flag, tmp_path, capsys, no_ranks):
+    assert _exit_code(["tune", "--model", "gpt2-small", *extra, "--out-dir", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ddpsim: error: gpt2-small is a model of the simulator's zoo") and flag in err, err
+    assert err.count("\n") == 1 and not (tmp_path / "out").exists()
+
+
+def test_the_python_api_recommends_for_a_zoo_model_as_the_cli_does(tmp_path, capsys, no_ranks):
+    import ddpsim as api
+
+    rec = api.recommend("gpt2-small", world_size=8, network="nccl-h100-ib")
+    argv = ["tune", "--model", "gpt2-small", "--world-size", "8", "--network", "nccl-h100-ib"]
+    assert _exit_code([*argv, "--json", "--quiet", "--out-dir", str(tmp_path)]) == 0
+    cli = json.loads(capsys.readouterr().out)["results"]
+    assert rec.recommended_bucket_mb == cli["recommended_bucket_mb"]
+    assert rec.predicted_step_time_s == pytest.approx(cli["predicted_step_time_s"], rel=1e-12)
+
+
 def test_tune_records_its_command_line_host_and_torch(gpt2_profile, tmp_path, capsys, no_ranks):
     import socket
 
