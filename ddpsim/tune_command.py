@@ -208,7 +208,7 @@ def _zoo_profile(args: argparse.Namespace) -> GradProfile | None:
     ``None`` for a workload run here. Flags that only apply to a model run here are refused, one line each."""
     from simulator import zoo
 
-    if args.model is None or args.model not in zoo.list_models():
+    if args.model is None or args.model in zoo.RUN_HERE or args.model not in zoo.list_models():
         return None
     why = f"{args.model} is a model of the simulator's zoo (`ddpsim models`), with no code to run here"
     for flag, given in (
@@ -219,7 +219,7 @@ def _zoo_profile(args: argparse.Namespace) -> GradProfile | None:
     ):
         if given:
             raise ValueError(
-                f"{why}: {flag} applies to a model run on this machine (mlp, cnn, micro-dlrm, gpt, or a module)"
+                f"{why}: {flag} applies to a model run on this machine ({', '.join(zoo.RUN_HERE)}, or a module)"
             )
     if args.dtype != "fp32":
         raise ValueError(
@@ -248,7 +248,6 @@ def _resolve_tune_cost(args: argparse.Namespace, base: CostModel | None, params:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from calibration.calibrate import CalibrateSpec, Progress, calibrate_on_pool, open_pool
-    from realrun.workloads import load_workload
 
     say = Progress(not args.quiet, prefix="tune")
     notes: list[str] = []
@@ -272,6 +271,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
             f"{given_prof.samples_per_step}"
         )
     given_params = load_params(args.params) if args.params else None  # the reader of predict --params too
+    if args.world_size is None:  # as predict's: the params' world size, else 8 for a zoo model, else this machine's
+        from .sim_commands import DEFAULT_SIM_WORLD
+
+        if given_params is not None:
+            args.world_size = given_params.world_size
+        else:
+            args.world_size = DEFAULT_SIM_WORLD if zoo_prof is not None else args.run_world_size
     if args.verify_grid and not args.verify:
         raise ValueError("--verify-grid needs --verify (the grid is run for real beside the recommended setting)")
     if args.verify and args.world_size != args.run_world_size:
@@ -307,6 +313,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         if reason:
             raise ValueError(f"--link-mbit: {reason}")
     if given_prof is None:
+        from realrun.workloads import load_workload  # torch: a model run here
+
         wl = load_workload(args.model)  # a user module that does not import or fit fails here, exit 2
         bs = args.batch_size or wl.default_batch_size
     else:
@@ -412,7 +420,11 @@ def add_tune_command(sub: Any, positive_float: Any = None) -> None:
         help="per-rank batch, samples (default: the workload's)",
     )
     t.add_argument(
-        "--world-size", type=sim_world, default=2, help="ranks to predict for (default 2, as this machine's run)"
+        "--world-size",
+        type=sim_world,
+        default=None,
+        help="ranks to predict for (default: the world size --params were measured at, else 8 for a zoo model, as "
+        "predict's, else --run-world-size: this machine's run)",
     )
     t.add_argument(
         "--run-world-size",

@@ -66,6 +66,9 @@ MODEL_SCHEMA = "ddpsim.model/1"
 DEVICE_SCHEMA = "ddpsim.device/2"
 DEVICE_SCHEMA_V1 = "ddpsim.device/1"  # one peak, no launch floor: still read
 DEFAULT_DEVICE = "h100-sxm"
+# the built-in models whose code is here to run (``realrun.workloads``; their descriptions here were generated from
+# it): ``tune`` profiles these for real; the others are predicted from their FLOPs only
+RUN_HERE = ("mlp", "cnn", "micro-dlrm", "gpt")
 BACKWARD_FLOPS_PER_FORWARD_FLOP = 2.0
 ADAM_BYTES_PER_ELEMENT = 7  # in units of the parameter's dtype size: read p, g, m, v; write p, m, v
 

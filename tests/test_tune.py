@@ -448,6 +448,11 @@ def test_the_python_api_recommends_for_a_zoo_model_as_the_cli_does(tmp_path, cap
     assert rec.predicted_step_time_s == pytest.approx(cli["predicted_step_time_s"], rel=1e-12)
 
 
+def test_tune_predicts_a_zoo_model_for_8_ranks_unless_told_as_predict_does(tmp_path, capsys, no_ranks):
+    assert _exit_code(["tune", "--model", "gpt2-small", "--json", "--quiet", "--out-dir", str(tmp_path)]) == 0
+    assert json.loads(capsys.readouterr().out)["results"]["world_size"] == 8
+
+
 def test_tune_records_its_command_line_host_and_torch(gpt2_profile, tmp_path, capsys, no_ranks):
     import socket
 
@@ -1104,3 +1109,25 @@ def test_a_near_best_band_of_one_grid_point_is_said_as_one():
     assert "any cap from" not in format_tune(one)
     wide = replace(res, near_best_range_mb=(4.0, 16.0))
     assert "any cap from 4 to 16 MiB is within 1% of the best" in format_tune(wide)
+
+
+def test_the_models_tune_runs_here_are_the_workloads_it_can_run():
+    pytest.importorskip("torch")
+    from realrun.workloads import BUILTIN_NAMES
+
+    assert set(zoo.RUN_HERE) == set(BUILTIN_NAMES) and set(zoo.RUN_HERE) <= set(zoo.list_models())
+
+
+def test_tune_of_a_zoo_model_needs_no_torch(tmp_path):
+    """In a fresh interpreter: a zoo model's recommendation never imports torch (the simulator-only install)."""
+    code = (
+        "import sys\n"
+        "from ddpsim.cli import main\n"
+        f"rc = main(['tune', '--model', 'gpt2-small', '--quiet', '--json', '--out-dir', {str(tmp_path)!r}])\n"
+        "print('torch imported:', 'torch' in sys.modules, file=sys.stderr)\n"
+        "sys.exit(rc)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "torch imported: False" in r.stderr, r.stderr
+    res = json.loads(r.stdout)["results"]
+    assert res["model"] == "gpt2-small" and res["default_step_time_s"] > 0
