@@ -47,11 +47,17 @@ def _profile(model: str | GradProfile, batch_size: int | None, device: str | Non
 
     if isinstance(model, GradProfile):
         return model
-    if model.endswith(".json"):
-        return GradProfile.load(model)
     from simulator import zoo
 
-    spec = zoo.load_model_spec(model)
+    if model.endswith(".json"):  # a measured profile, or a model description (``ddpsim.model/1``) as predict reads
+        from simulator.jsonio import read_json
+
+        read = read_json(model, "profile")
+        if not (isinstance(read, dict) and read.get("schema") == zoo.MODEL_SCHEMA):
+            return GradProfile.from_file_dict(read, model)
+        spec = zoo.model_spec_from_file_dict(read, model)
+    else:
+        spec = zoo.load_model_spec(model)
     dev = zoo.load_device(device or spec.defaults.get("device") or zoo.DEFAULT_DEVICE)
     return zoo.profile_from_flops(spec, dev, batch_size=batch_size)
 
@@ -105,7 +111,8 @@ def recommend(
     **recommend_kw: Any,
 ) -> Any:
     """``ddpsim tune``'s recommendation (a ``ddpsim.tuner.TuneResult``: a round ``bucket_cap_mb``, or keep the
-    default) for a built-in model name, a profile JSON path or a ``GradProfile``, on a network resolved as
+    default) for a built-in model name (its compute from FLOPs on ``device``, the toy workloads included: to
+    measure one here, use ``tune``), a model or profile JSON path or a ``GradProfile``, on a network resolved as
     ``predict`` resolves it; nothing is measured."""
     from .resolve import resolve_cost
     from .tuner import recommend as _recommend

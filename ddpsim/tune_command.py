@@ -202,18 +202,34 @@ def _verify(
     )
 
 
-def _zoo_profile(args: argparse.Namespace) -> GradProfile | None:
-    """The profile of ``--model`` where it names a model of the simulator's zoo (``ddpsim models``: no code to run
-    here), its compute from FLOPs on ``--target-device`` (else the model's own default device, as ``predict``);
-    ``None`` for a workload run here. Flags that only apply to a model run here are refused, one line each."""
-    from simulator import zoo
+# --dtype's names as the device specs name their dtypes (``simulator.zoo.DeviceSpec.peaks``)
+_SPEC_DTYPES = {"fp32": "float32", "tf32": "tf32", "bf16": "bfloat16"}
 
-    if args.model is None or args.model in zoo.RUN_HERE or args.model not in zoo.list_models():
+
+def _zoo_profile(args: argparse.Namespace) -> GradProfile | None:
+    """The profile of ``--model`` where it names a model of the simulator's zoo (``ddpsim models``, or a model
+    description file, ``ddpsim.model/1``, as ``predict`` reads it: no code to run here), its compute from FLOPs on
+    ``--target-device`` (else the model's own default device, as ``predict``); ``None`` for a workload run here or
+    where ``--profile`` gives the compute. Flags that only apply to a model run here are refused, one line each;
+    ``--dtype`` must be the device spec's own (its compute is the model's FLOPs at that dtype's effective rate)."""
+    from simulator import zoo
+    from simulator.jsonio import read_json
+
+    model = args.model
+    if model is None or args.profile is not None or model in zoo.RUN_HERE:
         return None
-    why = f"{args.model} is a model of the simulator's zoo (`ddpsim models`), with no code to run here"
+    if model in zoo.list_models():
+        spec = zoo.load_model_spec(model)
+    elif model.endswith(".json") and Path(model).is_file():
+        read = read_json(model, "model")
+        if not (isinstance(read, dict) and read.get("schema") == zoo.MODEL_SCHEMA):
+            return None  # not a model description: the workload loader says what is wrong with it
+        spec = zoo.model_spec_from_file_dict(read, model)
+    else:
+        return None
+    why = f"{model} is a model of the simulator's zoo (`ddpsim models`), with no code to run here"
     for flag, given in (
         ("--verify", args.verify),
-        ("--profile", args.profile),
         ("--calibrate-device-from", args.calibrate_device_from),
         ("--link-mbit", args.link_mbit is not None),
     ):
@@ -221,12 +237,12 @@ def _zoo_profile(args: argparse.Namespace) -> GradProfile | None:
             raise ValueError(
                 f"{why}: {flag} applies to a model run on this machine ({', '.join(zoo.RUN_HERE)}, or a module)"
             )
-    if args.dtype != "fp32":
-        raise ValueError(
-            f"{why}: its compute is its FLOPs at the device's effective rate; --dtype applies to a model run here"
-        )
-    spec = zoo.load_model_spec(args.model)
     device = zoo.load_device(args.target_device or spec.defaults.get("device") or zoo.DEFAULT_DEVICE)
+    if args.dtype is not None and _SPEC_DTYPES[args.dtype] != device.dtype:
+        raise ValueError(
+            f"{why}: its compute is its FLOPs at the {device.dtype} rate of device {device.name} (the spec's dtype); "
+            f"--dtype {args.dtype} would need another rate: leave it out, or give a device spec of that dtype"
+        )
     return zoo.profile_from_flops(spec, device, batch_size=args.batch_size)
 
 
@@ -252,6 +268,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
     say = Progress(not args.quiet, prefix="tune")
     notes: list[str] = []
     zoo_prof = _zoo_profile(args)  # a model of the zoo: predicted only, on a preset or given network
+    if zoo_prof is not None:
+        args.model = zoo_prof.model  # a model file's own name
+    elif args.dtype is None:
+        args.dtype = "fp32"  # the ranks' precision here
     given_prof: GradProfile | None = GradProfile.load(args.profile) if args.profile else zoo_prof  # bad file: exit 2
     if args.model is None:
         args.model = given_prof.model if given_prof is not None else "gpt"
@@ -265,19 +285,19 @@ def cmd_tune(args: argparse.Namespace) -> int:
             f"--profile {args.profile} describes model {given_prof.model!r}; --model {args.model!r} would be ignored: "
             "leave it out, or give that model's profile"
         )
-    if given_prof is not None and args.batch_size is not None:
+    if args.profile is not None and args.batch_size is not None:
         raise ValueError(
             f"--batch-size applies when profiling here; --profile {args.profile} was measured at batch "
             f"{given_prof.samples_per_step}"
         )
     given_params = load_params(args.params) if args.params else None  # the reader of predict --params too
-    if args.world_size is None:  # as predict's: the params' world size, else 8 for a zoo model, else this machine's
-        from .sim_commands import DEFAULT_SIM_WORLD
+    if args.world_size is None:  # this machine's run where it is verified, else as predict's: the params' world size,
+        from .sim_commands import DEFAULT_SIM_WORLD  # else 8 for a zoo model, else this machine's run
 
-        if given_params is not None:
-            args.world_size = given_params.world_size
+        if args.verify or (given_params is None and zoo_prof is None):
+            args.world_size = args.run_world_size
         else:
-            args.world_size = DEFAULT_SIM_WORLD if zoo_prof is not None else args.run_world_size
+            args.world_size = given_params.world_size if given_params is not None else DEFAULT_SIM_WORLD
     if args.verify_grid and not args.verify:
         raise ValueError("--verify-grid needs --verify (the grid is run for real beside the recommended setting)")
     if args.verify and args.world_size != args.run_world_size:
@@ -300,10 +320,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
         notes.append(
             f"compute of {args.model} from its FLOPs on device {zoo_prof.source.split(':', 1)[-1]} (predicted only)"
         )
-        if args.params is None and args.network is None and args.o_us is None:
+        if args.params is None and args.network is None:
             from .resolve import DEFAULT_NETWORK
 
-            notes.append(f"network: the preset {DEFAULT_NETWORK} (no --network, --params or --o-us given)")
+            given = " and ".join(f for f, v in (("o", args.o_us), ("w", args.w_gbps)) if v is not None)
+            notes.append(
+                f"network: the preset {DEFAULT_NETWORK} (no --network or --params given)"
+                + (f", its {given} replaced as given" if given else "")
+            )
     # the network, through the one resolver, before any rank starts (calibrated costs are resolved after)
     given_cost = None if need_cal else _resolve_tune_cost(args, None, given_params)
     if args.link_mbit is not None:
@@ -315,13 +339,18 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if given_prof is None:
         from realrun.workloads import load_workload  # torch: a model run here
 
-        wl = load_workload(args.model)  # a user module that does not import or fit fails here, exit 2
+        try:
+            wl = load_workload(args.model)  # a user module that does not import or fit fails here, exit 2
+        except ValueError as e:
+            if str(e).startswith("unknown workload"):
+                raise ValueError(f"{e}; or a model of the simulator's zoo, predicted only (`ddpsim models`)") from None
+            raise
         bs = args.batch_size or wl.default_batch_size
     else:
         bs = None
     run_world = args.run_world_size
-    backend = spawn_backend(args, run_world, args.link_mbit)
     need_ranks = need_cal or given_prof is None or args.verify
+    backend = spawn_backend(args, run_world, args.link_mbit) if need_ranks else args.backend
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)  # a given --out-dir after every check: bad input leaves no folder behind
 
@@ -411,7 +440,8 @@ def add_tune_command(sub: Any, positive_float: Any = None) -> None:
         "--model",
         default=None,
         help="built-in workload or path/to/file.py:build_fn (default: the --profile's model, else gpt); or a model of "
-        "the simulator's zoo (`ddpsim models`, e.g. gpt2-xl), predicted only from its FLOPs on --target-device",
+        "the simulator's zoo (`ddpsim models`, e.g. gpt2-xl, or its JSON file), predicted only from its FLOPs on "
+        "--target-device (default: the model's own device, else h100-sxm)",
     )
     t.add_argument(
         "--batch-size",
@@ -441,13 +471,15 @@ def add_tune_command(sub: Any, positive_float: Any = None) -> None:
     t.add_argument(
         "--target-device",
         default=None,
-        help="predict for this device spec (compute from the roofline of each kernel), e.g. h100-sxm",
+        help="predict for this device spec (compute from the roofline of each kernel; for a zoo model, from its FLOPs "
+        "at the device's rate), e.g. h100-sxm",
     )
     t.add_argument(
         "--dtype",
-        default="fp32",
+        default=None,
         choices=("fp32", "tf32", "bf16"),
-        help="precision of the step: of the ranks here (bf16 autocast; tf32 on CUDA only) and of --target-device",
+        help="precision of the step: of the ranks here (bf16 autocast; tf32 on CUDA only) and of --target-device "
+        "(default fp32; for a zoo model, its device spec's own)",
     )
     t.add_argument(
         "--calibrate-device-from",

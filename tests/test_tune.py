@@ -428,13 +428,34 @@ def test_tune_of_a_zoo_model_predicts_it_as_its_profile_file_would_and_starts_no
 
 @pytest.mark.parametrize(
     "extra, flag",
-    [(["--verify"], "--verify"), (["--link-mbit", "100"], "--link-mbit"), (["--dtype", "bf16"], "--dtype")],
+    [
+        (["--verify"], "--verify"),
+        (["--link-mbit", "100"], "--link-mbit"),
+        (["--dtype", "fp32"], "--dtype fp32 would need another rate"),  # h100-sxm's spec is bfloat16
+    ],
 )
 def test_tune_of_a_zoo_model_refuses_what_needs_the_model_run_here(extra, flag, tmp_path, capsys, no_ranks):
     assert _exit_code(["tune", "--model", "gpt2-small", *extra, "--out-dir", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("ddpsim: error: gpt2-small is a model of the simulator's zoo") and flag in err, err
     assert err.count("\n") == 1 and not (tmp_path / "out").exists()
+
+
+def test_tune_of_a_zoo_model_takes_its_batch_its_file_and_its_devices_dtype(gpt2_profile, tmp_path, capsys, no_ranks):
+    def run(*argv):
+        assert _exit_code(["tune", *argv, "--world-size", "8", "--json", "--quiet", "--out-dir", str(tmp_path)]) == 0
+        return json.loads(capsys.readouterr().out)["results"]
+
+    by_name = run("--model", "gpt2-small")
+    model_file = str(Path(zoo.__file__).parent / "data" / "models" / "gpt2-small.json")
+    assert run("--model", model_file)["default_step_time_s"] == by_name["default_step_time_s"]
+    assert run("--model", "gpt2-small", "--dtype", "bf16")["default_step_time_s"] == by_name["default_step_time_s"]
+    assert run("--model", "gpt2-small", "--batch-size", "4")["compute_s"] < by_name["compute_s"]
+    # a profile of a zoo model, named by --model too, is read as the profile (as before zoo models were tuned)
+    assert (
+        run("--profile", str(gpt2_profile), "--model", "gpt2-small", "--network", "nccl-h100-ib")["model"]
+        == "gpt2-small"
+    )
 
 
 def test_the_python_api_recommends_for_a_zoo_model_as_the_cli_does(tmp_path, capsys, no_ranks):
