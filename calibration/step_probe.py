@@ -515,8 +515,9 @@ def kept_median(d: Any, key: str, seed: int = 0) -> dict[str, Any]:
 
 
 def leftover_fit(*records: TimelineRecord | Mapping[str, Any] | None, seed: int = 0) -> dict[str, Any]:
-    """The work a DDP step leaves running past its end, as the next step pays it (``CostModel.leftover_s``):
-    over the probe records given (the coarse and the fine probe: their compute-only steps are the same bare
+    """What a step pays after a DDP step beyond after a compute-only step (``CostModel.leftover_s``; measured
+    on micro-DLRM on loopback as on-CPU time in that step, mostly the switch from one copy of the model to
+    another, not work left running: BENCHMARKS.md, "Thirtieth session"): over the probe records given (the coarse and the fine probe: their compute-only steps are the same bare
     module's), the median of paired differences, a compute-only step after a DDP step less the one after a
     compute-only step in the turn just after it.
 

@@ -36,10 +36,11 @@ for communication pays nothing). So a call costs compute all its work where
 compute goes on long enough, and at most the compute left where it does not:
 the last bucket, launched at backward's tail.
 
-A step that communicates begins with ``cost.leftover_s`` of work on every rank before its forward: what
-the step before it, of the same configuration, left running past its own end (in a training job every
-step follows one of its own), fitted by calibration from the in-step probe's compute-only steps (one
-after a DDP step against one after a compute-only step); and its optimizer takes
+A step that communicates begins with ``cost.leftover_s`` of work on every rank before its forward: what a
+step pays after a DDP step beyond one after a compute-only step, fitted by calibration from the in-step
+probe's compute-only steps (one after a DDP step against one after a compute-only step). Measured on
+micro-DLRM on loopback it is on-CPU time in the next step, not work left running, and mostly the switch
+from one copy of the model to another (BENCHMARKS.md, "Thirtieth session"); and its optimizer takes
 ``cost.optimizer_extra_s`` beyond the profile's (the probe's timelines against the profile's optimizer).
 
 A collective that starts with none in flight waits ``cost.cold_extra_s(idle)``

@@ -350,11 +350,13 @@ class CostModel:
     ``finalize_s_per_param``: torch DDP's reducer work between the last bucket's
     copy-out and ``backward()`` returning, per parameter it reduces (fitted by
     calibration from the in-step probe's timelines; 0 = none).
-    ``leftover_s``: work a communicating step leaves running past its own end,
-    paid by the next step before its forward (in a training job the next step
-    is one of the same configuration): fitted by calibration from the in-step
+    ``leftover_s``: what a step pays, before its forward, after a communicating
+    step beyond after a compute-only one: fitted by calibration from the in-step
     probe's compute-only steps, one after a DDP step against one after a
     compute-only step (``calibration.step_probe.leftover_fit``; 0 = none).
+    On micro-DLRM on loopback it is on-CPU time in the next step, mostly the
+    switch from one copy of the model to another, not work left running
+    (BENCHMARKS.md, "Thirtieth session").
     ``optimizer_extra_s``: what the optimizer of a step that communicated takes
     beyond a compute-only step's (fitted by calibration from the in-step
     probe's timelines, ``calibration.step_probe.optimizer_extra_fit``; 0 = none).
