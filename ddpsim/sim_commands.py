@@ -470,23 +470,46 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _model_row(name: str) -> dict[str, Any]:
+    """What ``ddpsim models`` says of a built-in model: its size, its default batch and device, and whether ``tune``
+    runs it here (``simulator.zoo.RUN_HERE``) or predicts it from its FLOPs only."""
+    from simulator import zoo
+
+    spec = zoo.load_model_spec(name)
+    return {
+        "name": name,
+        "params": sum(p.numel for p in spec.params),
+        "tensors": len(spec.params),
+        "grad_mib": spec.grad_bytes / MIB,
+        "default_batch_size": spec.defaults.get("batch_size"),
+        "default_device": spec.defaults.get("device") or zoo.DEFAULT_DEVICE,
+        "runs_here": name in zoo.RUN_HERE,
+    }
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from simulator import zoo
 
+    rows = [_model_row(name) for name in zoo.list_models()]
     if args.json:
         nets = {name: load_network(name) for name in list_networks()}
         emit_json(
             args,
             {
-                "models": zoo.list_models(),
+                "models": [r["name"] for r in rows],
+                "model_details": rows,
                 "devices": zoo.list_devices(),
                 "networks": [{"name": n, "description": net.description} for n, net in nets.items()],
             },
         )
         return 0
-    print("models:")
-    for name in zoo.list_models():
-        print(f"  {name}")
+    print("models (params, gradients, default batch and device; `tune` runs the four marked * here, the others are")
+    print("predicted from their FLOPs):")
+    for r in rows:
+        print(
+            f"  {r['name']:<20}{'*' if r['runs_here'] else ' '} {r['params'] / 1e6:>10,.1f} M {r['grad_mib']:>11,.1f} MiB"
+            f"  batch {r['default_batch_size']}, {r['default_device']}"
+        )
     print("devices:")
     for name in zoo.list_devices():
         print(f"  {name}")

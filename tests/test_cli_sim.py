@@ -423,3 +423,16 @@ def test_a_reference_world_size_below_one_is_refused_and_one_is_held_as_given():
     one = CostModel.linear(1e-4, 1e9, 1)
     assert one.linear_at(4) == pytest.approx((1e-4, 1e9), rel=1e-12)
     assert "used as they are at every p" in one.provenance(4)["text"] and not one.provenance(4)["extrapolated"]
+
+
+def test_models_says_each_models_size_and_which_tune_runs_here(capsys):
+    from simulator import zoo
+
+    code, out, _ = run_cli(capsys, "models", "--json")
+    rows = {r["name"]: r for r in json.loads(out)["results"]["model_details"]}
+    assert code == 0 and sorted(rows) == zoo.list_models()
+    assert {n for n, r in rows.items() if r["runs_here"]} == set(zoo.RUN_HERE)
+    assert rows["gpt2-small"]["params"] == 124439808 and rows["gpt2-small"]["default_device"] == zoo.DEFAULT_DEVICE
+    code, out, _ = run_cli(capsys, "models")
+    line = next(ln for ln in out.splitlines() if ln.split()[:1] == ["micro-dlrm"])
+    assert "*" in line and "cpu-core" in line, line
