@@ -53,9 +53,7 @@ def resolve_cost(
             cost,
             o_s=o_us * 1e-6 if o_us is not None else o_s,
             w_bytes_per_s=w_gbps * 1e9 if w_gbps is not None else w,
-            # given for this world size: no extrapolation (at one rank nothing is communicated and there is no ring
-            # to split them over: held as given)
-            ref_world_size=world_size if world_size >= 2 else None,
+            ref_world_size=world_size,  # given for this world size: no extrapolation (``CostModel``: at one rank, held)
             network=None,
             measured_world_sizes=(),  # given, not measured
         )

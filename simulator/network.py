@@ -439,6 +439,8 @@ class CostModel:
             ref is None or (isinstance(ref, numbers.Integral) and not isinstance(ref, bool) and ref >= 1),
             f"the reference world size must be an integer >= 1 or None, got {ref!r}",
         )
+        if ref == 1:  # o and w given at one rank: no ring to split them over, held as given at every p
+            object.__setattr__(self, "ref_world_size", None)
         _require(self.channels >= 1, f"channels must be >= 1, got {self.channels}")
         _require(
             not self.pipelined or self.channels == 1,
@@ -564,7 +566,7 @@ class CostModel:
                 split,
             )
         assert self.o_s is not None and self.w_bytes_per_s is not None
-        if self.ref_world_size is None or self.ref_world_size < 2:  # at one rank there is no ring to split over
+        if self.ref_world_size is None:
             return Terms(self.o_s, 0.0, self.w_bytes_per_s, 0.0, "ring", "given")
         share = ASSUMED_LATENCY_SHARE if self.latency_share is None else self.latency_share
         return split_linear(self.o_s, self.w_bytes_per_s, self.ref_world_size, share)
@@ -574,8 +576,7 @@ class CostModel:
         (``"network fitted at p = 2, 4; p = 64 extrapolated"``) that every output repeats."""
         measured = list(self.measured_world_sizes)
         t = self.terms()
-        # o and w given at one rank are held as given at every p (``_affine``): said so, as with no reference
-        ref = self.ref_world_size if self.network is None and (self.ref_world_size or 0) >= 2 else None
+        ref = self.ref_world_size if self.network is None else None
         if measured:
             head = f"network fitted at p = {', '.join(map(str, measured))}" + (" only" if len(measured) == 1 else "")
             at = measured
@@ -668,7 +669,7 @@ class CostModel:
         if self.network is None:
             assert self.o_s is not None and self.w_bytes_per_s is not None  # __post_init__: o and w, or a network
             ref = self.ref_world_size
-            if ref is None or ref == p or ref < 2:  # given at one rank: held as given, as with no reference
+            if ref is None or ref == p:
                 return self.o_s, 1.0 / self.w_bytes_per_s
             # Another p: the same terms a preset has (per-call o, ring alpha per step, link bandwidth),
             # equal to o and w at the reference size; the split of the zero-byte time is assumed.
