@@ -53,12 +53,13 @@ def _profile(model: str | GradProfile, batch_size: int | None, device: str | Non
         from simulator.jsonio import read_json
 
         read = read_json(model, "profile")
-        if not (isinstance(read, dict) and read.get("schema") == zoo.MODEL_SCHEMA):
+        spec_in_file = zoo.model_spec_in(read, model)
+        if spec_in_file is None:
             return GradProfile.from_file_dict(read, model)
-        spec = zoo.model_spec_from_file_dict(read, model)
+        spec = spec_in_file
     else:
         spec = zoo.load_model_spec(model)
-    dev = zoo.load_device(device or spec.defaults.get("device") or zoo.DEFAULT_DEVICE)
+    dev = zoo.load_device(device or spec.default_device)
     return zoo.profile_from_flops(spec, dev, batch_size=batch_size)
 
 

@@ -186,16 +186,16 @@ def resolve_profile(args: argparse.Namespace, params: Any = None) -> GradProfile
     # a file: a measured profile, or a model description (``ddpsim.model/1``, as the built-in models are written)
     a_file = model is not None and (model.endswith(".json") or Path(model).is_file())
     read = read_json(model, "profile") if a_file else None
-    is_model = isinstance(read, dict) and read.get("schema") == zoo.MODEL_SCHEMA
+    spec_in_file = zoo.model_spec_in(read, model) if a_file else None
     if model is None and params_prof is not None:
         prof = params_prof
         measured = True
-    elif a_file and not is_model:
+    elif a_file and spec_in_file is None:
         prof = GradProfile.from_file_dict(read, model)
         measured = True
     else:  # a built-in name or a model file: its compute from FLOPs on a device
-        spec = zoo.model_spec_from_file_dict(read, model) if is_model else zoo.load_model_spec(model or "gpt2-small")
-        device = zoo.load_device(args.device or spec.defaults.get("device") or zoo.DEFAULT_DEVICE)
+        spec = spec_in_file or zoo.load_model_spec(model or "gpt2-small")
+        device = zoo.load_device(args.device or spec.default_device)
         prof = zoo.profile_from_flops(spec, device, batch_size=args.batch_size)
         measured = False
     if measured and args.batch_size is not None:
@@ -471,20 +471,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _model_row(name: str) -> dict[str, Any]:
-    """What ``ddpsim models`` says of a built-in model: its size, its default batch and device, and whether ``tune``
-    runs it here (``simulator.zoo.RUN_HERE``) or predicts it from its FLOPs only."""
+    """What ``ddpsim models`` says of a built-in model: its summary (``simulator.zoo.model_summary``) and whether
+    ``tune`` runs it here (``simulator.zoo.RUN_HERE``) or predicts it from its FLOPs only."""
     from simulator import zoo
 
-    spec = zoo.load_model_spec(name)
-    return {
-        "name": name,
-        "params": sum(p.numel for p in spec.params),
-        "tensors": len(spec.params),
-        "grad_mib": spec.grad_bytes / MIB,
-        "default_batch_size": spec.defaults.get("batch_size"),
-        "default_device": spec.defaults.get("device") or zoo.DEFAULT_DEVICE,
-        "runs_here": name in zoo.RUN_HERE,
-    }
+    return {**zoo.model_summary(name), "runs_here": name in zoo.RUN_HERE}
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -507,7 +498,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     print("predicted from their FLOPs):")
     for r in rows:
         print(
-            f"  {r['name']:<20}{'*' if r['runs_here'] else ' '} {r['params'] / 1e6:>10,.1f} M {r['grad_mib']:>11,.1f} MiB"
+            f"  {r['name']:<20}{'*' if r['runs_here'] else ' '} {r['n_params'] / 1e6:>10,.1f} M {r['grad_mib']:>11,.1f} MiB"
             f"  batch {r['default_batch_size']}, {r['default_device']}"
         )
     print("devices:")

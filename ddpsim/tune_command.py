@@ -221,10 +221,10 @@ def _zoo_profile(args: argparse.Namespace) -> GradProfile | None:
     if model in zoo.list_models():
         spec = zoo.load_model_spec(model)
     elif model.endswith(".json") and Path(model).is_file():
-        read = read_json(model, "model")
-        if not (isinstance(read, dict) and read.get("schema") == zoo.MODEL_SCHEMA):
+        spec_in_file = zoo.model_spec_in(read_json(model, "model"), model)
+        if spec_in_file is None:
             return None  # not a model description: the workload loader says what is wrong with it
-        spec = zoo.model_spec_from_file_dict(read, model)
+        spec = spec_in_file
     else:
         return None
     why = f"{model} is a model of the simulator's zoo (`ddpsim models`), with no code to run here"
@@ -237,7 +237,7 @@ def _zoo_profile(args: argparse.Namespace) -> GradProfile | None:
             raise ValueError(
                 f"{why}: {flag} applies to a model run on this machine ({', '.join(zoo.RUN_HERE)}, or a module)"
             )
-    device = zoo.load_device(args.target_device or spec.defaults.get("device") or zoo.DEFAULT_DEVICE)
+    device = zoo.load_device(args.target_device or spec.default_device)
     if args.dtype is not None and _SPEC_DTYPES[args.dtype] != device.dtype:
         raise ValueError(
             f"{why}: its compute is its FLOPs at the {device.dtype} rate of device {device.name} (the spec's dtype); "

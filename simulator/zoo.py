@@ -234,6 +234,11 @@ class ModelSpec:
         return int(self.defaults.get("batch_size", 1))
 
     @property
+    def default_device(self) -> str:
+        """The device its compute is predicted on unless told: its own, else ``DEFAULT_DEVICE``."""
+        return str(self.defaults.get("device") or DEFAULT_DEVICE)
+
+    @property
     def n_params(self) -> int:
         return sum(p.numel for p in self.params)
 
@@ -490,6 +495,14 @@ def model_spec_from_file_dict(d: Any, path: str | Path) -> ModelSpec:
     return _parse_spec("model", d, path, ModelSpec.from_dict)
 
 
+def model_spec_in(d: Any, path: str | Path) -> ModelSpec | None:
+    """The model description (``MODEL_SCHEMA``) in what was read from the file ``path``; ``None`` where the file is
+    something else (a measured profile, say)."""
+    if isinstance(d, Mapping) and d.get("schema") == MODEL_SCHEMA:
+        return model_spec_from_file_dict(d, path)
+    return None
+
+
 def load_device(name: str) -> DeviceSpec:
     """A built-in device by name, or a device JSON file by path; ``ValueError`` listing the names otherwise."""
     return _load_spec("device", DEVICES_DIR, name, DeviceSpec.from_dict)
@@ -560,8 +573,8 @@ def load_profile(
     if _looks_like_path(spec):
         path = Path(spec)
         d = read_json(path, "profile")
-        if isinstance(d, Mapping) and d.get("schema") == MODEL_SCHEMA:
-            return profile_from_flops(load_model_spec(str(path)), device or DEFAULT_DEVICE, batch_size)
+        if (spec_in_file := model_spec_in(d, path)) is not None:
+            return profile_from_flops(spec_in_file, device or DEFAULT_DEVICE, batch_size)
         _require(
             device is None and batch_size is None,
             f"{path} is a profile with its own times; a device or batch size applies only to a model "
@@ -582,6 +595,7 @@ def model_summary(name: str | ModelSpec) -> dict[str, Any]:
         "grad_mib": spec.grad_bytes / MIB,
         "fwd_flops_per_sample": spec.fwd_flops_per_sample,
         "default_batch_size": spec.default_batch_size,
+        "default_device": spec.default_device,
         "tokens_per_sample": spec.tokens_per_sample,
         "source": spec.source,
     }

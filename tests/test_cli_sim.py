@@ -432,7 +432,7 @@ def test_models_says_each_models_size_and_which_tune_runs_here(capsys):
     rows = {r["name"]: r for r in json.loads(out)["results"]["model_details"]}
     assert code == 0 and sorted(rows) == zoo.list_models()
     assert {n for n, r in rows.items() if r["runs_here"]} == set(zoo.RUN_HERE)
-    assert rows["gpt2-small"]["params"] == 124439808 and rows["gpt2-small"]["default_device"] == zoo.DEFAULT_DEVICE
+    assert rows["gpt2-small"]["n_params"] == 124439808 and rows["gpt2-small"]["default_device"] == zoo.DEFAULT_DEVICE
     code, out, _ = run_cli(capsys, "models")
     line = next(ln for ln in out.splitlines() if ln.split()[:1] == ["micro-dlrm"])
     assert "*" in line and "cpu-core" in line, line
