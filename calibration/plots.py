@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import matplotlib
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -323,22 +324,26 @@ def plot_scaling(
     else:
         raise ValueError(f"unknown metric {metric!r}; allowed: step_s, throughput")
     rows = _rows(rows, ["world_size"], [pk, mk], "plot_scaling")
-    fig = Figure(figsize=(6.4, 4.4))
+    groups = sorted(_by_strategy(rows).items())
+    # one legend entry per configuration (its line predicted, its points measured), beside the axes
+    fig = Figure(figsize=(6.4 + (2.6 if len(groups) > 1 else 0.0), 4.4))
     ax = fig.subplots()
-    for k, (strategy, rs) in enumerate(sorted(_by_strategy(rows).items())):
-        color = f"C{k}"
+    cmap = matplotlib.colormaps["tab20" if len(groups) > 10 else "tab10"]
+    for k, (strategy, rs) in enumerate(groups):
+        color = cmap(k % cmap.N)
         rs = sorted(rs, key=lambda r: r["world_size"])
         name = strategy or metric
         pred = [(r["world_size"], r[pk] * scale) for r in rs if _has(r, pk)]
         if pred:
-            ax.plot(*zip(*pred), "-", color=color, label=f"{name} predicted")
-        _measured(ax, [r["world_size"] for r in rs], rs, mk, lo_k, hi_k, scale, color, f"{name} measured")
+            ax.plot(*zip(*pred), "-", color=color, label=name)
+        _measured(ax, [r["world_size"] for r in rs], rs, mk, lo_k, hi_k, scale, color, None if pred else name)
     ax.set_xlabel("world size (ranks)")
     ax.set_ylabel(ylabel)
     ax.set_xticks(sorted({int(r["world_size"]) for r in rows}))
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    ax.set_title(f"scaling: {ylabel} vs world size", fontsize=10)
+    if len(groups) > 1:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=1 + len(groups) // 24)
+    ax.set_title(f"scaling: {ylabel} vs world size (lines predicted, points measured)", fontsize=10)
     fig.tight_layout()
     return _save(fig, out_png)
 

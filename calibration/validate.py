@@ -1105,12 +1105,13 @@ def rows_from_steps(steps: Sequence[dict[str, Any]], path: str | Path) -> tuple[
     return out, len(rounds), len(per_round)
 
 
-def noise_warning(noise: dict[str, Any] | None) -> str | None:
-    """``noise_line`` where the machine was busy or the baseline noisy (``machine_noise``'s flags); else None."""
-    return noise_line(noise) if noise and (noise.get("noisy") or noise.get("busy")) else None
+def noise_warning(noise: dict[str, Any] | None, remedy: str = "more --steps and --rounds") -> str | None:
+    """``noise_line`` where the machine was busy or the baseline noisy (``machine_noise``'s flags); else None.
+    ``remedy``: the flags of the command that measured which narrow the medians (``tune`` has no --rounds)."""
+    return noise_line(noise, remedy) if noise and (noise.get("noisy") or noise.get("busy")) else None
 
 
-def noise_line(noise: dict[str, Any]) -> str:
+def noise_line(noise: dict[str, Any], remedy: str = "more --steps and --rounds") -> str:
     """The warning for a busy machine or a noisy compute-only baseline. "Busy" rests on the CPU time other
     work used while measuring (``other_cores``; results written before it was kept: a load average of half
     the cores or more); otherwise the noise is the run's own (an idle 16-core box, 2 ranks x 8 threads: the
@@ -1149,7 +1150,7 @@ def noise_line(noise: dict[str, Any]) -> str:
         seen = "the load before the run unknown"
     return (
         f"warning: the steps were noisy: {spread}, {seen}; errors of that size cannot be told from the model's: "
-        "more --steps and --rounds narrow the medians"
+        f"{remedy} narrow the medians"
     )
 
 

@@ -5,7 +5,7 @@
     print(res.step_time_s, res.overhead_s)
 
     rec = ddpsim.tune(model, example_inputs, world_size=2)   # needs torch; measures this machine
-    ddp = DistributedDataParallel(model, bucket_cap_mb=rec.recommended_bucket_mb)
+    ddp = DistributedDataParallel(model, bucket_cap_mb=rec.bucket_cap_mb)   # None where the default is kept
 
     rec = ddpsim.recommend("gpt2-xl", world_size=64, network="nccl-h100-ib")  # a zoo model: predicted only
 
@@ -43,10 +43,17 @@ def __getattr__(name: str) -> Any:
 
 
 def _profile(model: str | GradProfile, batch_size: int | None, device: str | None) -> GradProfile:
+    return _profile_and_flops(model, batch_size, device)[0]
+
+
+def _profile_and_flops(
+    model: str | GradProfile, batch_size: int | None, device: str | None
+) -> tuple[GradProfile, tuple[Any, Any] | None]:
+    """The profile, and the ``(ModelSpec, DeviceSpec)`` its compute came from where it came from FLOPs."""
     from simulator.profile import GradProfile
 
     if isinstance(model, GradProfile):
-        return model
+        return model, None
     from simulator import zoo
 
     if model.endswith(".json"):  # a measured profile, or a model description (``ddpsim.model/1``) as predict reads
@@ -55,12 +62,12 @@ def _profile(model: str | GradProfile, batch_size: int | None, device: str | Non
         read = read_json(model, "profile")
         spec_in_file = zoo.model_spec_in(read, model)
         if spec_in_file is None:
-            return GradProfile.from_file_dict(read, model)
+            return GradProfile.from_file_dict(read, model), None
         spec = spec_in_file
     else:
         spec = zoo.load_model_spec(model)
     dev = zoo.load_device(device or spec.default_device)
-    return zoo.profile_from_flops(spec, dev, batch_size=batch_size)
+    return zoo.profile_from_flops(spec, dev, batch_size=batch_size), (spec, dev)
 
 
 def predict(
@@ -114,13 +121,21 @@ def recommend(
     """``ddpsim tune``'s recommendation (a ``ddpsim.tuner.TuneResult``: a round ``bucket_cap_mb``, or keep the
     default) for a built-in model name (its compute from FLOPs on ``device``, the toy workloads included: to
     measure one here, use ``tune``), a model or profile JSON path or a ``GradProfile``, on a network resolved as
-    ``predict`` resolves it; nothing is measured."""
-    from .resolve import resolve_cost
+    ``predict`` resolves it; nothing is measured. Where the network is a preset (by name, or the default) and
+    no ``o_us``/``w_gbps`` replace its terms, and/or the compute comes from a device's FLOPs, the result's
+    ``stated_ranges`` gives the step and the best round cap over the ranges they state (``ddpsim.stated``)."""
+    from simulator.network import load_network
+
+    from .resolve import DEFAULT_NETWORK, resolve_cost
+    from .stated import stated_inputs
     from .tuner import recommend as _recommend
 
-    prof = _profile(model, batch_size, device)
+    prof, flops = _profile_and_flops(model, batch_size, device)
     cost = resolve_cost(network, world_size=world_size, o_us=o_us, w_gbps=w_gbps)
-    return _recommend(prof, cost, world_size, **recommend_kw)
+    preset = (network is None or isinstance(network, str)) and o_us is None and w_gbps is None
+    net = load_network(network or DEFAULT_NETWORK) if preset else None
+    stated = stated_inputs(prof, cost, flops=flops, network=net, batch_size=batch_size)
+    return _recommend(prof, cost, world_size, stated=stated, **recommend_kw)
 
 
 def tune(*args: Any, **kwargs: Any) -> Any:

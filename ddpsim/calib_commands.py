@@ -426,9 +426,10 @@ def cmd_plot(args: argparse.Namespace) -> int:
     out = Path(args.plot_dir)
     if not (args.allreduce or args.validation or args.scaling):
         raise ValueError(
-            "nothing to plot: give --allreduce RECORDS.jsonl, --validation RESULT.json or --scaling RESULT.json"
+            "nothing to plot: give --allreduce RECORDS.jsonl, --validation RESULT.json or --scaling RESULT.json ..."
         )
-    for flag, path in (("--allreduce", args.allreduce), ("--validation", args.validation), ("--scaling", args.scaling)):
+    given = [("--allreduce", args.allreduce), ("--validation", args.validation)]
+    for flag, path in given + [("--scaling", p) for p in args.scaling or ()]:
         if path is not None and not Path(path).is_file():
             raise ValueError(f"{flag} {path}: no such file")
     created = not out.exists()
@@ -472,12 +473,33 @@ def _plots(args: argparse.Namespace, out: Path) -> list[Any]:
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"--validation {args.validation}: not a `ddpsim validate` result ({e})") from None
     if args.scaling:
-        rows = read_rows(args.scaling)
+        rows = [r for path in args.scaling for r in _scaling_rows(path)]
         try:
             written.append(plot_scaling(rows, out / "scaling.png"))
         except (KeyError, TypeError, ValueError) as e:
-            raise ValueError(f"--scaling {args.scaling}: not a scaling result ({e})") from None
+            raise ValueError(f"--scaling {' '.join(args.scaling)}: not `ddpsim validate` results ({e})") from None
     return written
+
+
+def _scaling_rows(path: str) -> list[dict[str, Any]]:
+    """The rows of one ``ddpsim validate`` result for the scaling plot: each row takes the result's world size,
+    and its configuration's name (``torch-ddp 4``) as the line it belongs to."""
+    from calibration.plots import read_rows
+    from simulator.jsonio import read_json
+
+    rows = read_rows(path)  # a ValueError naming the file when it holds no rows
+    top = read_json(path, "validate result")
+    p = top.get("world_size") if isinstance(top, dict) else None
+    out = []
+    for r in rows:
+        world = r.get("world_size", p)
+        if not isinstance(world, int) or isinstance(world, bool) or world < 1:
+            raise ValueError(f"--scaling {path}: no world size in the result or its rows (a `ddpsim validate` result)")
+        name = str(r.get("strategy") or "")
+        if r.get("bucket_mb") is not None:
+            name = f"{name} {r['bucket_mb']:g}"
+        out.append({**r, "world_size": world, "strategy": name})
+    return out
 
 
 def add_commands(sub: Any) -> None:
@@ -639,8 +661,8 @@ def add_commands(sub: Any) -> None:
         default=None,
         metavar="N|auto",
         help="timed steps a configuration takes in a row, after one untimed step, before the next one's turn, as a "
-        "training job steps (default auto: 10 where the predicted step is under 50 ms, else 1, where each timed step "
-        "follows another configuration's, as runs to m33 measured every step); with --replay: the turns the "
+        "training job steps (default auto: 10 where the predicted step is under 50 ms, else 1; 1: each timed step "
+        "follows another configuration's, as runs up to m33 measured every step); with --replay: the turns the "
         "replayed steps were measured in, for records that do not say it (auto there: theirs, else 1)",
     )
     v.add_argument(
@@ -697,7 +719,14 @@ def add_commands(sub: Any) -> None:
         "--allreduce", default=None, metavar="RECORDS.jsonl", help="all-reduce records (bench-allreduce or calibrate)"
     )
     p.add_argument("--validation", default=None, metavar="RESULT.json", help="a `ddpsim validate` result")
-    p.add_argument("--scaling", default=None, metavar="RESULT.json", help="a scaling result (rows with world_size)")
+    p.add_argument(
+        "--scaling",
+        nargs="+",
+        default=None,
+        metavar="RESULT.json",
+        help="`ddpsim validate` results at several world sizes (validation.json each): predicted and measured step "
+        "against the world size, a line per configuration",
+    )
     p.add_argument(
         "--plot-dir",
         default=None,

@@ -95,7 +95,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                 "--force",
                 action="store_true",
                 help="replace an output file that exists (without it, a file named by a flag that already exists "
-                "is refused before anything runs; a run folder's own files are replaced, as --out-dir says)",
+                "is refused before anything runs"
+                + (
+                    "; a run folder's own files are replaced, as --out-dir says)"
+                    if "--out-dir" in p._option_string_actions
+                    else ")"
+                ),
             )
     return parser
 

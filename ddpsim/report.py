@@ -128,7 +128,7 @@ def format_verify(v: Verification) -> str:
     ]
     from calibration.validate import noise_warning  # here: the sweep commands' start-up stays without it
 
-    if warning := noise_warning(v.machine_noise):
+    if warning := noise_warning(v.machine_noise, "more --steps"):
         lines.append(f"  {warning}")
     return "\n".join(lines)
 
@@ -158,7 +158,7 @@ def report_md(res: TuneResult) -> str:
         ]
         from calibration.validate import noise_warning
 
-        if warning := noise_warning(v.machine_noise):
+        if warning := noise_warning(v.machine_noise, "more --steps"):
             lines += [warning, ""]
     lines += [
         "## Step time vs bucket size (predicted)",

@@ -15,6 +15,7 @@ from simulator.units import MIB, TIB
 
 from .cliutil import add_csv, csv_stdout, emit_csv, emit_json, gbps_both, number, number_list, ranks_phrase, rate
 from .resolve import DEFAULT_NETWORK
+from .stated import StatedInputs, stated_inputs
 
 # ---- argument types (argparse turns their ArgumentTypeError into one line, exit 2) ----
 # One number type for every flag of every command (ddpsim.cliutil.number): finite, bounded.
@@ -49,7 +50,9 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
         help="per-rank batch size, samples (built-in models; default: the model's)",
     )
     g.add_argument(
-        "--device", default=None, help="device spec for FLOP-based compute (default: h100-sxm); see `ddpsim models`"
+        "--device",
+        default=None,
+        help="device spec for FLOP-based compute (default: the model's own device, shown by `ddpsim models`)",
     )
     g.add_argument(
         "--compute-scale",
@@ -167,14 +170,22 @@ def add_sim_args(p: argparse.ArgumentParser) -> None:
         help=f"number of ranks p (default: the world size --params were measured at, else {DEFAULT_SIM_WORLD})",
     )
     g.add_argument("--ranks", type=number(int, 1, 256), default=1, help="ranks simulated explicitly (1 stands for all)")
-    g.add_argument("--jitter", type=jitter, default=0.0, help="per-rank compute jitter, lognormal sigma, <= 3")
+    g.add_argument(
+        "--jitter", type=jitter, default=0.0, help="per-rank compute jitter, lognormal sigma, <= 3 (default 0: none)"
+    )
     g.add_argument("--repeats", type=number(int, 1, 1000), default=9, help="seeded repetitions when jitter > 0")
-    g.add_argument("--seed", type=seed, default=0, help="random seed of the jitter")
+    g.add_argument("--seed", type=seed, default=0, help="random seed of the jitter (default 0)")
 
 
 # ---- resolution -------------------------------------------------------------------
 def resolve_profile(args: argparse.Namespace, params: Any = None) -> GradProfile:
     """The profile: --model (built-in name or profile JSON), else the one in --params, else gpt2-small."""
+    return _profile_and_flops(args, params)[0]
+
+
+def _profile_and_flops(args: argparse.Namespace, params: Any = None) -> tuple[GradProfile, tuple[Any, Any] | None]:
+    """``resolve_profile``'s profile, and the ``(ModelSpec, DeviceSpec)`` its compute came from where it came
+    from FLOPs (a built-in model or a model description file), else None."""
     model = args.model
     for flag in ("model", "device", "network"):
         if getattr(args, flag, None) == "":
@@ -198,13 +209,14 @@ def resolve_profile(args: argparse.Namespace, params: Any = None) -> GradProfile
         device = zoo.load_device(args.device or spec.default_device)
         prof = zoo.profile_from_flops(spec, device, batch_size=args.batch_size)
         measured = False
+        flops = (spec, device)
     if measured and args.batch_size is not None:
         raise ValueError("--batch-size applies to built-in models; a measured profile has its own batch size")
     if measured and args.device is not None:
         raise ValueError("--device applies to built-in models; a measured profile has its own compute times")
     if args.compute_scale != 1.0:
         prof = prof.scaled(args.compute_scale)
-    return prof
+    return prof, (flops if not measured else None)
 
 
 def resolve_cost(args: argparse.Namespace, world_size: int, params: Any = None) -> CostModel:
@@ -217,10 +229,17 @@ def resolve_cost(args: argparse.Namespace, world_size: int, params: Any = None) 
         world_size=world_size,
         o_us=args.o_us,
         w_gbps=args.w_gbps,
-        channels=args.channels,
-        pipelined=None if args.pipelined is None else args.pipelined == "on",
-        contention=args.contention,
+        **_cost_flags(args),
     )
+
+
+def _cost_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The flags set on top of any network: channels, pipelining, contention (``ddpsim.resolve``)."""
+    return {
+        "channels": args.channels,
+        "pipelined": None if args.pipelined is None else args.pipelined == "on",
+        "contention": args.contention,
+    }
 
 
 DEFAULT_POINTS = 64  # sweep's log grid
@@ -249,14 +268,31 @@ def load_params(path: str) -> Any:
     return Params.load(path)
 
 
-def _resolve_all(args: argparse.Namespace) -> tuple[GradProfile, CostModel, int, Any]:
-    """Profile, cost model, world size, and the fitted params they came from (``None`` without --params)."""
+def _resolve_all(args: argparse.Namespace) -> tuple[GradProfile, CostModel, int, Any, StatedInputs | None]:
+    """Profile, cost model, world size, the fitted params they came from (``None`` without --params), and the
+    ranges the preset and the device state for them (``ddpsim.stated``; None where none apply)."""
     params = load_params(args.params) if args.params else None
     if args.world_size is None:  # the calibration's own p: a prediction at another is an extrapolation, asked for
         args.world_size = params.world_size if params is not None else DEFAULT_SIM_WORLD
     if not isinstance(args.world_size, int) or args.world_size < 1:
         raise ValueError(f"--world-size must be >= 1, got {args.world_size}")
-    return resolve_profile(args, params), resolve_cost(args, args.world_size, params), args.world_size, params
+    prof, flops = _profile_and_flops(args, params)
+    cost = resolve_cost(args, args.world_size, params)
+    # the preset's stated ranges hold where its figures are what the prediction uses: not --params, not o/w flags
+    preset = params is None or args.network is not None
+    network = (
+        load_network(args.network or DEFAULT_NETWORK) if preset and args.o_us is None and args.w_gbps is None else None
+    )
+    stated = stated_inputs(
+        prof,
+        cost,
+        flops=flops,
+        network=network,
+        compute_scale=args.compute_scale,
+        batch_size=args.batch_size,
+        cost_kw=_cost_flags(args),
+    )
+    return prof, cost, args.world_size, params, stated
 
 
 def prediction_interval(
@@ -331,7 +367,7 @@ def print_prediction(res: Any, prof: GradProfile, out: Any = None) -> None:
 def cmd_predict(args: argparse.Namespace) -> int:
     from simulator.predict import predict
 
-    prof, cost, p, params = _resolve_all(args)
+    prof, cost, p, params, stated = _resolve_all(args)
     spec = resolve_strategy(args)
     res = predict(
         prof,
@@ -368,12 +404,15 @@ def cmd_predict(args: argparse.Namespace) -> int:
         return 0
     iv = prediction_interval(args, params, prof, cost, spec, p)
     iv1 = prediction_interval(args, params, prof, cost, spec, p, steps=1)
+    kw = {"ranks": args.ranks, "jitter_sigma": args.jitter, "repeats": args.repeats, "seed": args.seed}
+    spread = stated.spread(spec, p, **kw) if stated is not None else None
     if args.json:
         d = res.to_dict()
         d["first_step_time_s"] = first.step_time_s if first else None
         d["trace"] = args.trace
         d["interval"] = iv.to_dict() if iv is not None else None
         d["single_step_interval"] = iv1.to_dict() if iv1 is not None else None
+        d["stated_ranges_spread"] = spread.to_dict() if spread is not None else None
         d["csv"] = csv_file
         emit_json(args, d)
     else:
@@ -383,6 +422,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
             print(f"  step time {iv1.describe_ms()}")
         else:
             print("  no interval: the network is a preset or given by flags, not fitted from measurements (--params)")
+        for line in spread.describe() if spread is not None else ():
+            print(f"  {line}")
         if first is not None:
             print(f"\n  first step (one bucket before DDP's rebuild): {first.step_time_s * 1e3:.3f} ms")
         if args.trace:
@@ -395,7 +436,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from simulator.sweep import default_grid_mb, log_grid_mb, sweep
 
-    prof, cost, p, _ = _resolve_all(args)
+    prof, cost, p, _, stated = _resolve_all(args)
     spec = replace(resolve_strategy(args), bucket_mb=None)  # --bucket-mb here is the grid, not one size
     if not spec.strategy.bucketed:
         raise ValueError(f"--strategy {spec.name} has no bucket size to sweep; use one of {', '.join(BUCKETED)}")
@@ -426,10 +467,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         replace(spec, bucket_mb=grid[0]),
         p,
         grid,
-        ranks=args.ranks,
-        jitter_sigma=args.jitter,
-        repeats=args.repeats,
-        seed=args.seed,
+        **(kw := {"ranks": args.ranks, "jitter_sigma": args.jitter, "repeats": args.repeats, "seed": args.seed}),
     )
     if args.plot:
         from simulator.sweep_plot import plot_sweep
@@ -438,10 +476,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     csv_file = emit_csv(args, res.to_dict()["rows"])
     if csv_stdout(args):
         return 0
+    ends = _sweep_ends(stated, spec, p, grid, kw, res.best_bucket_mb) if stated is not None else None
     if args.json:
         d = res.to_dict()
         d["plot"] = args.plot
         d["csv"] = csv_file
+        d["stated_ranges"] = ends[1] if ends is not None else None
         emit_json(args, d)
         return 0
     out = sys.stdout.write
@@ -463,11 +503,33 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         f"closed form (o={cf.o_s * 1e6:.1f} us, w={gbps_both(cf.w_bytes_per_s)}, s={cf.total_grad_bytes / MIB:.1f} MiB): "
         f"b* = sqrt(s w o) = {cf.best_bucket_mb:.4g} MiB, T_min = 2 sqrt(s o / w) = {cf.t_min_s * 1e3:.3f} ms\n"
     )
+    if ends is not None:
+        out(f"{ends[0]}\n")
     if args.plot:
         out(f"plot: {args.plot}\n")
     if csv_file:
         out(f"csv: {csv_file}\n")
     return 0
+
+
+def _sweep_ends(
+    stated: StatedInputs, spec: StrategySpec, p: int, grid: list[float], kw: dict[str, Any], best_mb: float
+) -> tuple[str, dict[str, Any]] | None:
+    """The best bucket of the grid with every stated value at the end that shortens the step alone, and at the
+    end that lengthens it (the ends found at the point's best bucket), with their line (``ddpsim.stated``)."""
+    from simulator.sweep import sweep
+
+    from .stated import ends_note
+
+    spread = stated.spread(replace(spec, bucket_mb=best_mb), p, **kw)
+    if spread is None:
+        return None
+
+    def best_at(prof: GradProfile, cost: CostModel) -> float:
+        return sweep(prof, cost, replace(spec, bucket_mb=grid[0]), p, grid, **kw).best_bucket_mb
+
+    line, d = ends_note(stated, spread, best_at, "the best bucket")
+    return line, d
 
 
 def _model_row(name: str) -> dict[str, Any]:

@@ -4,7 +4,7 @@ Phases, each with a progress line and elapsed time on stderr:
 
 1. profile the model on this machine (or ``--profile`` measured elsewhere);
 2. calibrate the network on this machine (or ``--params``, ``--network``,
-   ``--o-us``/``--w-gbps``);
+   ``--o-us``/``--w``);
 3. sweep strategies, bucket sizes and a non-uniform cap list in the simulator;
 4. print the answer, then write the sweep plot, the predicted Chrome trace,
    ``tune.json`` and a Markdown report into ``--out-dir``;
@@ -206,7 +206,7 @@ def _verify(
 _SPEC_DTYPES = {"fp32": "float32", "tf32": "tf32", "bf16": "bfloat16"}
 
 
-def _zoo_profile(args: argparse.Namespace) -> GradProfile | None:
+def _zoo_profile(args: argparse.Namespace) -> tuple[GradProfile, tuple[Any, Any]] | None:
     """The profile of ``--model`` where it names a model of the simulator's zoo (``ddpsim models``, or a model
     description file, ``ddpsim.model/1``, as ``predict`` reads it: no code to run here), its compute from FLOPs on
     ``--target-device`` (else the model's own default device, as ``predict``); ``None`` for a workload run here or
@@ -243,7 +243,7 @@ def _zoo_profile(args: argparse.Namespace) -> GradProfile | None:
             f"{why}: its compute is its FLOPs at the {device.dtype} rate of device {device.name} (the spec's dtype); "
             f"--dtype {args.dtype} would need another rate: leave it out, or give a device spec of that dtype"
         )
-    return zoo.profile_from_flops(spec, device, batch_size=args.batch_size)
+    return zoo.profile_from_flops(spec, device, batch_size=args.batch_size), (spec, device)
 
 
 def _resolve_tune_cost(args: argparse.Namespace, base: CostModel | None, params: Any) -> CostModel:
@@ -267,7 +267,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     say = Progress(not args.quiet, prefix="tune")
     notes: list[str] = []
-    zoo_prof = _zoo_profile(args)  # a model of the zoo: predicted only, on a preset or given network
+    found = _zoo_profile(args)  # a model of the zoo: predicted only, on a preset or given network
+    zoo_prof, zoo_flops = found if found is not None else (None, None)
     if zoo_prof is not None:
         args.model = zoo_prof.model  # a model file's own name
     elif args.dtype is None:
@@ -400,7 +401,17 @@ def cmd_tune(args: argparse.Namespace) -> int:
             unc = fitted.uncertainty(compute_steps)
         else:
             unc = Uncertainty.from_fit(compute_samples_s=compute_steps)
-        res = recommend(prof, cost, args.world_size, notes=notes, uncertainty=unc)
+        stated = None
+        if zoo_flops is not None:  # the ranges its device and a preset network state (not --params, not o/w)
+            from simulator.network import load_network
+
+            from .resolve import DEFAULT_NETWORK
+            from .stated import stated_inputs
+
+            preset = args.params is None and args.o_us is None and args.w_gbps is None
+            network = load_network(args.network or DEFAULT_NETWORK) if preset else None
+            stated = stated_inputs(prof, cost, flops=zoo_flops, network=network, batch_size=args.batch_size)
+        res = recommend(prof, cost, args.world_size, notes=notes, uncertainty=unc, stated=stated)
         verify = None
         if args.verify:
             verify = _verify(pool, args, res, prof, cost, say, str(out_dir / "verify.jsonl"))

@@ -32,6 +32,7 @@ from simulator.sweep_plot import near_best_range
 from simulator.units import MIB
 
 from .cliutil import ranks_phrase
+from .stated import StatedInputs
 from .verification import Verification
 
 TUNE_SCHEMA = "ddpsim.tune/1"
@@ -129,6 +130,14 @@ class TuneResult:
     files: Mapping[str, str] = field(default_factory=dict)
     verify: Verification | None = None
     run: Mapping[str, Any] | None = None  # the command line, host, torch version (``ddpsim tune``)
+    # the best round cap and the step over the ranges a preset and a device state (``ddpsim.stated.ends_note``)
+    stated_ranges: Mapping[str, Any] | None = None
+
+    @property
+    def bucket_cap_mb(self) -> float | None:
+        """What to pass to ``DistributedDataParallel(bucket_cap_mb=...)``: the recommended round cap, or None
+        where the advice is to keep torch's default (25 MiB, the first bucket 1 MiB)."""
+        return None if self.keep_default else self.recommended_bucket_mb
 
     @property
     def gain_vs_default_pct(self) -> float:
@@ -152,6 +161,7 @@ class TuneResult:
             "gain_vs_default_pct": self.gain_vs_default_pct,
             "gain_p10_p90_pct": list(self.gain_p10_p90_pct) if self.gain_p10_p90_pct else None,
             "keep_default": self.keep_default,
+            "bucket_cap_mb": self.bucket_cap_mb,
             "advice": self.advice,
             "noise_pct": self.noise_pct,
             "exact_best_bucket_mb": self.exact_best_bucket_mb,
@@ -173,6 +183,7 @@ class TuneResult:
             "files": dict(self.files),
             "verify": self.verify.to_dict() if self.verify is not None else None,
             "run": dict(self.run) if self.run is not None else None,
+            "stated_ranges": dict(self.stated_ranges) if self.stated_ranges is not None else None,
         }
 
 
@@ -187,9 +198,12 @@ def recommend(
     notes: Sequence[str] = (),
     uncertainty: Uncertainty | None = None,
     interval_draws: int = 32,
+    stated: StatedInputs | None = None,
     **predict_kw: Any,
 ) -> TuneResult:
-    """Sweep strategies and bucket sizes in the event model; recommend ``bucket_cap_mb`` (and a list)."""
+    """Sweep strategies and bucket sizes in the event model; recommend ``bucket_cap_mb`` (and a list).
+    ``stated``: the ranges the preset and the device state (``ddpsim.stated``), over which the best round
+    cap and the step are given too, in a note and in ``stated_ranges``."""
     grid = default_grid_mb(profile, points)
     if DEFAULT_BUCKET_MB not in grid and grid[0] < DEFAULT_BUCKET_MB < grid[-1]:
         grid = sorted(grid + [float(DEFAULT_BUCKET_MB)])
@@ -233,6 +247,9 @@ def recommend(
     notes = list(notes)
     if unc.latency_split_at is not None:  # the split nothing measured (``at_world_size``): what it moves
         notes.append(split_note(profile, cost, world_size, grid, **predict_kw))
+    ends = stated_ends(stated, world_size, best_mb, grid, **predict_kw) if stated is not None else None
+    if ends is not None:
+        notes.append(ends[0])
 
     from simulator.buckets import ddp_buckets
 
@@ -277,7 +294,26 @@ def recommend(
         interval=interval,
         default_interval=default_interval,
         gain_p10_p90_pct=gain_band,
+        stated_ranges=ends[1] if ends is not None else None,
     )
+
+
+def stated_ends(
+    stated: StatedInputs, world_size: int, best_mb: float, grid: Sequence[float], **predict_kw: Any
+) -> tuple[str, dict[str, Any]] | None:
+    """The best round cap (``_round_recommendation``) with every value a preset or a device states a range for
+    at the end that shortens the step at ``best_mb`` alone, and at the end that lengthens it."""
+    from .stated import ends_note
+
+    spread = stated.spread(StrategySpec("torch-ddp", bucket_mb=best_mb), world_size, **predict_kw)
+    if spread is None:
+        return None
+
+    def best_at(prof: GradProfile, cost: CostModel) -> float:
+        sw = sweep(prof, cost, StrategySpec("torch-ddp", bucket_mb=grid[0]), world_size, grid, **predict_kw)
+        return _round_recommendation(prof, cost, world_size, sw, grid, **predict_kw)[0]
+
+    return ends_note(stated, spread, best_at, "the best round cap")
 
 
 def split_note(profile: GradProfile, cost: CostModel, world_size: int, grid: Sequence[float], **predict_kw: Any) -> str:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from . import collectives as C
+from .assumptions import StatedRange, parse_ranges
 from .jsonio import read_json, to_fields
 from .units import MIB
 
@@ -170,6 +171,7 @@ class NetworkSpec:
     linear_world_size: int | None = None
     description: str = ""
     sources: Mapping[str, str] = field(default_factory=dict)
+    ranges: tuple[StatedRange, ...] = ()  # the spans its sources state for its values (``simulator.assumptions``)
 
     def __post_init__(self) -> None:
         _require(self.channels >= 1, f"network {self.name!r}: channels must be >= 1")
@@ -240,7 +242,7 @@ class NetworkSpec:
             if isinstance(d.get(level), Mapping) and "source" in d[level]:
                 sources[level] = d[level]["source"]
         try:
-            return cls(
+            spec = cls(
                 name=str(d["name"]),
                 backend=str(d.get("backend", "nccl")),
                 channels=_num(d, "channels", 1, int),
@@ -259,6 +261,31 @@ class NetworkSpec:
         except (ValueError, TypeError) as e:
             msg = str(e)
             raise ValueError(msg if msg.startswith("network") else f"network spec {name!r}: {msg}") from None
+        return replace(spec, ranges=parse_ranges(d.get("ranges"), spec.range_values(), f"network spec {name!r}"))
+
+    def range_values(self) -> dict[str, float | None]:
+        """The values a ``"ranges"`` entry may span, with their point values (None: not in this spec)."""
+        out: dict[str, float | None] = {"call_overhead_s": self.call_overhead_s if self.intra or self.inter else None}
+        for level in ("intra", "inter"):
+            lv = getattr(self, level)
+            out[f"{level}.alpha_s"] = lv.alpha_s if lv else None
+            out[f"{level}.bw_bytes_per_s"] = lv.bw_bytes_per_s if lv else None
+        out["linear.o_s"] = self.linear_o_s
+        out["linear.w_bytes_per_s"] = self.linear_w_bytes_per_s
+        return out
+
+    def with_values(self, values: Mapping[str, float]) -> NetworkSpec:
+        """This spec with some of ``range_values``' fields set (``{"inter.alpha_s": 4e-6}``)."""
+        spec = self
+        for key, v in values.items():
+            level, _, name = key.rpartition(".")
+            field_values: dict[str, Any]
+            if level in ("intra", "inter"):
+                field_values = {level: replace(getattr(spec, level), **{name: v})}
+            else:
+                field_values = {f"linear_{name}" if level == "linear" else name: v}
+            spec = replace(spec, **field_values)
+        return spec
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -280,6 +307,8 @@ class NetworkSpec:
                 "w_bytes_per_s": self.linear_w_bytes_per_s,
                 "world_size": self.linear_world_size,
             }
+        if self.ranges:
+            d["ranges"] = {r.key: r.to_dict() for r in self.ranges}
         return d
 
 

@@ -54,10 +54,11 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .assumptions import StatedRange, parse_ranges
 from .jsonio import read_json, to_fields
 from .profile import DTYPE_BYTES, GradProfile, ParamSpec
 from .units import MIB
@@ -65,6 +66,7 @@ from .units import MIB
 MODEL_SCHEMA = "ddpsim.model/1"
 DEVICE_SCHEMA = "ddpsim.device/2"
 DEVICE_SCHEMA_V1 = "ddpsim.device/1"  # one peak, no launch floor: still read
+DEVICE_RANGE_KEYS = ("mfu", "mem_bw_bytes_per_s")  # the values a device spec may state a range for
 DEFAULT_DEVICE = "h100-sxm"
 # the built-in models whose code is here to run (``realrun.workloads``; their descriptions here were generated from
 # it): ``tune`` profiles these for real; the others are predicted from their FLOPs only
@@ -314,6 +316,7 @@ class DeviceSpec:
     efficiency: Mapping[str, float] = field(default_factory=dict)
     sm_count: int = 1
     schema: str = DEVICE_SCHEMA
+    ranges: tuple[StatedRange, ...] = ()  # the spans its sources state for mfu, mem_bw (``simulator.assumptions``)
 
     def __post_init__(self) -> None:
         _require(isinstance(self.name, str) and self.name != "", "device name must be a non-empty string")
@@ -406,7 +409,14 @@ class DeviceSpec:
         }
         if self.measured:
             d["measured"] = dict(self.measured)
+        if self.ranges:
+            d["ranges"] = {r.key: r.to_dict() for r in self.ranges}
         return d
+
+    def with_values(self, values: Mapping[str, float]) -> DeviceSpec:
+        """This spec with some of its ``DEVICE_RANGE_KEYS`` set (``{"mfu": 0.3}``)."""
+        field_values: dict[str, Any] = {k: float(v) for k, v in values.items()}
+        return replace(self, **field_values) if field_values else self
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DeviceSpec:
@@ -425,7 +435,7 @@ class DeviceSpec:
             peak = peaks[d["dtype"]]
         else:
             peaks = {}
-        return cls(
+        dev = cls(
             name=d["name"],
             dtype=d["dtype"],
             peak_flops=peak,
@@ -440,6 +450,9 @@ class DeviceSpec:
             sm_count=d.get("sm_count", 1),
             schema=str(schema),
         )
+        values = {k: float(getattr(dev, k)) for k in DEVICE_RANGE_KEYS}
+        where = f"device spec {dev.name!r}"
+        return replace(dev, ranges=parse_ranges(d.get("ranges"), values, where, {"mfu": 1.0}))
 
 
 # ---- loading -----------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import struct
 import subprocess
@@ -133,3 +134,24 @@ def test_sweep_plot_marks_the_near_best_band_default_and_recommendation(tmp_path
     assert lo < hi  # the band is more than one grid point here
     out = plot_sweep(res, tmp_path / "s.png", recommended_mb=16.0)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_scaling_from_validate_results_at_two_world_sizes(tmp_path, capsys):
+    """`ddpsim plot --scaling` takes `ddpsim validate` results (validation.json): each row takes its file's world
+    size, and a configuration (strategy and bucket) is one line."""
+    from ddpsim.cli import main
+
+    rows = [r for r in read_rows(ROWS) if r["world_size"] in (2, 4)]
+    files = []
+    for p in (2, 4):
+        path = tmp_path / f"validation-p{p}.json"
+        mine = [{k: v for k, v in r.items() if k != "world_size"} for r in rows if r["world_size"] == p]
+        path.write_text(json.dumps({"world_size": p, "rows": mine}))
+        files.append(str(path))
+    assert main(["plot", "--scaling", *files, "--plot-dir", str(tmp_path / "plots"), "--quiet"]) == 0
+    n = len({(r["strategy"], r.get("bucket_mb")) for r in rows})
+    check_png(tmp_path / "plots" / "scaling.png", (6.4 + (2.6 if n > 1 else 0.0), 4.4))
+    no_world = tmp_path / "no_world.json"
+    no_world.write_text(json.dumps({"rows": [{"strategy": "flat", "predicted_step_s": 0.1}]}))
+    assert main(["plot", "--scaling", str(no_world), "--plot-dir", str(tmp_path / "p2")]) == 2
+    assert "no world size" in capsys.readouterr().err

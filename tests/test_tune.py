@@ -1152,3 +1152,14 @@ def test_tune_of_a_zoo_model_needs_no_torch(tmp_path):
     assert r.returncode == 0 and "torch imported: False" in r.stderr, r.stderr
     res = json.loads(r.stdout)["results"]
     assert res["model"] == "gpt2-small" and res["default_step_time_s"] > 0
+
+
+def test_bucket_cap_mb_is_none_where_the_default_is_kept():
+    """What to hand DDP: the round cap, or None (torch's default) where the advice is to keep it."""
+    import ddpsim
+
+    kept = ddpsim.recommend("gpt", world_size=2, network="nccl-h100-ib")
+    assert kept.keep_default and kept.bucket_cap_mb is None and kept.recommended_bucket_mb > 0
+    assert kept.to_dict()["bucket_cap_mb"] is None
+    moved = ddpsim.recommend("gpt2-xl", world_size=64, network="nccl-h100-ib")
+    assert not moved.keep_default and moved.bucket_cap_mb == moved.recommended_bucket_mb

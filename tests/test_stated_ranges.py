@@ -1,0 +1,184 @@
+"""The ranges a network preset and a device spec state, and how far they move a prediction
+(``simulator.assumptions``, ``ddpsim.stated``): reading them, refusing bad ones, and what predict, sweep, tune
+and the Python API say over them."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+import ddpsim
+from ddpsim.cli import main
+from simulator import zoo
+from simulator.assumptions import StatedRange, spread_over
+from simulator.network import NetworkSpec, list_networks, load_network
+
+DATA = Path(__file__).parent / "data"
+
+
+def run_json(capsys, *argv):
+    code = main([*argv, "--json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    return json.loads(out.out)["results"]
+
+
+def run_err(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.err
+
+
+# ---- the data --------------------------------------------------------------------
+
+
+def test_every_stated_range_holds_its_point_and_survives_a_round_trip():
+    stated = 0
+    for name in list_networks():
+        net = load_network(name)
+        for r in net.ranges:
+            assert r.low <= net.range_values()[r.key] == r.point <= r.high and r.source
+        assert NetworkSpec.from_dict(net.to_dict()).ranges == net.ranges
+        stated += len(net.ranges)
+    for name in zoo.list_devices():
+        dev = zoo.load_device(name)
+        for r in dev.ranges:
+            assert r.low <= getattr(dev, r.key) == r.point <= r.high and r.source
+        assert zoo.DeviceSpec.from_dict(dev.to_dict()).ranges == dev.ranges
+        stated += len(dev.ranges)
+    assert stated >= 10  # the GPU presets and the devices state theirs
+    assert load_network("gloo-loopback").ranges == ()  # a fit on this machine class: calibrate instead
+
+
+def _network(**ranges):
+    d = load_network("nccl-h100-ib").to_dict()
+    d["ranges"] = ranges
+    return d
+
+
+@pytest.mark.parametrize(
+    "ranges, says",
+    [
+        ({"inter.latency": {"low": 1, "high": 2, "source": "x"}}, "unknown field 'inter.latency'"),
+        ({"linear.o_s": {"low": 1e-6, "high": 2e-6, "source": "x"}}, "unknown field 'linear.o_s'"),
+        ({"inter.alpha_s": {"low": 6e-6, "high": 1e-5, "source": "x"}}, "low <= value <= high"),
+        ({"inter.alpha_s": {"low": float("nan"), "high": 1e-5, "source": "x"}}, "finite number > 0"),
+        ({"inter.alpha_s": {"low": 0, "high": 1e-5, "source": "x"}}, "finite number > 0"),
+        ({"inter.alpha_s": {"low": 1e-6, "high": 1e-5, "source": " "}}, "no source"),
+        ({"inter.alpha_s": {"low": 1e-6, "high": 1e-5}}, "low, high and source"),
+        ({"inter.alpha_s": [1e-6, 1e-5]}, "low, high and source"),
+    ],
+)
+def test_a_bad_network_range_is_refused_naming_the_field(ranges, says):
+    with pytest.raises(ValueError, match="nccl-h100-ib") as e:
+        NetworkSpec.from_dict(_network(**ranges))
+    assert says in str(e.value)
+
+
+def test_a_bad_range_in_a_file_is_one_line_and_exit_2(capsys, tmp_path):
+    path = tmp_path / "net.json"
+    path.write_text(json.dumps(_network(**{"inter.bw_bytes_per_s": {"low": 5e10, "high": 6e10, "source": "x"}})))
+    code, err = run_err(capsys, "predict", "--model", "gpt2-small", "--network", str(path))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "inter.bw_bytes_per_s" in err
+
+
+def test_a_bad_device_range_is_refused():
+    d = zoo.load_device("h100-sxm").to_dict()
+    d["ranges"] = {"mfu": {"low": 0.3, "high": 1.2, "source": "x"}}
+    with pytest.raises(ValueError, match=r"h100-sxm.*mfu: high must be <= 1"):
+        zoo.DeviceSpec.from_dict(d)
+    d["ranges"] = {"peak_flops": {"low": 1e14, "high": 2e15, "source": "x"}}
+    with pytest.raises(ValueError, match="unknown field 'peak_flops'"):
+        zoo.DeviceSpec.from_dict(d)
+
+
+def test_with_values_replaces_only_the_named_fields():
+    net = load_network("nccl-h100-ib")
+    moved = net.with_values({"inter.bw_bytes_per_s": 4e10, "call_overhead_s": 2e-5})
+    assert moved.inter.bw_bytes_per_s == 4e10 and moved.call_overhead_s == 2e-5
+    assert moved.intra == net.intra and moved.inter.alpha_s == net.inter.alpha_s
+    lin = load_network("gloo-loopback").with_values({"linear.o_s": 1e-3})
+    assert lin.linear_o_s == 1e-3 and lin.linear_w_bytes_per_s == load_network("gloo-loopback").linear_w_bytes_per_s
+    assert zoo.load_device("h100-sxm").with_values({"mfu": 0.3}).effective_flops == pytest.approx(0.3 * 989.5e12)
+
+
+# ---- the spread ------------------------------------------------------------------
+
+
+def test_spread_over_a_known_function():
+    a = ("x", StatedRange("a", 2.0, 1.0, 4.0, "s"))  # lengthens the step
+    b = ("x", StatedRange("b", 10.0, 5.0, 20.0, "s"))  # shortens it
+
+    def step(values):
+        va, vb = values.get("x|a", 2.0), values.get("x|b", 10.0)
+        return 1.0 + va + 10.0 / vb
+
+    s = spread_over([b, a], step)
+    assert s.point_s == 4.0
+    assert s.long_s == pytest.approx(1 + 4 + 2) and s.short_s == pytest.approx(1 + 1 + 0.5)
+    assert [e.stated.key for e in s.effects] == ["a", "b"]  # a moves it 3, b 1.5
+    assert s.long_values == {"x|a": 4.0, "x|b": 5.0} and s.short_values == {"x|a": 1.0, "x|b": 20.0}
+    assert spread_over([], step) is None
+
+
+def test_predict_states_the_spread_and_each_range_alone(capsys):
+    d = run_json(capsys, "predict", "--model", "gpt2-xl", "--world-size", "64", "--network", "nccl-h100-ib")
+    s = d["stated_ranges_spread"]
+    assert s["short_s"] < s["point_s"] < s["long_s"] and s["point_s"] == pytest.approx(d["step_time_s"])
+    labels = {e["value"] for e in s["effects"]}
+    assert "device h100-sxm mfu" in labels and "network nccl-h100-ib inter.bw_bytes_per_s" in labels
+    for e in s["effects"]:  # each alone lies within the joint ends; the ones listed first move the step most
+        assert s["short_s"] - 1e-12 <= min(e["step_at_low_s"], e["step_at_high_s"])
+        assert max(e["step_at_low_s"], e["step_at_high_s"]) <= s["long_s"] + 1e-12
+    moves = [abs(e["step_at_high_s"] - e["step_at_low_s"]) for e in s["effects"]]
+    assert moves == sorted(moves, reverse=True)
+    mfu = next(e for e in s["effects"] if e["value"].endswith("mfu"))
+    assert mfu["step_at_high_s"] < mfu["step_at_low_s"]  # a faster device, a shorter step
+    assert d["interval"] is None  # nothing measured: no interval, and the spread does not claim to be one
+
+
+def test_predict_text_names_the_span_and_the_top_ranges(capsys):
+    code = main(["predict", "--model", "gpt2-xl", "--world-size", "64"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "over the ranges the preset and device state (not measured; a span, not an interval)" in out
+    assert "device h100-sxm mfu 0.25-0.55:" in out
+
+
+def test_values_given_by_flags_or_measured_state_no_range(capsys):
+    d = run_json(capsys, "predict", "--model", "gpt2-xl", "--world-size", "64", "--o-us", "50", "--w", "40")
+    assert {e["value"].split()[0] for e in d["stated_ranges_spread"]["effects"]} == {"device"}
+    prof = str(DATA / "tune_gpt_loopback.profile.json")
+    d = run_json(capsys, "predict", "--model", prof, "--network", "nccl-h100-ib", "--world-size", "8")
+    assert {e["value"].split()[0] for e in d["stated_ranges_spread"]["effects"]} == {"network"}
+    d = run_json(capsys, "predict", "--model", prof, "--network", "gloo-loopback", "--world-size", "2")
+    assert d["stated_ranges_spread"] is None
+    params = str(DATA / "tune_gpt_loopback.params.json")
+    d = run_json(capsys, "predict", "--params", params)
+    assert d["stated_ranges_spread"] is None and d["interval"] is not None
+
+
+def test_sweep_gives_the_best_bucket_at_either_end(capsys):
+    argv = ("sweep", "--model", "gpt2-xl", "--world-size", "256", "--network", "nccl-h100-ib", "--points", "16")
+    d = run_json(capsys, *argv)
+    ends = d["stated_ranges"]
+    grid = [r["bucket_mb"] for r in d["rows"]]
+    assert ends["short_end_mb"] in grid and ends["long_end_mb"] in grid
+    assert ends["spread"]["short_s"] <= ends["spread"]["long_s"]
+    main(list(argv))
+    assert "the best bucket is" in capsys.readouterr().out
+
+
+def test_tune_of_a_zoo_model_and_the_api_agree_over_the_ranges(capsys, tmp_path):
+    d = run_json(capsys, "tune", "--model", "gpt2-xl", "--world-size", "64", "--out-dir", str(tmp_path), "--quiet")
+    ends = d["stated_ranges"]
+    assert ends["short_end_mb"] > 0 and ends["long_end_mb"] > 0
+    assert any(n.startswith("over the ranges the preset and device state") for n in d["notes"])
+    api = ddpsim.recommend("gpt2-xl", world_size=64)
+    assert api.stated_ranges["short_end_mb"] == ends["short_end_mb"]
+    assert api.stated_ranges["long_end_mb"] == ends["long_end_mb"]
+    assert math.isclose(api.stated_ranges["spread"]["long_s"], ends["spread"]["long_s"])
+    # the API with o and w given: those replace the preset's terms, so only the device's range is left
+    given = ddpsim.recommend("gpt2-xl", world_size=64, o_us=100, w_gbps=40)
+    assert {e["value"].split()[0] for e in given.stated_ranges["spread"]["effects"]} == {"device"}
