@@ -42,17 +42,22 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'ddpsim' has no attribute {name!r}")
 
 
-def _profile(model: str | GradProfile, batch_size: int | None, device: str | None) -> GradProfile:
-    return _profile_and_flops(model, batch_size, device)[0]
+def _profile(model: str | GradProfile, batch_size: int | None, device: str | None, dtype: str | None) -> GradProfile:
+    return _profile_and_flops(model, batch_size, device, dtype)[0]
 
 
 def _profile_and_flops(
-    model: str | GradProfile, batch_size: int | None, device: str | None
-) -> tuple[GradProfile, tuple[Any, Any] | None]:
-    """The profile, and the ``(ModelSpec, DeviceSpec)`` its compute came from where it came from FLOPs."""
+    model: str | GradProfile, batch_size: int | None, device: str | None, dtype: str | None
+) -> tuple[GradProfile, Any]:
+    """The profile, and where its compute came from FLOPs, its device (``ddpsim.stated.FlopsSource``)."""
     from simulator.profile import GradProfile
 
+    from .stated import FlopsSource
+
+    given = [n for n, v in (("batch_size", batch_size), ("device", device), ("dtype", dtype)) if v is not None]
     if isinstance(model, GradProfile):
+        if given:
+            raise ValueError(f"{', '.join(given)} apply to a model; a GradProfile has its own compute times")
         return model, None
     from simulator import zoo
 
@@ -62,12 +67,23 @@ def _profile_and_flops(
         read = read_json(model, "profile")
         spec_in_file = zoo.model_spec_in(read, model)
         if spec_in_file is None:
+            if given:
+                raise ValueError(
+                    f"{', '.join(given)} apply to a model; {model} is a profile with its own compute times"
+                )
             return GradProfile.from_file_dict(read, model), None
         spec = spec_in_file
     else:
         spec = zoo.load_model_spec(model)
+    if dtype is not None and dtype not in zoo.FLOPS_DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(zoo.FLOPS_DTYPES)}, got {dtype!r}")
+    compute_dtype = zoo.FLOPS_DTYPES[dtype] if dtype else None
+
+    def on(dev: Any) -> GradProfile:
+        return zoo.profile_from_flops(spec, dev, batch_size=batch_size, dtype=compute_dtype)
+
     dev = zoo.load_device(device or spec.default_device)
-    return zoo.profile_from_flops(spec, dev, batch_size=batch_size), (spec, dev)
+    return on(dev), FlopsSource(dev, on)
 
 
 def predict(
@@ -82,20 +98,23 @@ def predict(
     bucket_cap_mb_list: list[float] | None = None,
     batch_size: int | None = None,
     device: str | None = None,
+    dtype: str | None = None,
     **predict_kw: Any,
 ) -> StepResult:
     """Predict one step for a built-in model name, a profile JSON path or a ``GradProfile``.
 
     The network is a preset name or a ``CostModel`` (default ``ddpsim.resolve.DEFAULT_NETWORK``,
     ``nccl-h100-ib``); ``o_us`` and/or ``w_gbps`` (the all-reduce's per-call overhead in microseconds
-    and algorithm bandwidth in GB/s at this world size) replace those terms of it.
+    and algorithm bandwidth in GB/s at this world size) replace those terms of it. For a model (not a measured
+    profile): ``batch_size`` per rank, ``device`` (a spec name or file; default the model's own) and ``dtype``
+    (``fp32``, ``tf32``, ``bf16``: the compute dtype whose peak the device's MFU applies to; default the spec's).
     """
     from simulator.predict import predict as _predict
     from simulator.strategies import StrategySpec
 
     from .resolve import resolve_cost
 
-    prof = _profile(model, batch_size, device)
+    prof = _profile(model, batch_size, device, dtype)
     cost = resolve_cost(network, world_size=world_size, o_us=o_us, w_gbps=w_gbps)
     spec = (
         strategy
@@ -116,6 +135,7 @@ def recommend(
     w_gbps: float | None = None,
     batch_size: int | None = None,
     device: str | None = None,
+    dtype: str | None = None,
     **recommend_kw: Any,
 ) -> Any:
     """``ddpsim tune``'s recommendation (a ``ddpsim.tuner.TuneResult``: a round ``bucket_cap_mb``, or keep the
@@ -130,11 +150,11 @@ def recommend(
     from .stated import stated_inputs
     from .tuner import recommend as _recommend
 
-    prof, flops = _profile_and_flops(model, batch_size, device)
+    prof, flops = _profile_and_flops(model, batch_size, device, dtype)
     cost = resolve_cost(network, world_size=world_size, o_us=o_us, w_gbps=w_gbps)
     preset = (network is None or isinstance(network, str)) and o_us is None and w_gbps is None
     net = load_network(network or DEFAULT_NETWORK) if preset else None
-    stated = stated_inputs(prof, cost, flops=flops, network=net, batch_size=batch_size)
+    stated = stated_inputs(prof, cost, flops=flops, network=net)
     return _recommend(prof, cost, world_size, stated=stated, **recommend_kw)
 
 

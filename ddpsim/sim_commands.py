@@ -15,7 +15,7 @@ from simulator.units import MIB, TIB
 
 from .cliutil import add_csv, csv_stdout, emit_csv, emit_json, gbps_both, number, number_list, ranks_phrase, rate
 from .resolve import DEFAULT_NETWORK
-from .stated import StatedInputs, stated_inputs
+from .stated import FlopsSource, StatedInputs, stated_inputs
 
 # ---- argument types (argparse turns their ArgumentTypeError into one line, exit 2) ----
 # One number type for every flag of every command (ddpsim.cliutil.number): finite, bounded.
@@ -53,6 +53,13 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
         "--device",
         default=None,
         help="device spec for FLOP-based compute (default: the model's own device, shown by `ddpsim models`)",
+    )
+    g.add_argument(
+        "--dtype",
+        default=None,
+        choices=("fp32", "tf32", "bf16"),
+        help="compute dtype of FLOP-based compute: the device's peak of it, times its MFU (default: the device "
+        "spec's own dtype; the gradients, and so the communication, keep the model's parameter dtype)",
     )
     g.add_argument(
         "--compute-scale",
@@ -183,9 +190,10 @@ def resolve_profile(args: argparse.Namespace, params: Any = None) -> GradProfile
     return _profile_and_flops(args, params)[0]
 
 
-def _profile_and_flops(args: argparse.Namespace, params: Any = None) -> tuple[GradProfile, tuple[Any, Any] | None]:
-    """``resolve_profile``'s profile, and the ``(ModelSpec, DeviceSpec)`` its compute came from where it came
-    from FLOPs (a built-in model or a model description file), else None."""
+def _profile_and_flops(args: argparse.Namespace, params: Any = None) -> tuple[GradProfile, FlopsSource | None]:
+    """``resolve_profile``'s profile, and the device its compute came from with the way to build it again on
+    another (``ddpsim.stated``) where it came from FLOPs (a built-in model or a model description file), else
+    None."""
     model = args.model
     for flag in ("model", "device", "network"):
         if getattr(args, flag, None) == "":
@@ -200,23 +208,25 @@ def _profile_and_flops(args: argparse.Namespace, params: Any = None) -> tuple[Gr
     spec_in_file = zoo.model_spec_in(read, model) if a_file else None
     if model is None and params_prof is not None:
         prof = params_prof
-        measured = True
     elif a_file and spec_in_file is None:
         prof = GradProfile.from_file_dict(read, model)
-        measured = True
     else:  # a built-in name or a model file: its compute from FLOPs on a device
         spec = spec_in_file or zoo.load_model_spec(model or "gpt2-small")
         device = zoo.load_device(args.device or spec.default_device)
-        prof = zoo.profile_from_flops(spec, device, batch_size=args.batch_size)
-        measured = False
-        flops = (spec, device)
-    if measured and args.batch_size is not None:
-        raise ValueError("--batch-size applies to built-in models; a measured profile has its own batch size")
-    if measured and args.device is not None:
-        raise ValueError("--device applies to built-in models; a measured profile has its own compute times")
+        dtype = zoo.FLOPS_DTYPES[args.dtype] if args.dtype else None
+
+        def on(dev: Any) -> GradProfile:
+            made = zoo.profile_from_flops(spec, dev, batch_size=args.batch_size, dtype=dtype)
+            return made.scaled(args.compute_scale) if args.compute_scale != 1.0 else made
+
+        return on(device), FlopsSource(device, on)
+    for flag, own in (("batch_size", "batch size"), ("device", "compute times"), ("dtype", "compute times")):
+        if getattr(args, flag) is not None:
+            name = "--" + flag.replace("_", "-")
+            raise ValueError(f"{name} applies to built-in models; a measured profile has its own {own}")
     if args.compute_scale != 1.0:
         prof = prof.scaled(args.compute_scale)
-    return prof, (flops if not measured else None)
+    return prof, None
 
 
 def resolve_cost(args: argparse.Namespace, world_size: int, params: Any = None) -> CostModel:
@@ -283,15 +293,7 @@ def _resolve_all(args: argparse.Namespace) -> tuple[GradProfile, CostModel, int,
     network = (
         load_network(args.network or DEFAULT_NETWORK) if preset and args.o_us is None and args.w_gbps is None else None
     )
-    stated = stated_inputs(
-        prof,
-        cost,
-        flops=flops,
-        network=network,
-        compute_scale=args.compute_scale,
-        batch_size=args.batch_size,
-        cost_kw=_cost_flags(args),
-    )
+    stated = stated_inputs(prof, cost, flops=flops, network=network, cost_kw=_cost_flags(args))
     return prof, cost, args.world_size, params, stated
 
 

@@ -20,6 +20,15 @@ from simulator.strategies import StrategySpec
 
 
 @dataclass(frozen=True)
+class FlopsSource:
+    """Where a profile's compute came from FLOPs: the device, and the profile built on another device (the same
+    model, batch, compute dtype and compute scale)."""
+
+    device: Any  # simulator.zoo.DeviceSpec
+    on: Callable[[Any], GradProfile]
+
+
+@dataclass(frozen=True)
 class StatedInputs:
     """The ranges a prediction's preset and device state (labelled ``network NAME``, ``device NAME``), and
     its profile and cost model rebuilt with some of those values replaced."""
@@ -40,18 +49,13 @@ def stated_inputs(
     profile: GradProfile,
     cost: CostModel,
     *,
-    flops: tuple[Any, Any] | None,
+    flops: FlopsSource | None,
     network: NetworkSpec | None,
-    compute_scale: float = 1.0,
-    batch_size: int | None = None,
     cost_kw: Mapping[str, Any] | None = None,
 ) -> StatedInputs | None:
-    """The ``StatedInputs`` of a prediction whose ``profile`` came from FLOPs (``flops``: its
-    ``(ModelSpec, DeviceSpec)``, else None) and/or whose ``cost`` came from the preset ``network`` alone
-    (else None; ``cost_kw``: the channel, pipelining and contention flags given on top of it); None where
-    neither states a range."""
-    from simulator import zoo
-
+    """The ``StatedInputs`` of a prediction whose ``profile`` came from FLOPs (``flops``, else None) and/or
+    whose ``cost`` came from the preset ``network`` alone (else None; ``cost_kw``: the channel, pipelining and
+    contention flags given on top of it); None where neither states a range."""
     from .resolve import resolve_cost
 
     ranges: list[Labelled] = []
@@ -59,9 +63,9 @@ def stated_inputs(
     if network is not None and network.ranges:
         net_label = f"network {network.name}"
         ranges += [(net_label, r) for r in network.ranges]
-    if flops is not None and flops[1].ranges:
-        dev_label = f"device {flops[1].name}"
-        ranges += [(dev_label, r) for r in flops[1].ranges]
+    if flops is not None and flops.device.ranges:
+        dev_label = f"device {flops.device.name}"
+        ranges += [(dev_label, r) for r in flops.device.ranges]
     if not ranges:
         return None
 
@@ -69,10 +73,7 @@ def stated_inputs(
         prof, c = profile, cost
         dev_values = overrides_for(values, dev_label) if dev_label else {}
         if dev_values and flops is not None:
-            spec, device = flops
-            prof = zoo.profile_from_flops(spec, device.with_values(dev_values), batch_size=batch_size)
-            if compute_scale != 1.0:
-                prof = prof.scaled(compute_scale)
+            prof = flops.on(flops.device.with_values(dev_values))
         net_values = overrides_for(values, net_label) if net_label else {}
         if net_values and network is not None:
             c = resolve_cost(CostModel.from_network(network.with_values(net_values)), **dict(cost_kw or {}))

@@ -41,6 +41,7 @@ from .cliutil import (
 )
 from .report import format_verify, report_md, run_info, write_outputs
 from .sim_commands import add_o_w_args, float_list, load_params, sim_world
+from .stated import FlopsSource
 from .tuner import TuneResult, format_tune, recommend, with_files
 from .verification import Verification, VerifyRow, row_name
 
@@ -202,16 +203,13 @@ def _verify(
     )
 
 
-# --dtype's names as the device specs name their dtypes (``simulator.zoo.DeviceSpec.peaks``)
-_SPEC_DTYPES = {"fp32": "float32", "tf32": "tf32", "bf16": "bfloat16"}
-
-
-def _zoo_profile(args: argparse.Namespace) -> tuple[GradProfile, tuple[Any, Any]] | None:
+def _zoo_profile(args: argparse.Namespace) -> tuple[GradProfile, FlopsSource] | None:
     """The profile of ``--model`` where it names a model of the simulator's zoo (``ddpsim models``, or a model
     description file, ``ddpsim.model/1``, as ``predict`` reads it: no code to run here), its compute from FLOPs on
     ``--target-device`` (else the model's own default device, as ``predict``); ``None`` for a workload run here or
     where ``--profile`` gives the compute. Flags that only apply to a model run here are refused, one line each;
-    ``--dtype`` must be the device spec's own (its compute is the model's FLOPs at that dtype's effective rate)."""
+    ``--dtype`` is the compute dtype whose peak the device's MFU applies to (default: the spec's own), and with it
+    the device where its spec has no peak for it."""
     from simulator import zoo
     from simulator.jsonio import read_json
 
@@ -238,12 +236,12 @@ def _zoo_profile(args: argparse.Namespace) -> tuple[GradProfile, tuple[Any, Any]
                 f"{why}: {flag} applies to a model run on this machine ({', '.join(zoo.RUN_HERE)}, or a module)"
             )
     device = zoo.load_device(args.target_device or spec.default_device)
-    if args.dtype is not None and _SPEC_DTYPES[args.dtype] != device.dtype:
-        raise ValueError(
-            f"{why}: its compute is its FLOPs at the {device.dtype} rate of device {device.name} (the spec's dtype); "
-            f"--dtype {args.dtype} would need another rate: leave it out, or give a device spec of that dtype"
-        )
-    return zoo.profile_from_flops(spec, device, batch_size=args.batch_size), (spec, device)
+    dtype = zoo.FLOPS_DTYPES[args.dtype] if args.dtype is not None else None
+
+    def on(dev: Any) -> GradProfile:
+        return zoo.profile_from_flops(spec, dev, batch_size=args.batch_size, dtype=dtype)
+
+    return on(device), FlopsSource(device, on)  # a dtype the device has no peak for: one line, exit 2
 
 
 def _resolve_tune_cost(args: argparse.Namespace, base: CostModel | None, params: Any) -> CostModel:
@@ -319,7 +317,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     need_cal = args.params is None and args.network is None and args.o_us is None and zoo_prof is None
     if zoo_prof is not None:
         notes.append(
-            f"compute of {args.model} from its FLOPs on device {zoo_prof.source.split(':', 1)[-1]} (predicted only)"
+            f"compute of {args.model} from its FLOPs on device {zoo_prof.source.split(':', 1)[-1]} "
+            f"({zoo_prof.env.get('compute_dtype')}; predicted only)"
         )
         if args.params is None and args.network is None:
             from .resolve import DEFAULT_NETWORK
@@ -410,7 +409,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
             preset = args.params is None and args.o_us is None and args.w_gbps is None
             network = load_network(args.network or DEFAULT_NETWORK) if preset else None
-            stated = stated_inputs(prof, cost, flops=zoo_flops, network=network, batch_size=args.batch_size)
+            stated = stated_inputs(prof, cost, flops=zoo_flops, network=network)
         res = recommend(prof, cost, args.world_size, notes=notes, uncertainty=unc, stated=stated)
         verify = None
         if args.verify:
@@ -490,7 +489,7 @@ def add_tune_command(sub: Any, positive_float: Any = None) -> None:
         default=None,
         choices=("fp32", "tf32", "bf16"),
         help="precision of the step: of the ranks here (bf16 autocast; tf32 on CUDA only) and of --target-device "
-        "(default fp32; for a zoo model, its device spec's own)",
+        "(default fp32; for a zoo model, the dtype whose peak the device's MFU applies to, default the spec's own)",
     )
     t.add_argument(
         "--calibrate-device-from",

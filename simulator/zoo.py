@@ -33,7 +33,10 @@ this zoo are data without kernels and stay on the whole-model path.
 
 ``profile_from_flops`` turns a model and a device into a ``GradProfile``:
 
-* effective rate ``r = peak_flops * mfu`` (FLOP/s);
+* effective rate ``r = peak_flops * mfu`` (FLOP/s): the peak of the device's own ``dtype``, or of the
+  compute dtype asked for (``dtype``: ``float32``, ``tf32``, ``bfloat16``, ``float16``), the MFU taken as a
+  share of that dtype's peak; the gradients keep the model's parameter dtype (mixed precision all-reduces
+  float32 gradients), so the communication does not change with it;
 * ``forward_s = B * sum(fwd_flops_per_sample) / r`` for batch size ``B``;
 * backward of one op ``= 2 * B * fwd_flops / r``: a matmul's backward computes
   both the input gradient and the weight gradient, each as large as the
@@ -67,6 +70,8 @@ MODEL_SCHEMA = "ddpsim.model/1"
 DEVICE_SCHEMA = "ddpsim.device/2"
 DEVICE_SCHEMA_V1 = "ddpsim.device/1"  # one peak, no launch floor: still read
 DEVICE_RANGE_KEYS = ("mfu", "mem_bw_bytes_per_s")  # the values a device spec may state a range for
+# the command line's --dtype names (as ``realrun.precision`` runs them) as device specs name their peaks
+FLOPS_DTYPES = {"fp32": "float32", "tf32": "tf32", "bf16": "bfloat16"}
 DEFAULT_DEVICE = "h100-sxm"
 # the built-in models whose code is here to run (``realrun.workloads``; their descriptions here were generated from
 # it): ``tune`` profiles these for real; the others are predicted from their FLOPs only
@@ -528,18 +533,20 @@ def profile_from_flops(
     model: ModelSpec | str,
     device: DeviceSpec | str = DEFAULT_DEVICE,
     batch_size: int | None = None,
+    dtype: str | None = None,
 ) -> GradProfile:
     """A ``GradProfile`` with compute times from FLOPs and a device (formulas in the module docstring).
 
     ``batch_size`` is per rank (samples per step); ``None`` takes the model's
-    default. ``source`` is ``"flops:<device>"``; ready order is the reverse of
-    registration order.
+    default. ``dtype``: the compute dtype whose peak the MFU applies to (``None``: the device's own).
+    ``source`` is ``"flops:<device>"``; ready order is the reverse of registration order.
     """
     spec = load_model_spec(model) if isinstance(model, str) else model
     dev = load_device(device) if isinstance(device, str) else device
     batch = spec.default_batch_size if batch_size is None else batch_size
     _require(_is_count(batch) and batch >= 1, f"batch size must be an integer >= 1, got {batch!r}")
-    rate_flops = dev.effective_flops
+    compute_dtype = dev.dtype if dtype is None else dtype
+    rate_flops = dev.peak_for(compute_dtype) * dev.mfu
 
     bwd_s = [0.0] * len(spec.params)
     for group in spec.op_groups():
@@ -561,7 +568,8 @@ def profile_from_flops(
         env={
             "device": dev.name,
             "device_dtype": dev.dtype,
-            "peak_flops": dev.peak_flops,
+            "compute_dtype": compute_dtype,
+            "peak_flops": dev.peak_for(compute_dtype),
             "mfu": dev.mfu,
             "mem_bw_bytes_per_s": dev.mem_bw_bytes_per_s,
             "fwd_flops_per_step": fwd_flops_per_step,

@@ -182,3 +182,31 @@ def test_tune_of_a_zoo_model_and_the_api_agree_over_the_ranges(capsys, tmp_path)
     # the API with o and w given: those replace the preset's terms, so only the device's range is left
     given = ddpsim.recommend("gpt2-xl", world_size=64, o_us=100, w_gbps=40)
     assert {e["value"].split()[0] for e in given.stated_ranges["spread"]["effects"]} == {"device"}
+
+
+# ---- another compute dtype --------------------------------------------------------
+
+
+def test_predict_at_another_compute_dtype(capsys):
+    base = run_json(capsys, "predict", "--model", "gpt2-xl", "--world-size", "64")
+    fp32 = run_json(capsys, "predict", "--model", "gpt2-xl", "--world-size", "64", "--dtype", "fp32")
+    h100 = zoo.load_device("h100-sxm")
+    assert fp32["compute_s"] == pytest.approx(zoo.profile_from_flops("gpt2-xl", h100, dtype="float32").compute_s)
+    assert fp32["compute_s"] > 10 * base["compute_s"]  # 67 against 989.5 TFLOP/s
+    assert fp32["total_grad_bytes"] == base["total_grad_bytes"]  # the gradients keep the parameters' dtype
+    assert fp32["stated_ranges_spread"]["long_s"] > fp32["step_time_s"]  # the spread is taken at that dtype too
+    bf16 = run_json(capsys, "predict", "--model", "gpt2-xl", "--world-size", "64", "--dtype", "bf16")
+    assert bf16["step_time_s"] == base["step_time_s"]  # h100-sxm's own dtype
+    assert ddpsim.predict("gpt2-xl", world_size=64, dtype="fp32").step_time_s == pytest.approx(fp32["step_time_s"])
+
+
+def test_a_dtype_for_a_measured_profile_or_a_device_without_it_is_one_line(capsys):
+    prof = str(DATA / "tune_gpt_loopback.profile.json")
+    code, err = run_err(capsys, "predict", "--model", prof, "--dtype", "bf16")
+    assert code == 2 and "--dtype applies to built-in models" in err and err.count("\n") == 1
+    code, err = run_err(capsys, "predict", "--model", "gpt2-small", "--device", "v100-sxm", "--dtype", "bf16")
+    assert code == 2 and "has no bfloat16 peak" in err and err.count("\n") == 1
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        ddpsim.predict("gpt2-small", world_size=8, dtype="fp16")
+    with pytest.raises(ValueError, match="dtype apply to a model"):
+        ddpsim.predict(prof, world_size=8, dtype="bf16")

@@ -431,7 +431,6 @@ def test_tune_of_a_zoo_model_predicts_it_as_its_profile_file_would_and_starts_no
     [
         (["--verify"], "--verify"),
         (["--link-mbit", "100"], "--link-mbit"),
-        (["--dtype", "fp32"], "--dtype fp32 would need another rate"),  # h100-sxm's spec is bfloat16
     ],
 )
 def test_tune_of_a_zoo_model_refuses_what_needs_the_model_run_here(extra, flag, tmp_path, capsys, no_ranks):
@@ -439,6 +438,13 @@ def test_tune_of_a_zoo_model_refuses_what_needs_the_model_run_here(extra, flag, 
     err = capsys.readouterr().err
     assert err.startswith("ddpsim: error: gpt2-small is a model of the simulator's zoo") and flag in err, err
     assert err.count("\n") == 1 and not (tmp_path / "out").exists()
+
+
+def test_a_zoo_model_on_a_device_without_that_dtype_is_one_line(tmp_path, capsys, no_ranks):
+    argv = ["tune", "--model", "gpt2-small", "--target-device", "v100-sxm", "--dtype", "bf16"]
+    assert _exit_code([*argv, "--out-dir", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "has no bfloat16 peak" in err and err.count("\n") == 1 and not (tmp_path / "out").exists()
 
 
 def test_tune_of_a_zoo_model_takes_its_batch_its_file_and_its_devices_dtype(gpt2_profile, tmp_path, capsys, no_ranks):
@@ -450,6 +456,12 @@ def test_tune_of_a_zoo_model_takes_its_batch_its_file_and_its_devices_dtype(gpt2
     model_file = str(Path(zoo.__file__).parent / "data" / "models" / "gpt2-small.json")
     assert run("--model", model_file)["default_step_time_s"] == by_name["default_step_time_s"]
     assert run("--model", "gpt2-small", "--dtype", "bf16")["default_step_time_s"] == by_name["default_step_time_s"]
+    # another compute dtype: the device's peak of it, times its MFU (h100-sxm: 67 TFLOP/s fp32, 989.5 bf16)
+    fp32 = run("--model", "gpt2-small", "--dtype", "fp32")
+    h100 = zoo.load_device("h100-sxm")
+    assert fp32["compute_s"] == pytest.approx(zoo.profile_from_flops("gpt2-small", h100, dtype="float32").compute_s)
+    assert fp32["compute_s"] > 10 * by_name["compute_s"]
+    assert any("(float32; predicted only)" in n for n in fp32["notes"])
     assert run("--model", "gpt2-small", "--batch-size", "4")["compute_s"] < by_name["compute_s"]
     # a profile of a zoo model, named by --model too, is read as the profile (as before zoo models were tuned)
     assert (
