@@ -144,16 +144,13 @@ def recommend(
     ``predict`` resolves it; nothing is measured. Where the network is a preset (by name, or the default) and
     no ``o_us``/``w_gbps`` replace its terms, and/or the compute comes from a device's FLOPs, the result's
     ``stated_ranges`` gives the step and the best round cap over the ranges they state (``ddpsim.stated``)."""
-    from simulator.network import load_network
-
-    from .resolve import DEFAULT_NETWORK, resolve_cost
-    from .stated import stated_inputs
+    from .resolve import resolve_cost
+    from .stated import preset_network, stated_inputs
     from .tuner import recommend as _recommend
 
     prof, flops = _profile_and_flops(model, batch_size, device, dtype)
     cost = resolve_cost(network, world_size=world_size, o_us=o_us, w_gbps=w_gbps)
-    preset = (network is None or isinstance(network, str)) and o_us is None and w_gbps is None
-    net = load_network(network or DEFAULT_NETWORK) if preset else None
+    net = preset_network(network, fitted=False, o_w_given=o_us is not None or w_gbps is not None)
     stated = stated_inputs(prof, cost, flops=flops, network=net)
     return _recommend(prof, cost, world_size, stated=stated, **recommend_kw)
 

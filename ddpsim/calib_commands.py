@@ -483,22 +483,24 @@ def _plots(args: argparse.Namespace, out: Path) -> list[Any]:
 
 def _scaling_rows(path: str) -> list[dict[str, Any]]:
     """The rows of one ``ddpsim validate`` result for the scaling plot: each row takes the result's world size,
-    and its configuration's name (``torch-ddp 4``) as the line it belongs to."""
-    from calibration.plots import read_rows
+    and its configuration's name (``calibration.validate.config_label``) as the line it belongs to."""
+    from calibration.validate import config_label
     from simulator.jsonio import read_json
 
-    rows = read_rows(path)  # a ValueError naming the file when it holds no rows
     top = read_json(path, "validate result")
-    p = top.get("world_size") if isinstance(top, dict) else None
+    rows = top.get("rows") if isinstance(top, dict) else None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise ValueError(f"--scaling {path}: not a `ddpsim validate` result (no list of rows)")
+    p = top.get("world_size")
     out = []
     for r in rows:
         world = r.get("world_size", p)
         if not isinstance(world, int) or isinstance(world, bool) or world < 1:
             raise ValueError(f"--scaling {path}: no world size in the result or its rows (a `ddpsim validate` result)")
-        name = str(r.get("strategy") or "")
-        if r.get("bucket_mb") is not None:
-            name = f"{name} {r['bucket_mb']:g}"
-        out.append({**r, "world_size": world, "strategy": name})
+        mb, caps = r.get("bucket_mb"), r.get("bucket_cap_mb_list")
+        if not (mb is None or isinstance(mb, (int, float))) or not (caps is None or isinstance(caps, list)):
+            raise ValueError(f"--scaling {path}: a row's bucket_mb or bucket_cap_mb_list is not a number or a list")
+        out.append({**r, "world_size": world, "strategy": config_label(str(r.get("strategy") or ""), mb, caps)})
     return out
 
 

@@ -15,7 +15,7 @@ from simulator.units import MIB, TIB
 
 from .cliutil import add_csv, csv_stdout, emit_csv, emit_json, gbps_both, number, number_list, ranks_phrase, rate
 from .resolve import DEFAULT_NETWORK
-from .stated import FlopsSource, StatedInputs, stated_inputs
+from .stated import SPREAD_MAX_REPEATS, FlopsSource, StatedInputs, preset_network, stated_inputs
 
 # ---- argument types (argparse turns their ArgumentTypeError into one line, exit 2) ----
 # One number type for every flag of every command (ddpsim.cliutil.number): finite, bounded.
@@ -185,13 +185,9 @@ def add_sim_args(p: argparse.ArgumentParser) -> None:
 
 
 # ---- resolution -------------------------------------------------------------------
-def resolve_profile(args: argparse.Namespace, params: Any = None) -> GradProfile:
-    """The profile: --model (built-in name or profile JSON), else the one in --params, else gpt2-small."""
-    return _profile_and_flops(args, params)[0]
-
-
 def _profile_and_flops(args: argparse.Namespace, params: Any = None) -> tuple[GradProfile, FlopsSource | None]:
-    """``resolve_profile``'s profile, and the device its compute came from with the way to build it again on
+    """The profile: --model (built-in name or profile JSON), else the one in --params, else gpt2-small; and the
+    device its compute came from with the way to build it again on
     another (``ddpsim.stated``) where it came from FLOPs (a built-in model or a model description file), else
     None."""
     model = args.model
@@ -289,10 +285,8 @@ def _resolve_all(args: argparse.Namespace) -> tuple[GradProfile, CostModel, int,
     prof, flops = _profile_and_flops(args, params)
     cost = resolve_cost(args, args.world_size, params)
     # the preset's stated ranges hold where its figures are what the prediction uses: not --params, not o/w flags
-    preset = params is None or args.network is not None
-    network = (
-        load_network(args.network or DEFAULT_NETWORK) if preset and args.o_us is None and args.w_gbps is None else None
-    )
+    o_w = args.o_us is not None or args.w_gbps is not None
+    network = preset_network(args.network, fitted=params is not None and args.network is None, o_w_given=o_w)
     stated = stated_inputs(prof, cost, flops=flops, network=network, cost_kw=_cost_flags(args))
     return prof, cost, args.world_size, params, stated
 
@@ -414,7 +408,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         d["trace"] = args.trace
         d["interval"] = iv.to_dict() if iv is not None else None
         d["single_step_interval"] = iv1.to_dict() if iv1 is not None else None
-        d["stated_ranges_spread"] = spread.to_dict() if spread is not None else None
+        d["stated_ranges"] = {"spread": spread.to_dict()} if spread is not None else None
         d["csv"] = csv_file
         emit_json(args, d)
     else:
@@ -521,17 +515,12 @@ def _sweep_ends(
     end that lengthens it (the ends found at the point's best bucket), with their line (``ddpsim.stated``)."""
     from simulator.sweep import sweep
 
-    from .stated import ends_note
-
-    spread = stated.spread(replace(spec, bucket_mb=best_mb), p, **kw)
-    if spread is None:
-        return None
+    few = {**kw, "repeats": min(kw["repeats"], SPREAD_MAX_REPEATS)}
 
     def best_at(prof: GradProfile, cost: CostModel) -> float:
-        return sweep(prof, cost, replace(spec, bucket_mb=grid[0]), p, grid, **kw).best_bucket_mb
+        return sweep(prof, cost, replace(spec, bucket_mb=grid[0]), p, grid, **few).best_bucket_mb
 
-    line, d = ends_note(stated, spread, best_at, "the best bucket")
-    return line, d
+    return stated.ends(replace(spec, bucket_mb=best_mb), p, best_at, "the best bucket", **kw)
 
 
 def _model_row(name: str) -> dict[str, Any]:

@@ -1,22 +1,27 @@
 """The ranges a prediction's network preset and device spec state, through the front door.
 
-``predict``, ``sweep`` and ``tune`` on a preset network (no ``--params``, no ``--o-us``/``--w-gbps``) and a
-zoo model (its compute from FLOPs on a device) have no measured error to draw an interval from. Where the
-preset or the device spec states a range for a value (``simulator.assumptions``), these say how far the
-step and the best cap move over it. ``StatedInputs.build`` rebuilds the prediction's profile and cost
-model with some values replaced, through the same resolver as the point prediction.
+A prediction whose network is a preset (no ``--params``, no ``--o-us``/``--w``) and/or whose compute comes from
+a model's FLOPs on a device spec has no measured error to draw an interval from. Where the preset or the
+device spec states a range for a value (``simulator.assumptions``), ``predict``, ``sweep``, ``tune`` and
+``ddpsim.recommend`` say how far the step, and the best cap, move over it. ``StatedInputs.build`` rebuilds
+the prediction's profile and cost model with some values replaced, through the same resolver as the point
+prediction.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from simulator.assumptions import Labelled, Spread, overrides_for, spread_over
-from simulator.network import CostModel, NetworkSpec
+from simulator.network import CostModel, NetworkSpec, load_network
 from simulator.profile import GradProfile
 from simulator.strategies import StrategySpec
+
+# The spread predicts each setting 2n + 3 times for n ranges; with --jitter each of those runs every seed. The
+# spread's own predictions take at most this many seeds (a span over assumptions needs no finer mean).
+SPREAD_MAX_REPEATS = 9
 
 
 @dataclass(frozen=True)
@@ -31,18 +36,72 @@ class FlopsSource:
 @dataclass(frozen=True)
 class StatedInputs:
     """The ranges a prediction's preset and device state (labelled ``network NAME``, ``device NAME``), and
-    its profile and cost model rebuilt with some of those values replaced."""
+    its profile and cost model rebuilt with some of those values replaced (``build``, each rebuild kept)."""
 
     ranges: tuple[Labelled, ...]
-    build: Callable[[Mapping[str, float]], tuple[GradProfile, CostModel]]
+    make: Callable[[Mapping[str, float]], tuple[GradProfile, CostModel]]
+    _built: dict[tuple[tuple[str, float], ...], tuple[GradProfile, CostModel]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def build(self, values: Mapping[str, float]) -> tuple[GradProfile, CostModel]:
+        key = tuple(sorted(values.items()))
+        if key not in self._built:
+            self._built[key] = self.make(values)
+        return self._built[key]
 
     def spread(self, strategy: StrategySpec, world_size: int, **predict_kw: Any) -> Spread | None:
         """The step over the stated ranges (``simulator.assumptions.spread_over``) of one configuration."""
         from simulator.predict import predict
 
+        kw = dict(predict_kw)
+        kw["repeats"] = min(int(kw.get("repeats", 1)), SPREAD_MAX_REPEATS)
         return spread_over(
-            self.ranges, lambda values: predict(*self.build(values), strategy, world_size, **predict_kw).step_time_s
+            self.ranges, lambda values: predict(*self.build(values), strategy, world_size, **kw).step_time_s
         )
+
+    def ends(
+        self,
+        strategy: StrategySpec,
+        world_size: int,
+        best_at: Callable[[GradProfile, CostModel], float],
+        what: str,
+        **predict_kw: Any,
+    ) -> tuple[str, dict[str, Any]] | None:
+        """A line and its JSON: the spread of ``strategy`` (the point's best setting), and ``best_at``'s answer
+        (a best cap, in MiB) with every stated value at the end that shortens the step alone and at the end that
+        lengthens it, and the value that moves the step most."""
+        spread = self.spread(strategy, world_size, **predict_kw)
+        if spread is None:
+            return None
+        short = best_at(*self.build(spread.short_values))
+        long = best_at(*self.build(spread.long_values))
+        either = (
+            f"{short:.4g} MiB either way"
+            if short == long
+            else f"{short:.4g} MiB at the short end, {long:.4g} MiB at the long"
+        )
+        top = spread.effects[0]
+        verb = "states" if " and " not in spread.who else "state"
+        line = (
+            f"over the ranges {spread.who} {verb} (not measured), the step is "
+            f"{spread.short_s * 1e3:.4g}-{spread.long_s * 1e3:.4g} ms and {what} is {either}; "
+            f"{top.label} moves it most ({top.step_at_low_s * 1e3:.4g} / {top.step_at_high_s * 1e3:.4g} ms at its ends)"
+        )
+        return line, {"spread": spread.to_dict(), "short_end_mb": short, "long_end_mb": long}
+
+
+def preset_network(
+    network: str | CostModel | NetworkSpec | None, *, fitted: bool, o_w_given: bool
+) -> NetworkSpec | None:
+    """The preset a prediction's network figures come from unchanged (its stated ranges then apply): a preset
+    name or file (None: ``ddpsim.resolve.DEFAULT_NETWORK``), not where fitted params, a ``CostModel`` or o/w
+    given for this world size take their place."""
+    from .resolve import DEFAULT_NETWORK
+
+    if fitted or o_w_given or isinstance(network, CostModel):
+        return None
+    return network if isinstance(network, NetworkSpec) else load_network(network or DEFAULT_NETWORK)
 
 
 def stated_inputs(
@@ -54,8 +113,8 @@ def stated_inputs(
     cost_kw: Mapping[str, Any] | None = None,
 ) -> StatedInputs | None:
     """The ``StatedInputs`` of a prediction whose ``profile`` came from FLOPs (``flops``, else None) and/or
-    whose ``cost`` came from the preset ``network`` alone (else None; ``cost_kw``: the channel, pipelining and
-    contention flags given on top of it); None where neither states a range."""
+    whose ``cost`` came from the preset ``network`` alone (``preset_network``, else None; ``cost_kw``: the
+    channel, pipelining and contention flags given on top of it); None where neither states a range."""
     from .resolve import resolve_cost
 
     ranges: list[Labelled] = []
@@ -69,7 +128,7 @@ def stated_inputs(
     if not ranges:
         return None
 
-    def build(values: Mapping[str, float]) -> tuple[GradProfile, CostModel]:
+    def make(values: Mapping[str, float]) -> tuple[GradProfile, CostModel]:
         prof, c = profile, cost
         dev_values = overrides_for(values, dev_label) if dev_label else {}
         if dev_values and flops is not None:
@@ -79,25 +138,4 @@ def stated_inputs(
             c = resolve_cost(CostModel.from_network(network.with_values(net_values)), **dict(cost_kw or {}))
         return prof, c
 
-    return StatedInputs(tuple(ranges), build)
-
-
-def ends_note(
-    inputs: StatedInputs, spread: Spread, best_at: Callable[[GradProfile, CostModel], float], what: str
-) -> tuple[str, dict[str, Any]]:
-    """A line and its JSON: ``best_at``'s answer (a best cap, in MiB) with every stated value at the end that
-    shortens the step alone and at the end that lengthens it, and the value that moves the step most."""
-    short = best_at(*inputs.build(spread.short_values))
-    long = best_at(*inputs.build(spread.long_values))
-    either = (
-        f"{short:.4g} MiB either way"
-        if short == long
-        else f"{short:.4g} MiB at the short end, {long:.4g} MiB at the long"
-    )
-    top = spread.effects[0]
-    line = (
-        f"over the ranges the preset and device state (not measured), the step is "
-        f"{spread.short_s * 1e3:.4g}-{spread.long_s * 1e3:.4g} ms and {what} is {either}; "
-        f"{top.label} moves it most ({top.step_at_low_s * 1e3:.4g} / {top.step_at_high_s * 1e3:.4g} ms at its ends)"
-    )
-    return line, {"short_end_mb": short, "long_end_mb": long, "spread": spread.to_dict()}
+    return StatedInputs(tuple(ranges), make)

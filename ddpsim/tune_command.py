@@ -400,16 +400,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
             unc = fitted.uncertainty(compute_steps)
         else:
             unc = Uncertainty.from_fit(compute_samples_s=compute_steps)
-        stated = None
-        if zoo_flops is not None:  # the ranges its device and a preset network state (not --params, not o/w)
-            from simulator.network import load_network
+        # the ranges a zoo model's device and a preset network state (not a calibration's, --params', o/w's)
+        from .stated import preset_network, stated_inputs
 
-            from .resolve import DEFAULT_NETWORK
-            from .stated import stated_inputs
-
-            preset = args.params is None and args.o_us is None and args.w_gbps is None
-            network = load_network(args.network or DEFAULT_NETWORK) if preset else None
-            stated = stated_inputs(prof, cost, flops=zoo_flops, network=network)
+        o_w = args.o_us is not None or args.w_gbps is not None
+        network = preset_network(args.network, fitted=need_cal or args.params is not None, o_w_given=o_w)
+        stated = stated_inputs(prof, cost, flops=zoo_flops, network=network)
         res = recommend(prof, cost, args.world_size, notes=notes, uncertainty=unc, stated=stated)
         verify = None
         if args.verify:

@@ -130,7 +130,7 @@ class TuneResult:
     files: Mapping[str, str] = field(default_factory=dict)
     verify: Verification | None = None
     run: Mapping[str, Any] | None = None  # the command line, host, torch version (``ddpsim tune``)
-    # the best round cap and the step over the ranges a preset and a device state (``ddpsim.stated.ends_note``)
+    # the best round cap and the step over the ranges a preset and a device state (``StatedInputs.ends``)
     stated_ranges: Mapping[str, Any] | None = None
 
     @property
@@ -303,17 +303,13 @@ def stated_ends(
 ) -> tuple[str, dict[str, Any]] | None:
     """The best round cap (``_round_recommendation``) with every value a preset or a device states a range for
     at the end that shortens the step at ``best_mb`` alone, and at the end that lengthens it."""
-    from .stated import ends_note
-
-    spread = stated.spread(StrategySpec("torch-ddp", bucket_mb=best_mb), world_size, **predict_kw)
-    if spread is None:
-        return None
 
     def best_at(prof: GradProfile, cost: CostModel) -> float:
         sw = sweep(prof, cost, StrategySpec("torch-ddp", bucket_mb=grid[0]), world_size, grid, **predict_kw)
         return _round_recommendation(prof, cost, world_size, sw, grid, **predict_kw)[0]
 
-    return ends_note(stated, spread, best_at, "the best round cap")
+    spec = StrategySpec("torch-ddp", bucket_mb=best_mb)
+    return stated.ends(spec, world_size, best_at, "the best round cap", **predict_kw)
 
 
 def split_note(profile: GradProfile, cost: CostModel, world_size: int, grid: Sequence[float], **predict_kw: Any) -> str:

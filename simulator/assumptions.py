@@ -44,19 +44,40 @@ class StatedRange:
     def __post_init__(self) -> None:
         for name in ("point", "low", "high"):
             v = getattr(self, name)
-            _require(
-                isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) and float(v) > 0,
-                f"range of {self.key}: {name} must be a finite number > 0, got {v!r}",
-            )
+            _require(_positive(v), f"range of {self.key}: {name} must be a finite number > 0, got {_short(v)}")
+        _require(self.low <= self.high, f"range of {self.key}: low {self.low!r} is above high {self.high!r}")
         _require(
             self.low <= self.point <= self.high,
-            f"range of {self.key}: low <= value <= high must hold, got {self.low!r} <= {self.point!r} <= {self.high!r}",
+            f"range of {self.key}: the value {self.point!r} lies outside its stated range {self.low!r}-{self.high!r}: "
+            "widen the range (with its source) or remove it",
         )
         _require(self.high <= self.at_most, f"range of {self.key}: high must be <= {self.at_most:g}, got {self.high!r}")
         _require(isinstance(self.source, str) and self.source.strip() != "", f"range of {self.key}: no source given")
 
     def to_dict(self) -> dict[str, Any]:
         return {"low": self.low, "high": self.high, "source": self.source}
+
+    @property
+    def high_lengthens(self) -> bool:
+        """Whether the high end is the one that lengthens a step when nothing else says (a tie): a latency or an
+        overhead does; a bandwidth, an MFU does not."""
+        return not (self.key.endswith("bytes_per_s") or self.key.endswith("mfu"))
+
+
+def _positive(v: Any) -> bool:
+    """A real number (not a bool), finite and > 0; a huge integer is not finite here (``math.isfinite`` would
+    raise on it)."""
+    if not isinstance(v, numbers.Real) or isinstance(v, bool):
+        return False
+    try:
+        return math.isfinite(float(v)) and float(v) > 0
+    except OverflowError:
+        return False
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else f"{text[:37]}... ({len(text)} characters)"
 
 
 def parse_ranges(
@@ -128,10 +149,17 @@ class Spread:
     short_values: Mapping[str, float]  # the values at the short end, keyed as ``spread_over``'s ``step_at`` takes
     long_values: Mapping[str, float]
 
+    @property
+    def who(self) -> str:
+        """Whose ranges these are, in words: "the preset", "the device", "the preset and the device"."""
+        kinds = {e.label.split()[0] for e in self.effects}
+        names = [w for k, w in (("network", "the preset"), ("device", "the device")) if k in kinds]
+        return " and ".join(names) or "the specs"
+
     def to_dict(self) -> dict[str, Any]:
         return {
-            "what": "the step over the ranges the network preset and the device spec state (assumptions and "
-            "reported spans, not measurements; a span, no probability claimed)",
+            "what": f"the step over the ranges {self.who} state (assumptions and reported spans, not "
+            "measurements; a span, no probability claimed)",
             "point_s": self.point_s,
             "short_s": self.short_s,
             "long_s": self.long_s,
@@ -139,26 +167,32 @@ class Spread:
         }
 
     def describe(self, top: int = 3) -> list[str]:
-        """Lines for a terminal: the joint span, then the ``top`` ranges that move the step most."""
+        """Lines for a terminal: the joint span, then the ``top`` ranges that move the step most (those that do
+        not move it at all are counted, not listed)."""
+        verb = "states" if " and " not in self.who else "state"
         lines = [
-            f"over the ranges the preset and device state (not measured; a span, not an interval): "
+            f"over the ranges {self.who} {verb} (not measured; a span, not an interval): "
             f"{self.short_s * 1e3:.4g}-{self.long_s * 1e3:.4g} ms"
         ]
-        for e in self.effects[:top]:
+        moving = [e for e in self.effects if e.moves_s > 0]
+        for e in moving[:top]:
             r = e.stated
             lines.append(
                 f"  {e.label} {_value(r.key, r.low, unit=False)}-{_value(r.key, r.high)}: "
                 f"{e.step_at_low_s * 1e3:.4g} ms at {_value(r.key, r.low)}, {e.step_at_high_s * 1e3:.4g} ms at "
                 f"{_value(r.key, r.high)}"
             )
-        if len(self.effects) > top:
-            lines.append(f"  ({len(self.effects) - top} more in --json, each moving the step less)")
+        rest = [f"{len(moving) - top} more move it less" if len(moving) > top else "", ""]
+        if len(moving) < len(self.effects):
+            rest[1] = f"{len(self.effects) - len(moving)} do not move this step"
+        if any(rest):
+            lines.append(f"  ({'; '.join(r for r in rest if r)}: --json has each)")
         return lines
 
 
 def _value(key: str, v: float, unit: bool = True) -> str:
     """A stated value in the unit people quote it in (``unit``: with the unit's name)."""
-    if key.endswith("bw_bytes_per_s"):
+    if key.endswith("bytes_per_s"):
         return f"{v / 1e9:.4g}" + (" GB/s" if unit else "")
     if key.endswith("_s"):
         return f"{v * 1e6:.4g}" + (" us" if unit else "")
@@ -170,7 +204,9 @@ Labelled = tuple[str, StatedRange]  # ("network nccl-h100-ib", its range)
 
 def spread_over(ranges: Sequence[Labelled], step_at: Callable[[Mapping[str, float]], float]) -> Spread | None:
     """The ``Spread`` of ``step_at`` (the step, in seconds, with the values given by label and key replaced:
-    ``{"network nccl-h100-ib|inter.alpha_s": 4e-6}``) over ``ranges``; ``None`` without any range."""
+    ``{"network nccl-h100-ib|inter.alpha_s": 4e-6}``) over ``ranges``; ``None`` without any range. Each value
+    goes to the end that lengthens the step alone for the long end; where its two ends give the same step (it
+    does not move this step alone), to the end that lengthens a step by its kind (``high_lengthens``)."""
     if not ranges:
         return None
     point = step_at({})
@@ -179,7 +215,8 @@ def spread_over(ranges: Sequence[Labelled], step_at: Callable[[Mapping[str, floa
         key = f"{label}|{r.key}"
         at_low, at_high = step_at({key: r.low}), step_at({key: r.high})
         effects.append(RangeEffect(f"{label} {r.key}", r, at_low, at_high))
-        long[key], short[key] = (r.low, r.high) if at_low > at_high else (r.high, r.low)
+        high_long = at_high > at_low if at_high != at_low else r.high_lengthens
+        long[key], short[key] = (r.high, r.low) if high_long else (r.low, r.high)
     effects.sort(key=lambda e: -e.moves_s)
     return Spread(point, step_at(short), step_at(long), tuple(effects), short, long)
 

@@ -155,3 +155,18 @@ def test_plot_scaling_from_validate_results_at_two_world_sizes(tmp_path, capsys)
     no_world.write_text(json.dumps({"rows": [{"strategy": "flat", "predicted_step_s": 0.1}]}))
     assert main(["plot", "--scaling", str(no_world), "--plot-dir", str(tmp_path / "p2")]) == 2
     assert "no world size" in capsys.readouterr().err
+
+
+def test_scaling_rows_name_a_cap_list_apart_from_the_default(tmp_path):
+    from ddpsim.calib_commands import _scaling_rows
+
+    path = tmp_path / "v.json"
+    rows = [
+        {"strategy": "torch-ddp", "bucket_mb": None, "predicted_step_s": 0.1, "measured_median_s": 0.1},
+        {"strategy": "torch-ddp", "bucket_cap_mb_list": [1, 4], "predicted_step_s": 0.1, "measured_median_s": 0.1},
+    ]
+    path.write_text(json.dumps({"world_size": 2, "rows": rows}))
+    assert [r["strategy"] for r in _scaling_rows(str(path))] == ["torch-ddp", "torch-ddp caps 1,4 MiB"]
+    path.write_text(json.dumps({"world_size": 2, "rows": [{**rows[0], "bucket_mb": "4"}]}))
+    with pytest.raises(ValueError, match="not a number or a list"):
+        _scaling_rows(str(path))

@@ -62,7 +62,11 @@ def _network(**ranges):
     [
         ({"inter.latency": {"low": 1, "high": 2, "source": "x"}}, "unknown field 'inter.latency'"),
         ({"linear.o_s": {"low": 1e-6, "high": 2e-6, "source": "x"}}, "unknown field 'linear.o_s'"),
-        ({"inter.alpha_s": {"low": 6e-6, "high": 1e-5, "source": "x"}}, "low <= value <= high"),
+        ({"inter.alpha_s": {"low": 6e-6, "high": 1e-5, "source": "x"}}, "lies outside its stated range"),
+        ({"inter.alpha_s": {"low": 1e-5, "high": 1e-6, "source": "x"}}, "is above high"),
+        ({"inter.alpha_s": {"low": 1e-6, "high": 10**400, "source": "x"}}, "finite number > 0"),
+        ({"inter.alpha_s": {"low": True, "high": 1e-5, "source": "x"}}, "finite number > 0"),
+        ({"inter.alpha_s": {"low": "1e-6", "high": 1e-5, "source": "x"}}, "finite number > 0"),
         ({"inter.alpha_s": {"low": float("nan"), "high": 1e-5, "source": "x"}}, "finite number > 0"),
         ({"inter.alpha_s": {"low": 0, "high": 1e-5, "source": "x"}}, "finite number > 0"),
         ({"inter.alpha_s": {"low": 1e-6, "high": 1e-5, "source": " "}}, "no source"),
@@ -124,7 +128,7 @@ def test_spread_over_a_known_function():
 
 def test_predict_states_the_spread_and_each_range_alone(capsys):
     d = run_json(capsys, "predict", "--model", "gpt2-xl", "--world-size", "64", "--network", "nccl-h100-ib")
-    s = d["stated_ranges_spread"]
+    s = d["stated_ranges"]["spread"]
     assert s["short_s"] < s["point_s"] < s["long_s"] and s["point_s"] == pytest.approx(d["step_time_s"])
     labels = {e["value"] for e in s["effects"]}
     assert "device h100-sxm mfu" in labels and "network nccl-h100-ib inter.bw_bytes_per_s" in labels
@@ -142,21 +146,21 @@ def test_predict_text_names_the_span_and_the_top_ranges(capsys):
     code = main(["predict", "--model", "gpt2-xl", "--world-size", "64"])
     out = capsys.readouterr().out
     assert code == 0
-    assert "over the ranges the preset and device state (not measured; a span, not an interval)" in out
+    assert "over the ranges the preset and the device state (not measured; a span, not an interval)" in out
     assert "device h100-sxm mfu 0.25-0.55:" in out
 
 
 def test_values_given_by_flags_or_measured_state_no_range(capsys):
     d = run_json(capsys, "predict", "--model", "gpt2-xl", "--world-size", "64", "--o-us", "50", "--w", "40")
-    assert {e["value"].split()[0] for e in d["stated_ranges_spread"]["effects"]} == {"device"}
+    assert {e["value"].split()[0] for e in d["stated_ranges"]["spread"]["effects"]} == {"device"}
     prof = str(DATA / "tune_gpt_loopback.profile.json")
     d = run_json(capsys, "predict", "--model", prof, "--network", "nccl-h100-ib", "--world-size", "8")
-    assert {e["value"].split()[0] for e in d["stated_ranges_spread"]["effects"]} == {"network"}
+    assert {e["value"].split()[0] for e in d["stated_ranges"]["spread"]["effects"]} == {"network"}
     d = run_json(capsys, "predict", "--model", prof, "--network", "gloo-loopback", "--world-size", "2")
-    assert d["stated_ranges_spread"] is None
+    assert d["stated_ranges"] is None
     params = str(DATA / "tune_gpt_loopback.params.json")
     d = run_json(capsys, "predict", "--params", params)
-    assert d["stated_ranges_spread"] is None and d["interval"] is not None
+    assert d["stated_ranges"] is None and d["interval"] is not None
 
 
 def test_sweep_gives_the_best_bucket_at_either_end(capsys):
@@ -174,7 +178,7 @@ def test_tune_of_a_zoo_model_and_the_api_agree_over_the_ranges(capsys, tmp_path)
     d = run_json(capsys, "tune", "--model", "gpt2-xl", "--world-size", "64", "--out-dir", str(tmp_path), "--quiet")
     ends = d["stated_ranges"]
     assert ends["short_end_mb"] > 0 and ends["long_end_mb"] > 0
-    assert any(n.startswith("over the ranges the preset and device state") for n in d["notes"])
+    assert any(n.startswith("over the ranges the preset and the device state") for n in d["notes"])
     api = ddpsim.recommend("gpt2-xl", world_size=64)
     assert api.stated_ranges["short_end_mb"] == ends["short_end_mb"]
     assert api.stated_ranges["long_end_mb"] == ends["long_end_mb"]
@@ -194,7 +198,7 @@ def test_predict_at_another_compute_dtype(capsys):
     assert fp32["compute_s"] == pytest.approx(zoo.profile_from_flops("gpt2-xl", h100, dtype="float32").compute_s)
     assert fp32["compute_s"] > 10 * base["compute_s"]  # 67 against 989.5 TFLOP/s
     assert fp32["total_grad_bytes"] == base["total_grad_bytes"]  # the gradients keep the parameters' dtype
-    assert fp32["stated_ranges_spread"]["long_s"] > fp32["step_time_s"]  # the spread is taken at that dtype too
+    assert fp32["stated_ranges"]["spread"]["long_s"] > fp32["step_time_s"]  # the spread is taken at that dtype too
     bf16 = run_json(capsys, "predict", "--model", "gpt2-xl", "--world-size", "64", "--dtype", "bf16")
     assert bf16["step_time_s"] == base["step_time_s"]  # h100-sxm's own dtype
     assert ddpsim.predict("gpt2-xl", world_size=64, dtype="fp32").step_time_s == pytest.approx(fp32["step_time_s"])
@@ -210,3 +214,51 @@ def test_a_dtype_for_a_measured_profile_or_a_device_without_it_is_one_line(capsy
         ddpsim.predict("gpt2-small", world_size=8, dtype="fp16")
     with pytest.raises(ValueError, match="dtype apply to a model"):
         ddpsim.predict(prof, world_size=8, dtype="bf16")
+
+
+def test_a_linear_preset_range_is_shown_in_its_unit_and_a_tie_goes_by_the_kind(capsys, tmp_path):
+    d = load_network("gloo-loopback").to_dict()
+    d["ranges"] = {
+        "linear.w_bytes_per_s": {"low": 1e9, "high": 2e9, "source": "x"},
+        "linear.o_s": {"low": 2e-4, "high": 8e-4, "source": "x"},
+    }
+    path = tmp_path / "lin.json"
+    path.write_text(json.dumps(d))
+    argv = ("predict", "--model", "gpt2-small", "--world-size", "4", "--network", str(path))
+    main(list(argv))
+    out = capsys.readouterr().out
+    assert "linear.w_bytes_per_s 1-2 GB/s:" in out and "linear.o_s 200-800 us:" in out
+    s = run_json(capsys, *argv)["stated_ranges"]["spread"]
+    assert s["short_s"] <= s["point_s"] <= s["long_s"]
+    # a value that does not move the step goes to the end its kind lengthens: a latency high, a bandwidth low
+    a = ("x", StatedRange("inter.alpha_s", 2.0, 1.0, 4.0, "s"))
+    b = ("x", StatedRange("inter.bw_bytes_per_s", 10.0, 5.0, 20.0, "s"))
+    flat = spread_over([a, b], lambda values: 1.0)
+    assert flat.long_values == {"x|inter.alpha_s": 4.0, "x|inter.bw_bytes_per_s": 5.0}
+    assert flat.short_values == {"x|inter.alpha_s": 1.0, "x|inter.bw_bytes_per_s": 20.0}
+
+
+def test_ranges_that_do_not_move_this_step_are_counted_not_listed(capsys):
+    main(["predict", "--model", "gpt2-small", "--world-size", "1"])  # one rank: no call, no network value matters
+    out = capsys.readouterr().out
+    assert "call_overhead_s" not in out and "do not move this step" in out
+    assert "device h100-sxm mfu" in out
+
+
+def test_the_spread_takes_few_seeds_under_jitter(capsys):
+    argv = ("predict", "--model", "gpt2-small", "--world-size", "8", "--jitter", "0.3", "--repeats", "200")
+    s = run_json(capsys, *argv)["stated_ranges"]["spread"]
+    assert s["point_s"] == pytest.approx(
+        ddpsim.predict("gpt2-small", world_size=8, jitter_sigma=0.3, repeats=9).step_time_s
+    )
+
+
+def test_tune_of_a_profile_on_a_preset_states_the_network_ranges(capsys, tmp_path):
+    prof = str(DATA / "tune_gpt_loopback.profile.json")
+    argv = ["tune", "--profile", prof, "--network", "nccl-h100-ib", "--world-size", "8", "--quiet"]
+    d = run_json(capsys, *argv, "--out-dir", str(tmp_path / "a"))
+    assert {e["value"].split()[0] for e in d["stated_ranges"]["spread"]["effects"]} == {"network"}
+    assert any(n.startswith("over the ranges the preset states") for n in d["notes"])
+    params = str(DATA / "tune_gpt_loopback.params.json")
+    d = run_json(capsys, "tune", "--profile", prof, "--params", params, "--quiet", "--out-dir", str(tmp_path / "b"))
+    assert d["stated_ranges"] is None
