@@ -43,47 +43,9 @@ def __getattr__(name: str) -> Any:
 
 
 def _profile(model: str | GradProfile, batch_size: int | None, device: str | None, dtype: str | None) -> GradProfile:
-    return _profile_and_flops(model, batch_size, device, dtype)[0]
+    from .stated import model_profile
 
-
-def _profile_and_flops(
-    model: str | GradProfile, batch_size: int | None, device: str | None, dtype: str | None
-) -> tuple[GradProfile, Any]:
-    """The profile, and where its compute came from FLOPs, its device (``ddpsim.stated.FlopsSource``)."""
-    from simulator.profile import GradProfile
-
-    from .stated import FlopsSource
-
-    given = [n for n, v in (("batch_size", batch_size), ("device", device), ("dtype", dtype)) if v is not None]
-    if isinstance(model, GradProfile):
-        if given:
-            raise ValueError(f"{', '.join(given)} apply to a model; a GradProfile has its own compute times")
-        return model, None
-    from simulator import zoo
-
-    if model.endswith(".json"):  # a measured profile, or a model description (``ddpsim.model/1``) as predict reads
-        from simulator.jsonio import read_json
-
-        read = read_json(model, "profile")
-        spec_in_file = zoo.model_spec_in(read, model)
-        if spec_in_file is None:
-            if given:
-                raise ValueError(
-                    f"{', '.join(given)} apply to a model; {model} is a profile with its own compute times"
-                )
-            return GradProfile.from_file_dict(read, model), None
-        spec = spec_in_file
-    else:
-        spec = zoo.load_model_spec(model)
-    if dtype is not None and dtype not in zoo.FLOPS_DTYPES:
-        raise ValueError(f"dtype must be one of {', '.join(zoo.FLOPS_DTYPES)}, got {dtype!r}")
-    compute_dtype = zoo.FLOPS_DTYPES[dtype] if dtype else None
-
-    def on(dev: Any) -> GradProfile:
-        return zoo.profile_from_flops(spec, dev, batch_size=batch_size, dtype=compute_dtype)
-
-    dev = zoo.load_device(device or spec.default_device)
-    return on(dev), FlopsSource(dev, on)
+    return model_profile(model, batch_size=batch_size, device=device, dtype=dtype)[0]
 
 
 def predict(
@@ -145,10 +107,10 @@ def recommend(
     no ``o_us``/``w_gbps`` replace its terms, and/or the compute comes from a device's FLOPs, the result's
     ``stated_ranges`` gives the step and the best round cap over the ranges they state (``ddpsim.stated``)."""
     from .resolve import resolve_cost
-    from .stated import preset_network, stated_inputs
+    from .stated import model_profile, preset_network, stated_inputs
     from .tuner import recommend as _recommend
 
-    prof, flops = _profile_and_flops(model, batch_size, device, dtype)
+    prof, flops = model_profile(model, batch_size=batch_size, device=device, dtype=dtype)
     cost = resolve_cost(network, world_size=world_size, o_us=o_us, w_gbps=w_gbps)
     net = preset_network(network, fitted=False, o_w_given=o_us is not None or w_gbps is not None)
     stated = stated_inputs(prof, cost, flops=flops, network=net)

@@ -15,7 +15,7 @@ from simulator.units import MIB, TIB
 
 from .cliutil import add_csv, csv_stdout, emit_csv, emit_json, gbps_both, number, number_list, ranks_phrase, rate
 from .resolve import DEFAULT_NETWORK
-from .stated import SPREAD_MAX_REPEATS, FlopsSource, StatedInputs, preset_network, stated_inputs
+from .stated import SPREAD_MAX_REPEATS, FlopsSource, StatedInputs, model_profile, preset_network, stated_inputs
 
 # ---- argument types (argparse turns their ArgumentTypeError into one line, exit 2) ----
 # One number type for every flag of every command (ddpsim.cliutil.number): finite, bounded.
@@ -186,43 +186,23 @@ def add_sim_args(p: argparse.ArgumentParser) -> None:
 
 # ---- resolution -------------------------------------------------------------------
 def _profile_and_flops(args: argparse.Namespace, params: Any = None) -> tuple[GradProfile, FlopsSource | None]:
-    """The profile: --model (built-in name or profile JSON), else the one in --params, else gpt2-small; and the
-    device its compute came from with the way to build it again on
-    another (``ddpsim.stated``) where it came from FLOPs (a built-in model or a model description file), else
-    None."""
-    model = args.model
+    """The profile (``ddpsim.stated.model_profile``): --model (a built-in name, a model description or a profile
+    JSON), else the one in --params, else gpt2-small; and where its compute came from FLOPs, its source."""
     for flag in ("model", "device", "network"):
         if getattr(args, flag, None) == "":
             raise ValueError(f"--{flag} is empty: give a name or a path, or leave the flag out for the default")
-    from simulator import zoo
-    from simulator.jsonio import read_json
-
-    params_prof = params.profile(Path(args.params).parent) if params is not None else None
-    # a file: a measured profile, or a model description (``ddpsim.model/1``, as the built-in models are written)
-    a_file = model is not None and (model.endswith(".json") or Path(model).is_file())
-    read = read_json(model, "profile") if a_file else None
-    spec_in_file = zoo.model_spec_in(read, model) if a_file else None
-    if model is None and params_prof is not None:
-        prof = params_prof
-    elif a_file and spec_in_file is None:
-        prof = GradProfile.from_file_dict(read, model)
-    else:  # a built-in name or a model file: its compute from FLOPs on a device
-        spec = spec_in_file or zoo.load_model_spec(model or "gpt2-small")
-        device = zoo.load_device(args.device or spec.default_device)
-        dtype = zoo.FLOPS_DTYPES[args.dtype] if args.dtype else None
-
-        def on(dev: Any) -> GradProfile:
-            made = zoo.profile_from_flops(spec, dev, batch_size=args.batch_size, dtype=dtype)
-            return made.scaled(args.compute_scale) if args.compute_scale != 1.0 else made
-
-        return on(device), FlopsSource(device, on)
-    for flag, own in (("batch_size", "batch size"), ("device", "compute times"), ("dtype", "compute times")):
-        if getattr(args, flag) is not None:
-            name = "--" + flag.replace("_", "-")
-            raise ValueError(f"{name} applies to built-in models; a measured profile has its own {own}")
-    if args.compute_scale != 1.0:
-        prof = prof.scaled(args.compute_scale)
-    return prof, None
+    model: str | GradProfile = args.model or "gpt2-small"
+    in_params = params.profile(Path(args.params).parent) if args.model is None and params is not None else None
+    if in_params is not None:
+        model = in_params
+    return model_profile(
+        model,
+        batch_size=args.batch_size,
+        device=args.device,
+        dtype=args.dtype,
+        compute_scale=args.compute_scale,
+        flags={"batch_size": "--batch-size", "device": "--device", "dtype": "--dtype"},
+    )
 
 
 def resolve_cost(args: argparse.Namespace, world_size: int, params: Any = None) -> CostModel:

@@ -91,6 +91,54 @@ class StatedInputs:
         return line, {"spread": spread.to_dict(), "short_end_mb": short, "long_end_mb": long}
 
 
+def model_profile(
+    model: str | GradProfile,
+    *,
+    batch_size: int | None = None,
+    device: str | None = None,
+    dtype: str | None = None,
+    compute_scale: float = 1.0,
+    flags: Mapping[str, str] | None = None,
+) -> tuple[GradProfile, FlopsSource | None]:
+    """The profile of ``model`` for a prediction, and where its compute came from FLOPs, its source:
+
+    * a ``GradProfile``, or a profile JSON (``ddpsim profile``): its own times (``batch_size``, ``device`` and
+      ``dtype`` are refused: it has its own);
+    * a model description JSON (``ddpsim.model/1``) or a built-in model name: its FLOPs on ``device`` (default
+      the model's own) at the peak of ``dtype`` (``fp32``, ``tf32``, ``bf16``; default the device spec's own)
+      times the device's MFU, at ``batch_size`` per rank (default the model's).
+
+    ``compute_scale`` multiplies every compute time; ``flags`` names the arguments in messages (the command
+    line's ``--batch-size``)."""
+    from pathlib import Path
+
+    from simulator import zoo
+    from simulator.jsonio import read_json
+
+    names = {"batch_size": "batch_size", "device": "device", "dtype": "dtype", **(flags or {})}
+    read = spec = None
+    if isinstance(model, str):
+        a_file = model.endswith(".json") or Path(model).is_file()
+        read = read_json(model, "profile") if a_file else None
+        spec = zoo.model_spec_in(read, model) if a_file else zoo.load_model_spec(model)
+    if spec is None:  # a measured profile: its own times
+        for key, own in (("batch_size", "batch size"), ("device", "compute times"), ("dtype", "compute times")):
+            if {"batch_size": batch_size, "device": device, "dtype": dtype}[key] is not None:
+                raise ValueError(f"{names[key]} applies to built-in models; a measured profile has its own {own}")
+        prof = model if isinstance(model, GradProfile) else GradProfile.from_file_dict(read, str(model))
+        return (prof.scaled(compute_scale) if compute_scale != 1.0 else prof), None
+    if dtype is not None and dtype not in zoo.FLOPS_DTYPES:
+        raise ValueError(f"{names['dtype']} must be one of {', '.join(zoo.FLOPS_DTYPES)}, got {dtype!r}")
+    compute_dtype = zoo.FLOPS_DTYPES[dtype] if dtype else None
+
+    def on(dev: Any) -> GradProfile:
+        made = zoo.profile_from_flops(spec, dev, batch_size=batch_size, dtype=compute_dtype)
+        return made.scaled(compute_scale) if compute_scale != 1.0 else made
+
+    dev = zoo.load_device(device or spec.default_device)
+    return on(dev), FlopsSource(dev, on)
+
+
 def preset_network(
     network: str | CostModel | NetworkSpec | None, *, fitted: bool, o_w_given: bool
 ) -> NetworkSpec | None:

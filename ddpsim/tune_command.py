@@ -41,7 +41,7 @@ from .cliutil import (
 )
 from .report import format_verify, report_md, run_info, write_outputs
 from .sim_commands import add_o_w_args, float_list, load_params, sim_world
-from .stated import FlopsSource
+from .stated import FlopsSource, model_profile
 from .tuner import TuneResult, format_tune, recommend, with_files
 from .verification import Verification, VerifyRow, row_name
 
@@ -216,15 +216,11 @@ def _zoo_profile(args: argparse.Namespace) -> tuple[GradProfile, FlopsSource] | 
     model = args.model
     if model is None or args.profile is not None or model in zoo.RUN_HERE:
         return None
-    if model in zoo.list_models():
-        spec = zoo.load_model_spec(model)
-    elif model.endswith(".json") and Path(model).is_file():
-        spec_in_file = zoo.model_spec_in(read_json(model, "model"), model)
-        if spec_in_file is None:
+    if model not in zoo.list_models():
+        if not (model.endswith(".json") and Path(model).is_file()):
+            return None
+        if zoo.model_spec_in(read_json(model, "model"), model) is None:
             return None  # not a model description: the workload loader says what is wrong with it
-        spec = spec_in_file
-    else:
-        return None
     why = f"{model} is a model of the simulator's zoo (`ddpsim models`), with no code to run here"
     for flag, given in (
         ("--verify", args.verify),
@@ -235,13 +231,10 @@ def _zoo_profile(args: argparse.Namespace) -> tuple[GradProfile, FlopsSource] | 
             raise ValueError(
                 f"{why}: {flag} applies to a model run on this machine ({', '.join(zoo.RUN_HERE)}, or a module)"
             )
-    device = zoo.load_device(args.target_device or spec.default_device)
-    dtype = zoo.FLOPS_DTYPES[args.dtype] if args.dtype is not None else None
-
-    def on(dev: Any) -> GradProfile:
-        return zoo.profile_from_flops(spec, dev, batch_size=args.batch_size, dtype=dtype)
-
-    return on(device), FlopsSource(device, on)  # a dtype the device has no peak for: one line, exit 2
+    # a dtype the device has no peak for: one line, exit 2
+    prof, flops = model_profile(model, batch_size=args.batch_size, device=args.target_device, dtype=args.dtype)
+    assert flops is not None  # a model description, by the checks above
+    return prof, flops
 
 
 def _resolve_tune_cost(args: argparse.Namespace, base: CostModel | None, params: Any) -> CostModel:

@@ -212,7 +212,7 @@ def test_a_dtype_for_a_measured_profile_or_a_device_without_it_is_one_line(capsy
     assert code == 2 and "has no bfloat16 peak" in err and err.count("\n") == 1
     with pytest.raises(ValueError, match="dtype must be one of"):
         ddpsim.predict("gpt2-small", world_size=8, dtype="fp16")
-    with pytest.raises(ValueError, match="dtype apply to a model"):
+    with pytest.raises(ValueError, match="dtype applies to built-in models"):
         ddpsim.predict(prof, world_size=8, dtype="bf16")
 
 
