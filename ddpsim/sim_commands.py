@@ -12,6 +12,7 @@ from simulator.network import CostModel, NetworkSpec, list_networks, load_networ
 from simulator.profile import GradProfile
 from simulator.strategies import BUCKETED, STRATEGIES, StrategySpec
 from simulator.units import MIB, TIB
+from simulator.zoo import FLOPS_DTYPES
 
 from .cliutil import add_csv, csv_stdout, emit_csv, emit_json, gbps_both, number, number_list, ranks_phrase, rate
 from .resolve import DEFAULT_NETWORK
@@ -57,7 +58,7 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--dtype",
         default=None,
-        choices=("fp32", "tf32", "bf16"),
+        choices=tuple(FLOPS_DTYPES),
         help="compute dtype of FLOP-based compute: the device's peak of it, times its MFU (default: the device "
         "spec's own dtype; the gradients, and so the communication, keep the model's parameter dtype)",
     )

@@ -27,6 +27,7 @@ from simulator.jsonio import dumps_finite, write_whole
 from simulator.network import CostModel
 from simulator.profile import GradProfile
 from simulator.strategies import CommPlan, StrategySpec, comm_plan
+from simulator.zoo import FLOPS_DTYPES
 
 from .cliutil import (
     add_backend_arg,
@@ -476,7 +477,7 @@ def add_tune_command(sub: Any, positive_float: Any = None) -> None:
     t.add_argument(
         "--dtype",
         default=None,
-        choices=("fp32", "tf32", "bf16"),
+        choices=tuple(FLOPS_DTYPES),
         help="precision of the step: of the ranks here (bf16 autocast; tf32 on CUDA only) and of --target-device "
         "(default fp32; for a zoo model, the dtype whose peak the device's MFU applies to, default the spec's own)",
     )
