@@ -539,5 +539,7 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         d = action.default
         switch = isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction))  # the flag says it
         if action.option_strings and not switch and d not in (None, False, argparse.SUPPRESS) and "default" not in text:
-            text += " (default: %(default)s)"
+            # a list as the flag takes it: 0.25,1,4 (not [0.25, 1, 4]); % doubled for argparse's formatting
+            shown = ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in d) if isinstance(d, list) else None
+            text += f" (default: {shown.replace('%', '%%')})" if shown is not None else " (default: %(default)s)"
         return text

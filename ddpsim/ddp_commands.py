@@ -202,7 +202,8 @@ def add_check_arguments(p: Any) -> None:
         "--bucket-mb",
         type=bucket_mib,
         default=None,
-        help="bucket size in MiB for bucketed (default 1), torch-ddp, sharded",
+        help="bucket size in MiB for bucketed (default 1), torch-ddp and sharded (default: torch's, 25 MiB with a "
+        "1 MiB first bucket)",
     )
     p.add_argument("--batch-size", type=batch, default=4, help="samples per rank per step")
     p.add_argument("--steps", type=steps, default=3, help="float64 steps compared with single-process training")
