@@ -80,6 +80,7 @@ def write_outputs(res: TuneResult, prof: GradProfile, cost: CostModel, out_dir: 
             out_dir / "sweep.png",
             band_pct=NEAR_BEST_PCT,
             recommended_mb=None if res.keep_default else res.recommended_bucket_mb,
+            stated=res.stated_ranges,
         )
     )
     rec = predict(

@@ -446,14 +446,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         grid,
         **(kw := {"ranks": args.ranks, "jitter_sigma": args.jitter, "repeats": args.repeats, "seed": args.seed}),
     )
-    if args.plot:
-        from simulator.sweep_plot import plot_sweep
-
-        plot_sweep(res.to_dict(), args.plot)
     csv_file = emit_csv(args, res.to_dict()["rows"])
     if csv_stdout(args):
         return 0
     ends = _sweep_ends(stated, spec, p, grid, kw, res.best_bucket_mb) if stated is not None else None
+    if args.plot:
+        from simulator.sweep_plot import plot_sweep
+
+        plot_sweep(res.to_dict(), args.plot, stated=ends[1] if ends is not None else None)
     if args.json:
         d = res.to_dict()
         d["plot"] = args.plot
@@ -497,11 +497,17 @@ def _sweep_ends(
     from simulator.sweep import sweep
 
     few = {**kw, "repeats": min(kw["repeats"], SPREAD_MAX_REPEATS)}
+    curves: list[list[float]] = []  # the step over the grid at the short end, then at the long
 
     def best_at(prof: GradProfile, cost: CostModel) -> float:
-        return sweep(prof, cost, replace(spec, bucket_mb=grid[0]), p, grid, **few).best_bucket_mb
+        sw = sweep(prof, cost, replace(spec, bucket_mb=grid[0]), p, grid, **few)
+        curves.append([r.step_time_s for r in sw.rows])
+        return sw.best_bucket_mb
 
-    return stated.ends(replace(spec, bucket_mb=best_mb), p, best_at, "the best bucket", **kw)
+    ends = stated.ends(replace(spec, bucket_mb=best_mb), p, best_at, "the best bucket", **kw)
+    if ends is not None:
+        ends[1]["short_end_step_s"], ends[1]["long_end_step_s"] = curves
+    return ends
 
 
 def _model_row(name: str) -> dict[str, Any]:

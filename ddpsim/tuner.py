@@ -304,12 +304,18 @@ def stated_ends(
     """The best round cap (``_round_recommendation``) with every value a preset or a device states a range for
     at the end that shortens the step at ``best_mb`` alone, and at the end that lengthens it."""
 
+    curves: list[list[float]] = []  # torch DDP's step over the grid at the short end, then at the long
+
     def best_at(prof: GradProfile, cost: CostModel) -> float:
         sw = sweep(prof, cost, StrategySpec("torch-ddp", bucket_mb=grid[0]), world_size, grid, **predict_kw)
+        curves.append([r.step_time_s for r in sw.rows])
         return _round_recommendation(prof, cost, world_size, sw, grid, **predict_kw)[0]
 
     spec = StrategySpec("torch-ddp", bucket_mb=best_mb)
-    return stated.ends(spec, world_size, best_at, "the best round cap", **predict_kw)
+    ends = stated.ends(spec, world_size, best_at, "the best round cap", **predict_kw)
+    if ends is not None:
+        ends[1]["short_end_step_s"], ends[1]["long_end_step_s"] = curves
+    return ends
 
 
 def split_note(profile: GradProfile, cost: CostModel, world_size: int, grid: Sequence[float], **predict_kw: Any) -> str:

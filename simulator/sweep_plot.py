@@ -42,7 +42,12 @@ def plot_sweep(
     band_pct: float = 1.0,
     default_mb: float | None = TORCH_DEFAULT_MB,
     recommended_mb: float | None = None,
+    stated: Mapping[str, Any] | None = None,
 ) -> Path:
+    """The predicted step and exposed communication against the bucket size (log), the near-best band, the
+    best, torch's default, the recommendation and the closed form's b*. ``stated``: a ``stated_ranges`` result
+    with ``short_end_step_s`` and ``long_end_step_s`` (the step at each size with every value a preset or a
+    device states a range for at one end: ``ddpsim.stated``), drawn as a shaded span around the step."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -54,6 +59,17 @@ def plot_sweep(
         2, 1, figsize=(7, 5.6), sharex=True, gridspec_kw={"height_ratios": [2, 1]}, layout="constrained"
     )
     ax.plot(mb, [r["step_time_s"] * 1e3 for r in rows], "-", color="C0", label="predicted step time")
+    short, long = (stated or {}).get("short_end_step_s"), (stated or {}).get("long_end_step_s")
+    if short and long and len(short) == len(long) == len(mb):
+        ax.fill_between(
+            mb,
+            [t * 1e3 for t in short],
+            [t * 1e3 for t in long],
+            color="C0",
+            alpha=0.15,
+            lw=0,
+            label="over the stated ranges (not measured)",
+        )
     ax2.plot(mb, [r["overhead_s"] * 1e3 for r in rows], "-", color="C1", label="predicted exposed communication")
     band = near_best_range(rows, band_pct)
     if band is not None:

@@ -170,8 +170,20 @@ def test_sweep_gives_the_best_bucket_at_either_end(capsys):
     grid = [r["bucket_mb"] for r in d["rows"]]
     assert ends["short_end_mb"] in grid and ends["long_end_mb"] in grid
     assert ends["spread"]["short_s"] <= ends["spread"]["long_s"]
+    short, long = ends["short_end_step_s"], ends["long_end_step_s"]  # the step over the grid at either end
+    assert len(short) == len(long) == len(grid)
+    assert all(a <= r["step_time_s"] <= b for a, r, b in zip(short, d["rows"], long))
     main(list(argv))
     assert "the best bucket is" in capsys.readouterr().out
+
+
+def test_the_sweep_plot_shades_the_stated_span(capsys, tmp_path):
+    from test_plots import check_png
+
+    png = tmp_path / "sweep.png"
+    argv = ("sweep", "--model", "gpt2-xl", "--world-size", "64", "--points", "16", "--plot", str(png), "--quiet")
+    assert main(list(argv)) == 0
+    check_png(png, (7, 5.6))
 
 
 def test_tune_of_a_zoo_model_and_the_api_agree_over_the_ranges(capsys, tmp_path):
