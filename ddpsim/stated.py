@@ -11,7 +11,7 @@ prediction.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from simulator.assumptions import Labelled, Spread, overrides_for, spread_over
@@ -131,12 +131,25 @@ def model_profile(
         raise ValueError(f"{names['dtype']} must be one of {', '.join(zoo.FLOPS_DTYPES)}, got {dtype!r}")
     compute_dtype = zoo.FLOPS_DTYPES[dtype] if dtype else None
 
-    def on(dev: Any) -> GradProfile:
+    def built(dev: Any) -> GradProfile:
         made = zoo.profile_from_flops(spec, dev, batch_size=batch_size, dtype=compute_dtype)
         return made.scaled(compute_scale) if compute_scale != 1.0 else made
 
     dev = zoo.load_device(device or spec.default_device)
-    return on(dev), FlopsSource(dev, on)
+    base = built(dev)
+    point = zoo.load_device(device or spec.default_device)
+
+    def on(other: Any) -> GradProfile:
+        """The profile on ``other``; where it differs from the point's device in its MFU and memory bandwidth
+        alone, the point's profile rescaled (compute ~ 1 / (peak x MFU), the optimizer ~ 1 / bandwidth), not
+        built again from every tensor's FLOPs."""
+        if replace(other, mfu=point.mfu, mem_bw_bytes_per_s=point.mem_bw_bytes_per_s) != point:
+            return built(other)
+        env = {**base.env, "mfu": other.mfu, "mem_bw_bytes_per_s": other.mem_bw_bytes_per_s}
+        compute = point.mfu / other.mfu
+        return replace(base.scaled(compute, point.mem_bw_bytes_per_s / other.mem_bw_bytes_per_s), env=env)
+
+    return base, FlopsSource(dev, on)
 
 
 def preset_network(

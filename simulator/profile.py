@@ -125,6 +125,25 @@ class ParamSpec:
         return from_fields(cls, d, what=f"parameter entry {dict(d)!r}")
 
 
+def _scaled_params(params: tuple[ParamSpec, ...], factor: float) -> tuple[ParamSpec, ...]:
+    """``params`` with every ``bwd_s`` times ``factor`` (> 0). Each is a valid parameter scaled by a finite factor,
+    so where every result stays within ``MAX_SECONDS`` it is built without checking each field again (an
+    interval's draws and a spread over stated ranges rescale profiles of tens of thousands of tensors); else
+    through the checked constructor, which says what is wrong."""
+    if not (math.isfinite(factor) and max((p.bwd_s for p in params), default=0.0) * factor <= MAX_SECONDS):
+        return tuple(replace(p, bwd_s=p.bwd_s * factor) for p in params)
+    out = []
+    for p in params:
+        if p.bwd_s == 0.0:  # most tensors of a model from FLOPs: an op's time goes to one of them
+            out.append(p)
+            continue
+        q = object.__new__(ParamSpec)
+        q.__dict__.update(p.__dict__)
+        q.__dict__["bwd_s"] = p.bwd_s * factor
+        out.append(q)
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class GradProfile:
     """One rank's step: parameters, gradient-ready order, compute times.
@@ -209,16 +228,26 @@ class GradProfile:
             out[i] = t
         return out
 
-    def scaled(self, compute_factor: float) -> GradProfile:
-        """The same profile with every compute time multiplied by ``compute_factor``."""
+    def scaled(self, compute_factor: float, optimizer_factor: float | None = None) -> GradProfile:
+        """The same profile with every compute time multiplied by ``compute_factor`` (the optimizer's by
+        ``optimizer_factor`` where given: a memory-bound step on a device of another bandwidth)."""
         _require(compute_factor > 0, f"compute factor must be > 0, got {compute_factor}")
-        return replace(
-            self,
-            params=tuple(replace(p, bwd_s=p.bwd_s * compute_factor) for p in self.params),
-            forward_s=self.forward_s * compute_factor,
-            optimizer_s=self.optimizer_s * compute_factor,
-            backward_tail_s=self.backward_tail_s * compute_factor,
-        )
+        opt = compute_factor if optimizer_factor is None else optimizer_factor
+        _require(opt > 0, f"optimizer factor must be > 0, got {opt}")
+        times: dict[str, Any] = {
+            "params": self.params if compute_factor == 1.0 else _scaled_params(self.params, compute_factor),
+            "forward_s": self.forward_s * compute_factor,
+            "optimizer_s": self.optimizer_s * opt,
+            "backward_tail_s": self.backward_tail_s * compute_factor,
+        }
+        if not all(_seconds(times[k]) for k in ("forward_s", "optimizer_s", "backward_tail_s")):
+            return replace(self, **times)  # the checked constructor says which time is out of range
+        # the same parameters, names, order and sizes as this valid profile, its times scaled within range: built
+        # without checking the structure again (tens of thousands of tensors, rescaled many times a prediction)
+        out = object.__new__(GradProfile)
+        out.__dict__.update(self.__dict__)
+        out.__dict__.update(times)
+        return out
 
     # ---- construction -------------------------------------------------------
     @classmethod

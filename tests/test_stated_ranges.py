@@ -274,3 +274,29 @@ def test_tune_of_a_profile_on_a_preset_states_the_network_ranges(capsys, tmp_pat
     params = str(DATA / "tune_gpt_loopback.params.json")
     d = run_json(capsys, "tune", "--profile", prof, "--params", params, "--quiet", "--out-dir", str(tmp_path / "b"))
     assert d["stated_ranges"] is None
+
+
+@pytest.mark.parametrize("model", ["gpt2-xl", "resnet50"])
+def test_a_device_changed_in_mfu_and_bandwidth_alone_rescales_to_the_profile_built_anew(model):
+    """``model_profile``'s source rescales the point's profile for a device differing only in MFU and memory
+    bandwidth (the fast path a spread over stated ranges takes); it must equal building the profile again."""
+    from dataclasses import replace as dc_replace
+
+    from ddpsim.stated import model_profile
+
+    base, source = model_profile(model, batch_size=4, device="h100-sxm", compute_scale=1.3)
+    dev = zoo.load_device("h100-sxm")
+    other = dc_replace(dev, mfu=dev.mfu * 0.7, mem_bw_bytes_per_s=dev.mem_bw_bytes_per_s * 1.25)
+    fast = source.on(other)
+    anew = zoo.profile_from_flops(zoo.load_model_spec(model), other, batch_size=4).scaled(1.3)
+    assert fast.env == anew.env
+    assert [p.name for p in fast.params] == [p.name for p in anew.params]
+    assert [p.bwd_s for p in fast.params] == pytest.approx([p.bwd_s for p in anew.params], rel=1e-12)
+    for key in ("forward_s", "optimizer_s", "backward_tail_s"):
+        assert getattr(fast, key) == pytest.approx(getattr(anew, key), rel=1e-12)
+    assert fast.compute_s != base.compute_s  # the rescale did something
+    # another device is built again
+    a100 = zoo.load_device("a100-sxm-40gb")
+    built = zoo.profile_from_flops(zoo.load_model_spec(model), a100, batch_size=4).scaled(1.3)
+    assert source.on(a100).env == built.env
+    assert source.on(a100).forward_s == pytest.approx(built.forward_s, rel=1e-12)
