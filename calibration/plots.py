@@ -40,7 +40,7 @@ def _save(fig: Figure, out_png: str | Path) -> Path:
     out = Path(out_png)
     FigureCanvasAgg(fig)  # attach the Agg canvas explicitly: no backend lookup, no pyplot
     with whole_file(out) as tmp:
-        fig.savefig(tmp, format="png", dpi=DPI)
+        fig.savefig(tmp, format=out.suffix.lstrip(".").lower() or "png", dpi=DPI)
     return out
 
 

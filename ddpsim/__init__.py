@@ -42,6 +42,26 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'ddpsim' has no attribute {name!r}")
 
 
+def _check_keywords(what: str, given: dict[str, Any], *takers: Any) -> None:
+    """``TypeError`` naming ``what`` (the public function) for a keyword none of ``takers`` takes by keyword, before
+    any work; not an internal function's name from deep in the call."""
+    import inspect
+
+    kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    takes = {
+        name
+        for f in takers
+        for name, prm in inspect.signature(f).parameters.items()
+        if prm.kind in kinds and name not in ("profile", "cost", "strategy", "world_size", "stated")
+    }
+    unknown = sorted(set(given) - takes)
+    if unknown:
+        raise TypeError(
+            f"{what}() got unexpected keyword argument(s) {', '.join(map(repr, unknown))}; "
+            f"besides its own it takes {', '.join(sorted(takes))}"
+        )
+
+
 def _profile(model: str | GradProfile, batch_size: int | None, device: str | None, dtype: str | None) -> GradProfile:
     from .stated import model_profile
 
@@ -76,6 +96,7 @@ def predict(
 
     from .resolve import resolve_cost
 
+    _check_keywords("predict", predict_kw, _predict)
     prof = _profile(model, batch_size, device, dtype)
     cost = resolve_cost(network, world_size=world_size, o_us=o_us, w_gbps=w_gbps)
     spec = (
@@ -106,10 +127,13 @@ def recommend(
     ``predict`` resolves it; nothing is measured. Where the network is a preset (by name, or the default) and
     no ``o_us``/``w_gbps`` replace its terms, and/or the compute comes from a device's FLOPs, the result's
     ``stated_ranges`` gives the step and the best round cap over the ranges they state (``ddpsim.stated``)."""
+    from simulator.predict import predict as _predict
+
     from .resolve import resolve_cost
     from .stated import model_profile, preset_network, stated_inputs
     from .tuner import recommend as _recommend
 
+    _check_keywords("recommend", recommend_kw, _recommend, _predict)
     prof, flops = model_profile(model, batch_size=batch_size, device=device, dtype=dtype)
     cost = resolve_cost(network, world_size=world_size, o_us=o_us, w_gbps=w_gbps)
     net = preset_network(network, fitted=False, o_w_given=o_us is not None or w_gbps is not None)

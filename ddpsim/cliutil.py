@@ -406,6 +406,9 @@ def close_run_folder(args: argparse.Namespace, failed: bool) -> None:
             print(f"ddpsim: what this run wrote is kept in {fresh}", file=sys.stderr, flush=True)
 
 
+FIGURE_SUFFIXES = (".png", ".pdf", ".svg")  # an output of kind "figure": matplotlib writes each by its name
+
+
 def check_outputs(args: argparse.Namespace) -> None:
     """Check every output flag a command declared (``set_defaults(_outputs={dest: kind})``), after placing
     the unset ones in the run folder; and ``--csv`` (a file, or ``-`` for stdout) where a command has it."""
@@ -427,6 +430,12 @@ def check_outputs(args: argparse.Namespace) -> None:
         flag = "--" + (dest if named else args._run_dir_dest).replace("_", "-")  # the flag the user gave
         if os.fspath(value) == "-":  # only --csv prints on stdout; here "-" would be a file of that name
             raise ValueError(f"{flag} takes a path (only --csv takes - for stdout): give it a file")
+        if kind == "figure":  # written in the format its name ends with
+            if Path(os.fspath(value)).suffix.lower() not in FIGURE_SUFFIXES:
+                raise ValueError(
+                    f"{flag}: {value}: a figure's name ends with {', '.join(FIGURE_SUFFIXES)} (its format)"
+                )
+            kind = "file"
         try:
             check_writable(value, kind)
         except ValueError as e:

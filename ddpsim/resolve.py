@@ -14,6 +14,7 @@ is one channel: ``pipelined=True`` makes it one, and refuses ``channels`` above 
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -23,6 +24,11 @@ from simulator.network import CostModel, load_network
 # InfiniBand through NCCL (simulator/data/networks/nccl-h100-ib.json), the setting most people
 # who size buckets train on.
 DEFAULT_NETWORK = "nccl-h100-ib"
+
+
+def _real(v: Any) -> bool:
+    """A finite int or float (not a bool)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def resolve_cost(
@@ -45,6 +51,10 @@ def resolve_cost(
         cost = params.cost_model(world_size=world_size)
     else:
         cost = CostModel.from_network(load_network(network or DEFAULT_NETWORK))
+    if o_us is not None and not (_real(o_us) and o_us >= 0):
+        raise ValueError(f"o_us must be a finite number >= 0, got {o_us!r}")
+    if w_gbps is not None and not (_real(w_gbps) and w_gbps > 0):
+        raise ValueError(f"w_gbps must be a finite number > 0, got {w_gbps!r}")
     if o_us is not None or w_gbps is not None:
         if world_size is None:
             raise ValueError("o_us/w_gbps are values at one world size: give world_size too")

@@ -103,7 +103,9 @@ def add_arguments(p: Any) -> None:
         metavar="RECORDS.jsonl",
         help="append one JSONL record per point to this file, as taken (a new file, or one holding ddpsim records)",
     )
-    p.add_argument("--plot", default=None, metavar="PNG", help="draw time vs size (log-log) from the records")
+    p.add_argument(
+        "--plot", default=None, metavar="PNG", help="draw time vs size (log-log) from the records (.png, .pdf or .svg)"
+    )
     p.add_argument(
         "--from",
         dest="from_records",
@@ -136,7 +138,7 @@ def add_arguments(p: Any) -> None:
         "--timeout-s", type=timeout_s, default=600.0, help="a point that takes longer fails the run, seconds"
     )
     add_csv(p, "the table (one row per point: sizes, median/p10/p90 times, algbw, busbw, #wrong)")
-    p.set_defaults(_outputs={"out": "jsonl", "plot": "file"})
+    p.set_defaults(_outputs={"out": "jsonl", "plot": "figure"})
 
 
 def spec_from_args(args: Any, world_sizes: tuple[int, ...], backend: str = "gloo") -> AllreduceBenchSpec:

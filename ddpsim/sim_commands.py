@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.network import CostModel, NetworkSpec, list_networks, load_network
+from simulator.predict import MAX_WORLD_SIZE
 from simulator.profile import GradProfile
 from simulator.strategies import BUCKETED, STRATEGIES, StrategySpec
 from simulator.units import MIB, TIB
@@ -31,7 +32,7 @@ o_us = number(float, 0, 1e7)  # up to 10 s per call
 w_rate = rate(1e9, "GB/s", 1e6, 1e-6)  # a plain number is GB/s (1 kB/s at least); 100GB/s, 400Gbit/s accepted
 contention = number(float, 0, 100)
 jitter = number(float, 0, 3)  # lognormal sigma: 3 already means x20 at one sigma
-sim_world = number(int, 1, 1 << 24)
+sim_world = number(int, 1, MAX_WORLD_SIZE)
 seed = number(int, 0, 2**32 - 1)
 
 
@@ -288,11 +289,45 @@ def prediction_interval(
     ``--jitter``, ``--repeats``, ``--seed``), so the interval is of the same quantity."""
     from simulator.interval import measured_backward_s, step_interval
 
-    if params is None or args.network is not None:
+    if no_interval_reason(args, params) is not None:
         return None
     unc = params.uncertainty(measured_backward_s(prof), world_size=p)
     kw = {"ranks": args.ranks, "jitter_sigma": args.jitter, "repeats": args.repeats, "seed": args.seed}
     return step_interval(prof, cost, spec, p, unc, steps=steps, **kw)
+
+
+def kept_term_note(args: argparse.Namespace, params: Any, p: int) -> str | None:
+    """Where one of --o-us and --w is given: the other term's value and where it came from (the network the
+    flags replace, as one line through the size ``CostModel.linear_at`` takes); ``None`` otherwise."""
+    if (args.o_us is None) == (args.w_gbps is None):
+        return None
+    base = resolve_cost(argparse.Namespace(**{**vars(args), "o_us": None, "w_gbps": None}), p, params)
+    o_s, w = base.linear_at(p)
+    kept = f"w = {gbps_both(w)}" if args.o_us is not None else f"t0 = {o_s * 1e6:.1f} us"
+    given = "--o-us" if args.o_us is not None else "--w"
+    src = (
+        f"the preset {args.network or DEFAULT_NETWORK}"
+        if args.network is not None or params is None
+        else "the network fitted in --params"
+    )
+    return (
+        f"{given} given; {kept} kept from {src}'s all-reduce at p = {p} and 25 MiB calls: one line through that "
+        f"size replaces its levels, its algorithm choice by size and any ranges it states"
+    )
+
+
+def no_interval_reason(args: argparse.Namespace, params: Any) -> str | None:
+    """Why a prediction has no interval (``None``: it has one): only a network fitted by ``calibrate`` carries
+    its measurement errors."""
+    given = [f for f, v in (("--o-us", args.o_us), ("--w", args.w_gbps)) if v is not None]
+    if params is None:
+        net = f"given by {' and '.join(given)}" if given else f"the preset {args.network or DEFAULT_NETWORK}"
+        return f"the network is {net}, not fitted from measurements (--params)"
+    if args.network is not None:
+        return f"--network {args.network} replaces the network fitted in --params"
+    if given:
+        return f"{' and '.join(given)} replace{'s' if len(given) == 1 else ''} terms fitted in --params"
+    return None
 
 
 # ---- output -----------------------------------------------------------------------
@@ -310,11 +345,18 @@ def strategy_label(s: StrategySpec) -> str:
     return s.name
 
 
+def _dtype_of(prof: GradProfile) -> str:
+    """`` in DTYPE`` for a profile from FLOPs (the peak its compute ran at: float32 where TF32 was asked of a
+    device without TF32 units), else nothing."""
+    dt = prof.env.get("compute_dtype") if prof.source.startswith("flops:") else None
+    return f" in {dt}" if dt else ""
+
+
 def print_prediction(res: Any, prof: GradProfile, out: Any = None) -> None:
     w = (out or sys.stdout).write
     w(
         f"{prof.model}: {sum(p.numel for p in prof.trainable) / 1e6:.1f}M params, "
-        f"{res.total_grad_bytes / MIB:.1f} MiB of gradients, {prof.source} compute\n"
+        f"{res.total_grad_bytes / MIB:.1f} MiB of gradients, {prof.source} compute{_dtype_of(prof)}\n"
     )
     w(f"{ranks_phrase(res.world_size)}, {strategy_label(res.strategy)}, network {res.cost_label}\n")
     if res.network_provenance:
@@ -381,6 +423,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         return 0
     iv = prediction_interval(args, params, prof, cost, spec, p)
     iv1 = prediction_interval(args, params, prof, cost, spec, p, steps=1)
+    kept = kept_term_note(args, params, p)
     kw = {"ranks": args.ranks, "jitter_sigma": args.jitter, "repeats": args.repeats, "seed": args.seed}
     spread = stated.spread(spec, p, **kw) if stated is not None else None
     if args.json:
@@ -390,15 +433,18 @@ def cmd_predict(args: argparse.Namespace) -> int:
         d["interval"] = iv.to_dict() if iv is not None else None
         d["single_step_interval"] = iv1.to_dict() if iv1 is not None else None
         d["stated_ranges"] = {"spread": spread.to_dict()} if spread is not None else None
+        d["kept_term"] = kept
         d["csv"] = csv_file
         emit_json(args, d)
     else:
         print_prediction(res, prof)
+        if kept is not None:
+            print(f"  note: {kept}")
         if iv is not None and iv1 is not None:
             print(f"  step time {iv.describe_ms()} (from {', '.join(iv.sources)})")
             print(f"  step time {iv1.describe_ms()}")
         else:
-            print("  no interval: the network is a preset or given by flags, not fitted from measurements (--params)")
+            print(f"  no interval: {no_interval_reason(args, params)}")
         for line in spread.describe() if spread is not None else ():
             print(f"  {line}")
         if first is not None:
@@ -413,7 +459,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from simulator.sweep import default_grid_mb, log_grid_mb, sweep
 
-    prof, cost, p, _, stated = _resolve_all(args)
+    prof, cost, p, params, stated = _resolve_all(args)
+    kept = kept_term_note(args, params, p)
     spec = replace(resolve_strategy(args), bucket_mb=None)  # --bucket-mb here is the grid, not one size
     if not spec.strategy.bucketed:
         raise ValueError(f"--strategy {spec.name} has no bucket size to sweep; use one of {', '.join(BUCKETED)}")
@@ -459,6 +506,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         d["plot"] = args.plot
         d["csv"] = csv_file
         d["stated_ranges"] = ends[1] if ends is not None else None
+        d["kept_term"] = kept
         emit_json(args, d)
         return 0
     out = sys.stdout.write
@@ -467,6 +515,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     )
     if res.network_provenance:
         out(f"{res.network_provenance['text']}\n")
+    if kept is not None:
+        out(f"note: {kept}\n")
     out(f"compute (no communication) {res.best.compute_s * 1e3:.3f} ms\n\n")
     out(f"  {'bucket MiB':>11} {'buckets':>7} {'step ms':>11} {'exposed ms':>11}\n")
     for mb, r in zip(res.bucket_mb, res.rows):
@@ -581,10 +631,13 @@ def add_commands(sub: Any) -> None:
     s.add_argument("--grid", default=None, metavar="LO:HI:N", help="explicit log grid in MiB")
     s.add_argument("--json", action="store_true", help="print JSON instead of a table")
     s.add_argument(
-        "--plot", default=None, metavar="OUT.png", help="write step time and exposed overhead vs bucket size"
+        "--plot",
+        default=None,
+        metavar="OUT.png",
+        help="write step time and exposed overhead vs bucket size (.png, .pdf or .svg, by the name's ending)",
     )
     add_csv(s, "the rows (bucket_mb, n_buckets, step_time_s and its p10/p90, overhead_s)")
-    s.set_defaults(func=cmd_sweep, _outputs={"plot": "file"})
+    s.set_defaults(func=cmd_sweep, _outputs={"plot": "figure"})
 
     m = sub.add_parser("models", help="list built-in models, devices and networks")
     m.add_argument("--json", action="store_true", help="print the lists as JSON")

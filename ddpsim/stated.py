@@ -83,8 +83,9 @@ class StatedInputs:
         )
         top = spread.effects[0]
         verb = "states" if " and " not in spread.who else "state"
+        at = f" at {strategy.bucket_mb:.4g} MiB" if strategy.bucket_mb is not None else ""
         line = (
-            f"over the ranges {spread.who} {verb} (not measured), the step is "
+            f"over the ranges {spread.who} {verb} (not measured), the step{at} is "
             f"{spread.short_s * 1e3:.4g}-{spread.long_s * 1e3:.4g} ms and {what} is {either}; "
             f"{top.label} moves it most ({top.step_at_low_s * 1e3:.4g} / {top.step_at_high_s * 1e3:.4g} ms at its ends)"
         )
@@ -124,7 +125,10 @@ def model_profile(
     if spec is None:  # a measured profile: its own times
         for key, own in (("batch_size", "batch size"), ("device", "compute times"), ("dtype", "compute times")):
             if {"batch_size": batch_size, "device": device, "dtype": dtype}[key] is not None:
-                raise ValueError(f"{names[key]} applies to built-in models; a measured profile has its own {own}")
+                raise ValueError(
+                    f"{names[key]} applies to a model (a built-in name or a model description); a profile has its "
+                    f"own {own}, measured or already made from FLOPs"
+                )
         prof = model if isinstance(model, GradProfile) else GradProfile.from_file_dict(read, str(model))
         return (prof.scaled(compute_scale) if compute_scale != 1.0 else prof), None
     if dtype is not None and dtype not in zoo.FLOPS_DTYPES:

@@ -213,6 +213,7 @@ def _zoo_profile(args: argparse.Namespace) -> tuple[GradProfile, FlopsSource] | 
     the device where its spec has no peak for it."""
     from simulator import zoo
     from simulator.jsonio import read_json
+    from simulator.profile import PROFILE_SCHEMA
 
     model = args.model
     if model is None or args.profile is not None or model in zoo.RUN_HERE:
@@ -220,7 +221,10 @@ def _zoo_profile(args: argparse.Namespace) -> tuple[GradProfile, FlopsSource] | 
     if model not in zoo.list_models():
         if not (model.endswith(".json") and Path(model).is_file()):
             return None
-        if zoo.model_spec_in(read_json(model, "model"), model) is None:
+        d = read_json(model, "model")
+        if isinstance(d, dict) and d.get("schema") == PROFILE_SCHEMA:
+            raise ValueError(f"--model {model} is a profile ({PROFILE_SCHEMA}): give it as --profile {model}")
+        if zoo.model_spec_in(d, model) is None:
             return None  # not a model description: the workload loader says what is wrong with it
     why = f"{model} is a model of the simulator's zoo (`ddpsim models`), with no code to run here"
     for flag, given in (

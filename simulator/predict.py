@@ -83,9 +83,12 @@ class StepResult:
         return d
 
 
+MAX_WORLD_SIZE = 1 << 24  # ranks a prediction takes: far past any job; the costs' terms stay finite there
+
+
 def _validate_world(world_size: int, ranks: int) -> None:
-    if not isinstance(world_size, int) or world_size < 1:
-        raise ValueError(f"world size must be an integer >= 1, got {world_size!r}")
+    if isinstance(world_size, bool) or not isinstance(world_size, int) or not 1 <= world_size <= MAX_WORLD_SIZE:
+        raise ValueError(f"world size must be an integer from 1 to {MAX_WORLD_SIZE}, got {world_size!r}")
     if not isinstance(ranks, int) or ranks < 1 or ranks > world_size:
         raise ValueError(f"simulated ranks must be between 1 and the world size ({world_size}), got {ranks!r}")
 

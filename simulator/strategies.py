@@ -249,6 +249,11 @@ def shard_owners(nbytes: Sequence[int], world_size: int, loads: list[int] | None
     ``loads``: bytes per rank before these (a later parameter group continues from them), updated in place."""
     if world_size < 1:
         raise ValueError(f"world size must be >= 1, got {world_size}")
+    if loads is None:
+        # from all-empty ranks only the first len(nbytes) can be chosen: before each choice fewer than len(nbytes)
+        # ranks were taken, so an untaken rank below len(nbytes) is as light as any higher one and wins the tie.
+        # Heaping the rest would cost time and memory in p (a world size of millions)
+        world_size = max(1, min(world_size, len(nbytes)))
     load = loads if loads is not None else [0] * world_size
     lightest = [(load[k], k) for k in range(world_size)]  # a heap: the lightest rank, the lowest on ties
     heapq.heapify(lightest)

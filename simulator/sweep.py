@@ -16,6 +16,7 @@ from .strategies import BUCKETED, StrategySpec, comm_plan_arrays, profile_arrays
 from .units import MIB
 
 SWEEP_SCHEMA = "ddpsim.sweep/1"
+TIE_REL = 1e-9  # steps this close (relative) are one time: the sweep's best is then the larger cap
 
 
 def log_grid_mb(lo_mb: float, hi_mb: float, n: int) -> list[float]:
@@ -120,7 +121,10 @@ def sweep(
                 done[hint] = res
         rows_l.append(res if res.strategy == spec else replace(res, strategy=spec))
     rows = tuple(rows_l)
-    best = min(range(len(rows)), key=lambda k: (rows[k].step_time_s, -grid[k]))
+    # fastest, the larger cap on a tie (fewer calls); steps within TIE_REL of the fastest tie: a flat curve's
+    # steps differ in their last digits by the order sums were taken in, which must not pick the cap
+    fastest = min(r.step_time_s for r in rows)
+    best = max((k for k in range(len(rows)) if rows[k].step_time_s <= fastest * (1 + TIE_REL)), key=lambda k: grid[k])
     # closed form with the all-reduce (o, w) at this world size, for the algorithm chosen at the best size
     o_s, w = cost.linear_at(world_size, msg_bytes=grid[best] * MIB)
     return SweepResult(

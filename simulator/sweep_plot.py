@@ -100,7 +100,7 @@ def plot_sweep(
     out = Path(out_png)
     try:
         with whole_file(out) as tmp:
-            fig.savefig(tmp, dpi=120, format="png")
+            fig.savefig(tmp, dpi=120, format=out.suffix.lstrip(".").lower() or "png")
     finally:
         plt.close(fig)
     return out

@@ -68,6 +68,8 @@ from .profile import DTYPE_BYTES, GradProfile, ParamSpec
 from .units import MIB
 
 MODEL_SCHEMA = "ddpsim.model/1"
+MODEL_KEYS = frozenset({"schema", "name", "params", "source", "defaults", "tokens_per_sample"})
+MODEL_DEFAULT_KEYS = frozenset({"device", "batch_size"})
 DEVICE_SCHEMA = "ddpsim.device/2"
 DEVICE_SCHEMA_V1 = "ddpsim.device/1"  # one peak, no launch floor: still read
 DEVICE_RANGE_KEYS = ("mfu", "mem_bw_bytes_per_s")  # the values a device spec may state a range for
@@ -287,6 +289,18 @@ class ModelSpec:
         schema = d.get("schema")
         _require(schema == MODEL_SCHEMA, f"model schema is {schema!r}; this ddpsim reads {MODEL_SCHEMA!r}")
         _require(isinstance(d.get("params"), list), "model spec lacks a 'params' list")
+        unknown = sorted(set(d) - MODEL_KEYS)
+        _require(
+            not unknown,
+            f"model spec: unknown field(s) {', '.join(map(repr, unknown))}; it takes {', '.join(sorted(MODEL_KEYS))}",
+        )
+        defaults = d.get("defaults", {})
+        _require(isinstance(defaults, Mapping), f"model spec: 'defaults' must be an object, got {defaults!r}")
+        unknown = sorted(set(defaults) - MODEL_DEFAULT_KEYS)
+        _require(
+            not unknown,
+            f"model spec: unknown default(s) {', '.join(map(repr, unknown))}; it takes {', '.join(sorted(MODEL_DEFAULT_KEYS))}",
+        )
         return cls(
             name=d.get("name", "unnamed"),
             params=_params_from_entries(expand_params(d["params"])),
@@ -384,11 +398,15 @@ class DeviceSpec:
         """FLOP/s a training step is assumed to reach on the whole-model path: ``peak_flops * mfu``."""
         return self.peak_flops * self.mfu
 
+    def peak_key(self, dtype: str, tf32: bool = False) -> str:
+        """The peak a matmul computing in ``dtype`` runs at (``tf32``: float32 with TF32 allowed): ``dtype``, or
+        ``float32`` for TF32 on a device without TF32 units (V100, a CPU), where float32 matmuls stay float32."""
+        key = "tf32" if (tf32 and dtype == "float32") else dtype
+        return "float32" if key == "tf32" and "tf32" not in self.peaks else key
+
     def peak_for(self, dtype: str, tf32: bool = False) -> float:
         """Dense peak FLOP/s of a matmul computing in ``dtype`` (``tf32``: float32 with TF32 allowed)."""
-        key = "tf32" if (tf32 and dtype == "float32") else dtype
-        if key == "tf32" and "tf32" not in self.peaks:
-            key = "float32"  # no TF32 units (V100, a CPU): float32 matmuls stay float32
+        key = self.peak_key(dtype, tf32)
         _require(
             key in self.peaks,
             f"device {self.name!r} has no {key} peak (it lists {', '.join(self.peaks)}); choose another --dtype",
@@ -554,7 +572,7 @@ def profile_from_flops(
     dev = load_device(device) if isinstance(device, str) else device
     batch = spec.default_batch_size if batch_size is None else batch_size
     _require(_is_count(batch) and batch >= 1, f"batch size must be an integer >= 1, got {batch!r}")
-    compute_dtype = dev.dtype if dtype is None else dtype
+    compute_dtype = dev.peak_key(dev.dtype if dtype is None else dtype)  # TF32 without its units: float32
     rate_flops = dev.peak_for(compute_dtype) * dev.mfu
 
     bwd_s = [0.0] * len(spec.params)

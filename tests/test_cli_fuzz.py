@@ -97,7 +97,7 @@ ROWS: list[tuple[str, str]] = [
     ("predict --model {tmp}/prof_dup_names.json --world-size 2", "parameter names must differ"),
     ("predict --model {tmp}/prof_grad_no.json --world-size 2", "requires_grad must be true or false"),
     ("predict --model {tmp}/prof_samples_frac.json --world-size 2", "samples_per_step must be a whole number"),
-    ("predict --model {tmp}/mlp_profile.json --device h100-sxm", "--device applies to built-in models"),
+    ("predict --model {tmp}/mlp_profile.json --device h100-sxm", "--device applies to a model"),
     ("tune --out-dir {tmp}/o --profile {tmp}/prof_inf_forward.json --network nccl-h100-ib", "forward_s"),
     ("predict --network {tmp}/net_intra5.json", "net_intra5.json"),
     ("predict --strategy bucketed", "needs a bucket size"),

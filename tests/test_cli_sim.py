@@ -162,7 +162,7 @@ def test_a_model_file_and_a_profile_file_through_one_flag(capsys, tmp_path):
     code, out, _ = run_cli(capsys, "predict", "--model", str(prof_path), "--world-size", "8", "--json")
     assert code == 0 and json.loads(out)["results"]["step_time_s"] > json.loads(out_b)["results"]["step_time_s"]
     code, _, err = run_cli(capsys, "predict", "--model", str(prof_path), "--device", "h100", "--world-size", "8")
-    assert code == 2 and "--device applies to built-in models" in err
+    assert code == 2 and "--device applies to a model" in err
 
 
 def test_predict_subprocess_never_imports_torch():

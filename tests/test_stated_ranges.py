@@ -219,12 +219,12 @@ def test_predict_at_another_compute_dtype(capsys):
 def test_a_dtype_for_a_measured_profile_or_a_device_without_it_is_one_line(capsys):
     prof = str(DATA / "tune_gpt_loopback.profile.json")
     code, err = run_err(capsys, "predict", "--model", prof, "--dtype", "bf16")
-    assert code == 2 and "--dtype applies to built-in models" in err and err.count("\n") == 1
+    assert code == 2 and "--dtype applies to a model" in err and err.count("\n") == 1
     code, err = run_err(capsys, "predict", "--model", "gpt2-small", "--device", "v100-sxm", "--dtype", "bf16")
     assert code == 2 and "has no bfloat16 peak" in err and err.count("\n") == 1
     with pytest.raises(ValueError, match="dtype must be one of"):
         ddpsim.predict("gpt2-small", world_size=8, dtype="fp16")
-    with pytest.raises(ValueError, match="dtype applies to built-in models"):
+    with pytest.raises(ValueError, match="dtype applies to a model"):
         ddpsim.predict(prof, world_size=8, dtype="bf16")
 
 

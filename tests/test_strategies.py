@@ -90,3 +90,18 @@ def test_shard_owners_largest_first_to_the_lighter_rank():
     assert shard_owners([8, 8, 8, 8], 3) == [0, 1, 2, 0]  # ties: in order, to the lowest rank
     with pytest.raises(ValueError, match="world size"):
         shard_owners([8], 0)
+
+
+def test_shard_owners_at_more_ranks_than_parameters_as_over_every_rank():
+    """Past as many ranks as parameters the owners are those over every rank (only the first ranks are
+    chosen), without a heap of p entries: a world size of millions costs nothing extra."""
+    import random
+
+    from simulator.strategies import shard_owners
+
+    rng = random.Random(3)
+    sizes = [rng.choice([0, 8, 8, 64, 4096, rng.randrange(1, 10**6)]) for _ in range(40)]
+    for p in (39, 40, 41, 97):
+        assert shard_owners(sizes, p) == shard_owners(sizes, p, [0] * p)
+    # a zero-byte parameter leaves its rank the lightest, lowest one, which takes the next
+    assert shard_owners([0, 0, 5], 10**9) == shard_owners([0, 0, 5], 5, [0] * 5) == [1, 1, 0]

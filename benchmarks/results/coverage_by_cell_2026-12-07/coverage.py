@@ -46,7 +46,9 @@ def main(runs: list[str]) -> None:
         above = sum(1 for _, _, s in rs if s == "above")
         below = sum(1 for _, _, s in rs if s == "below")
         nruns = len({run for run, _, _ in rs})
-        print(f"| {kind} | {nruns} | {n} | {k} | {100 * k / n:.1f} % | {lo:.0f}-{hi:.0f} | {verdict} | {above} / {below} |")
+        print(
+            f"| {kind} | {nruns} | {n} | {k} | {100 * k / n:.1f} % | {lo:.0f}-{hi:.0f} | {verdict} | {above} / {below} |"
+        )
 
     def split(select):
         ins = [moved(r) for kind, rs in kinds.items() if select(kind) for _, r, s in rs if s == "in"]
@@ -64,8 +66,10 @@ def main(runs: list[str]) -> None:
     ):
         ins, out = split(sel)
         mi, mo = st.median(ins) * 100, st.median(out) * 100
-        print(f"- {label}: inside {len(ins)} rows, median {mi:.2f} %; outside {len(out)} rows, median {mo:.2f} %;"
-              f" ratio {mo / mi:.2f}")
+        print(
+            f"- {label}: inside {len(ins)} rows, median {mi:.2f} %; outside {len(out)} rows, median {mo:.2f} %;"
+            f" ratio {mo / mi:.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -22,5 +22,7 @@ print("|---|---|---|---|---|")
 for key, rs in sorted(by.items(), key=lambda kv: -sum(s != "in" for _, s, _, _ in kv[1])):
     a = sum(s == "above" for _, s, _, _ in rs)
     b = sum(s == "below" for _, s, _, _ in rs)
-    print(f"| {key} | {len(rs)} | {a + b} ({a} / {b}) | {st.median(e for *_, e, _ in rs):+.2f} % |"
-          f" {st.median(w for *_, w in rs):.2f} % |")
+    print(
+        f"| {key} | {len(rs)} | {a + b} ({a} / {b}) | {st.median(e for *_, e, _ in rs):+.2f} % |"
+        f" {st.median(w for *_, w in rs):.2f} % |"
+    )
