@@ -15,6 +15,7 @@ is one channel: ``pipelined=True`` makes it one, and refuses ``channels`` above 
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import replace
 from typing import Any
 
@@ -27,8 +28,8 @@ DEFAULT_NETWORK = "nccl-h100-ib"
 
 
 def _real(v: Any) -> bool:
-    """A finite int or float (not a bool)."""
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    """A finite real number (numpy's too; not a bool)."""
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def resolve_cost(

@@ -151,7 +151,7 @@ def model_profile(
             return built(other)
         env = {**base.env, "mfu": other.mfu, "mem_bw_bytes_per_s": other.mem_bw_bytes_per_s}
         compute = point.mfu / other.mfu
-        return replace(base.scaled(compute, point.mem_bw_bytes_per_s / other.mem_bw_bytes_per_s), env=env)
+        return base.scaled(compute, point.mem_bw_bytes_per_s / other.mem_bw_bytes_per_s, env=env)
 
     return base, FlopsSource(dev, on)
 

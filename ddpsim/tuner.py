@@ -212,7 +212,9 @@ def recommend(
     default = predict(profile, cost, StrategySpec("torch-ddp"), world_size, **predict_kw)
     band = ddp.best.step_time_s * (1 + NEAR_BEST_PCT / 100)
     near = near_best_range(
-        [{"bucket_mb": mb, "step_time_s": r.step_time_s} for mb, r in zip(ddp.bucket_mb, ddp.rows)], NEAR_BEST_PCT
+        [{"bucket_mb": mb, "step_time_s": r.step_time_s} for mb, r in zip(ddp.bucket_mb, ddp.rows)],
+        NEAR_BEST_PCT,
+        ddp.best_bucket_mb,
     )
     assert near is not None  # the sweep has rows
 

@@ -228,9 +228,12 @@ class GradProfile:
             out[i] = t
         return out
 
-    def scaled(self, compute_factor: float, optimizer_factor: float | None = None) -> GradProfile:
+    def scaled(
+        self, compute_factor: float, optimizer_factor: float | None = None, env: Mapping[str, Any] | None = None
+    ) -> GradProfile:
         """The same profile with every compute time multiplied by ``compute_factor`` (the optimizer's by
-        ``optimizer_factor`` where given: a memory-bound step on a device of another bandwidth)."""
+        ``optimizer_factor`` where given: a memory-bound step on a device of another bandwidth), and ``env``
+        in place of its own where given (the device it is now on)."""
         _require(compute_factor > 0, f"compute factor must be > 0, got {compute_factor}")
         opt = compute_factor if optimizer_factor is None else optimizer_factor
         _require(opt > 0, f"optimizer factor must be > 0, got {opt}")
@@ -240,6 +243,8 @@ class GradProfile:
             "optimizer_s": self.optimizer_s * opt,
             "backward_tail_s": self.backward_tail_s * compute_factor,
         }
+        if env is not None:
+            times["env"] = dict(env)
         if not all(_seconds(times[k]) for k in ("forward_s", "optimizer_s", "backward_tail_s")):
             return replace(self, **times)  # the checked constructor says which time is out of range
         # the same parameters, names, order and sizes as this valid profile, its times scaled within range: built

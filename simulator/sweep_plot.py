@@ -17,15 +17,20 @@ from .jsonio import whole_file
 TORCH_DEFAULT_MB = 25.0
 
 
-def near_best_range(rows: Sequence[Mapping[str, Any]], band_pct: float) -> tuple[float, float] | None:
+def near_best_range(
+    rows: Sequence[Mapping[str, Any]], band_pct: float, best_mb: float | None = None
+) -> tuple[float, float] | None:
     """The run of bucket sizes around the best (rows in size order) whose predicted steps are all within
     ``band_pct`` % of the best. Buckets change in steps, so a size further out can be in the band again
     while one between is not (cnn: 0.62-0.9 MiB near the best, 1 MiB as slow as the default, 2.2-2.5 MiB
-    near again); the first to the last size in the band would claim the slow ones too."""
+    near again); the first to the last size in the band would claim the slow ones too. ``best_mb``: the
+    sweep's best (``SweepResult.best_bucket_mb``: among caps tied to the last digits, the largest), which the
+    run is around; default the first fastest row."""
     if not rows:
         return None
     times = [r["step_time_s"] for r in rows]
-    i = min(range(len(times)), key=times.__getitem__)
+    sizes = [r["bucket_mb"] for r in rows]
+    i = sizes.index(best_mb) if best_mb in sizes else min(range(len(times)), key=times.__getitem__)
     band = times[i] * (1 + band_pct / 100.0)
     lo = hi = i
     while lo > 0 and times[lo - 1] <= band:
@@ -71,7 +76,7 @@ def plot_sweep(
             label="over the stated ranges (not measured)",
         )
     ax2.plot(mb, [r["overhead_s"] * 1e3 for r in rows], "-", color="C1", label="predicted exposed communication")
-    band = near_best_range(rows, band_pct)
+    band = near_best_range(rows, band_pct, sweep.get("best_bucket_mb"))
     if band is not None:
         ax.axvspan(band[0], band[1], color="C2", alpha=0.12, lw=0, label=f"within {band_pct:g}% of the best")
         ax2.axvspan(band[0], band[1], color="C2", alpha=0.12, lw=0)

@@ -89,10 +89,21 @@ def test_an_unknown_keyword_names_the_public_function_and_what_it_takes():
     assert ddpsim.predict("gpt2-small", world_size=8, seed=5).step_time_s > 0  # a keyword predict takes passes
 
 
-def test_a_sharded_prediction_at_millions_of_ranks_is_quick():
-    """The sharded optimizer's owners no longer heap p ranks: at the world-size limit it is one prediction."""
+def test_a_sharded_prediction_at_millions_of_ranks_heaps_no_more_ranks_than_parameters(monkeypatch):
+    """The sharded optimizer's owners no longer heap p ranks (27 s and 1.9 GB at the world-size limit before):
+    the heap holds at most one rank a parameter."""
+    import heapq
+
+    from simulator import strategies
+
+    sizes = []
+    real = heapq.heapify
+    monkeypatch.setattr(strategies.heapq, "heapify", lambda h: sizes.append(len(h)) or real(h))
+    strategies._PROFILE_CACHE.clear()  # the owners are kept per profile and p: compute them here
     r = ddpsim.predict("gpt2-small", world_size=MAX_WORLD_SIZE, strategy="sharded")
+    n = len(zoo.load_model_spec("gpt2-small").params)
     assert r.step_time_s > 0 and r.world_size == MAX_WORLD_SIZE
+    assert sizes and max(sizes) <= n
 
 
 # ---- one of o and w given ------------------------------------------------------------
@@ -190,3 +201,21 @@ def test_a_model_file_with_a_field_it_does_not_take_is_refused(capsys, tmp_path,
     f.write_text(json.dumps(d))
     code, _, err = run(capsys, "predict", "--model", str(f), "--world-size", "8")
     assert code == 2 and says in err and err.count("\n") == 1
+
+
+def test_the_api_takes_numpy_numbers_for_o_and_w():
+    import numpy as np
+
+    a = ddpsim.predict("gpt2-small", world_size=8, o_us=np.int64(10), w_gbps=np.float32(50.0))
+    b = ddpsim.predict("gpt2-small", world_size=8, o_us=10, w_gbps=50.0)
+    assert a.step_time_s == pytest.approx(b.step_time_s, rel=1e-6)
+
+
+def test_the_near_best_run_is_around_the_sweeps_best_among_ties():
+    """Where the fastest steps tie but are split by a slower one, the near-best run is the one around the best the
+    sweep reports (the largest of the tied caps), not around the first fastest row."""
+    from simulator.sweep_plot import near_best_range
+
+    rows = [{"bucket_mb": mb, "step_time_s": t} for mb, t in ((1, 1.0), (2, 1.5), (4, 1.0), (8, 1.001))]
+    assert near_best_range(rows, 1.0) == (1, 1)
+    assert near_best_range(rows, 1.0, best_mb=4) == (4, 8)
