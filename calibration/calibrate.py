@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import math
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -47,6 +46,7 @@ from .contention import fit_contention
 from .fit import ABGFit, LinearFit, fit_abg, fit_bandwidth, fit_linear, with_terms
 from .params import Params
 from .probes import call_modes_line, fit_call_modes
+from .progress import Progress  # noqa: F401  (its home was here: calibration.calibrate.Progress)
 
 
 @dataclass(frozen=True)
@@ -101,17 +101,6 @@ def default_sizes(link_mbit: float | None) -> tuple[int, ...]:
         sizes.append(s)
         s *= 4 if s < MIB else 2
     return tuple(sizes)
-
-
-class Progress:
-    """One line per phase on stderr with elapsed time."""
-
-    def __init__(self, enabled: bool = True, prefix: str = "calibrate"):
-        self.enabled, self.prefix, self.t0 = enabled, prefix, time.monotonic()
-
-    def __call__(self, msg: str) -> None:
-        if self.enabled:
-            print(f"{self.prefix} [{time.monotonic() - self.t0:6.1f} s] {msg}", file=sys.stderr, flush=True)
 
 
 def open_pool(world_size: int, backend: str, link_mbit: float | None, timeout_s: float):

@@ -259,7 +259,7 @@ def _resolve_tune_cost(args: argparse.Namespace, base: CostModel | None, params:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from calibration.calibrate import CalibrateSpec, Progress, calibrate_on_pool, open_pool
+    from calibration.progress import Progress  # the fits (scipy) load only where something is measured
 
     say = Progress(not args.quiet, prefix="tune")
     notes: list[str] = []
@@ -359,6 +359,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         if pool is not None and pool.omp_note:
             notes.append(pool.omp_note)
         if need_cal:
+            from calibration.calibrate import CalibrateSpec, calibrate_on_pool
+
             say(
                 f"calibrating the network on {run_world} local ranks"
                 + (f" over {args.link_mbit:g} Mbit/s links" if args.link_mbit else "")
@@ -423,6 +425,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     if not need_ranks:
         return plan(None)
+    from calibration.calibrate import open_pool
     from realrun.precision import set_precision_task
 
     local = args.dtype if (args.dtype != "tf32" or backend == "nccl") else "fp32"

@@ -296,9 +296,23 @@ class GradProfile:
         return from_fields(cls, d, what="profile", defaults={"model": "unnamed"})
 
     def save(self, path: str | Path) -> None:
+        """The profile as JSON, written whole: one line a parameter and the ready order on one line (a model of
+        tens of thousands of tensors as an indented tree took seconds and megabytes more), the rest indented."""
+        import json
+
         from .jsonio import dumps_finite, write_whole
 
-        write_whole(path, dumps_finite(self.to_dict()) + "\n")
+        parts = []
+        for key, value in self.to_dict().items():
+            if key == "params":  # each entry's numbers were checked finite when the profile was made
+                rows = ",\n".join("  " + json.dumps(p, allow_nan=False) for p in value)
+                text = f"[\n{rows}\n ]"
+            elif key == "ready_order":
+                text = json.dumps(value)
+            else:
+                text = dumps_finite(value).replace("\n", "\n ")
+            parts.append(f" {json.dumps(key)}: {text}")
+        write_whole(path, "{\n" + ",\n".join(parts) + "\n}\n")
 
     @classmethod
     def load(cls, path: str | Path) -> GradProfile:
