@@ -1155,16 +1155,19 @@ def test_the_models_tune_runs_here_are_the_workloads_it_can_run():
 
 
 def test_tune_of_a_zoo_model_needs_no_torch(tmp_path):
-    """In a fresh interpreter: a zoo model's recommendation never imports torch (the simulator-only install)."""
+    """In a fresh interpreter: a zoo model's recommendation never imports torch (the simulator-only install), nor the
+    calibration's fits and scipy (a second of start-up)."""
     code = (
         "import sys\n"
         "from ddpsim.cli import main\n"
         f"rc = main(['tune', '--model', 'gpt2-small', '--quiet', '--json', '--out-dir', {str(tmp_path)!r}])\n"
         "print('torch imported:', 'torch' in sys.modules, file=sys.stderr)\n"
+        "print('fits imported:', 'calibration.fit' in sys.modules or 'scipy' in sys.modules, file=sys.stderr)\n"
         "sys.exit(rc)\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "torch imported: False" in r.stderr, r.stderr
+    assert "fits imported: False" in r.stderr, r.stderr  # nor the calibration's fits: nothing is measured
     res = json.loads(r.stdout)["results"]
     assert res["model"] == "gpt2-small" and res["default_step_time_s"] > 0
 
