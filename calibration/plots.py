@@ -26,7 +26,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from simulator.jsonio import whole_file
+from simulator.jsonio import write_figure
 from simulator.units import MIB
 
 from .fit import LinearFit, allreduce_points, select_allreduce
@@ -37,11 +37,8 @@ DPI = 120
 
 
 def _save(fig: Figure, out_png: str | Path) -> Path:
-    out = Path(out_png)
     FigureCanvasAgg(fig)  # attach the Agg canvas explicitly: no backend lookup, no pyplot
-    with whole_file(out) as tmp:
-        fig.savefig(tmp, format=out.suffix.lstrip(".").lower() or "png", dpi=DPI)
-    return out
+    return write_figure(fig, out_png, dpi=DPI)
 
 
 def read_rows(path: str | Path) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from realrun.stats import MAX_STEPS_FOR_TIME, MIN_SECONDS
-from simulator.jsonio import dumps_finite, finite, write_whole
+from simulator.jsonio import FIGURE_SUFFIXES, dumps_finite, finite, write_whole
 
 CLI_SCHEMA = "ddpsim.cli/1"
 
@@ -404,9 +404,6 @@ def close_run_folder(args: argparse.Namespace, failed: bool) -> None:
     except OSError:
         if failed and Path(fresh).is_dir():
             print(f"ddpsim: what this run wrote is kept in {fresh}", file=sys.stderr, flush=True)
-
-
-FIGURE_SUFFIXES = (".png", ".pdf", ".svg")  # an output of kind "figure": matplotlib writes each by its name
 
 
 def check_outputs(args: argparse.Namespace) -> None:

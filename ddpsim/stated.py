@@ -141,17 +141,16 @@ def model_profile(
 
     dev = zoo.load_device(device or spec.default_device)
     base = built(dev)
-    point = zoo.load_device(device or spec.default_device)
 
     def on(other: Any) -> GradProfile:
-        """The profile on ``other``; where it differs from the point's device in its MFU and memory bandwidth
+        """The profile on ``other``; where it differs from the point's device (``dev``) in its MFU and memory bandwidth
         alone, the point's profile rescaled (compute ~ 1 / (peak x MFU), the optimizer ~ 1 / bandwidth), not
         built again from every tensor's FLOPs."""
-        if replace(other, mfu=point.mfu, mem_bw_bytes_per_s=point.mem_bw_bytes_per_s) != point:
+        if replace(other, mfu=dev.mfu, mem_bw_bytes_per_s=dev.mem_bw_bytes_per_s) != dev:
             return built(other)
         env = {**base.env, "mfu": other.mfu, "mem_bw_bytes_per_s": other.mem_bw_bytes_per_s}
-        compute = point.mfu / other.mfu
-        return base.scaled(compute, point.mem_bw_bytes_per_s / other.mem_bw_bytes_per_s, env=env)
+        compute = dev.mfu / other.mfu
+        return base.scaled(compute, dev.mem_bw_bytes_per_s / other.mem_bw_bytes_per_s, env=env)
 
     return base, FlopsSource(dev, on)
 

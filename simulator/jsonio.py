@@ -65,6 +65,18 @@ def whole_file(path: str | Path) -> Iterator[Path]:
         raise
 
 
+FIGURE_SUFFIXES = (".png", ".pdf", ".svg")  # the formats a figure is written in, by its name's ending
+
+
+def write_figure(fig: Any, path: str | Path, dpi: int) -> Path:
+    """Save a matplotlib figure to ``path`` whole, in the format its name ends with (``FIGURE_SUFFIXES``; PNG
+    where it has no ending)."""
+    out = Path(path)
+    with whole_file(out) as tmp:
+        fig.savefig(tmp, dpi=dpi, format=out.suffix.lstrip(".").lower() or "png")
+    return out
+
+
 def write_whole(path: str | Path, text: str) -> Path:
     """Write ``text`` to ``path`` whole (a temporary file in the same folder, then ``os.replace``)."""
     with whole_file(path) as tmp:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .jsonio import whole_file
+from .jsonio import write_figure
 
 TORCH_DEFAULT_MB = 25.0
 
@@ -102,10 +102,7 @@ def plot_sweep(
     for a in (ax, ax2):
         a.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    out = Path(out_png)
     try:
-        with whole_file(out) as tmp:
-            fig.savefig(tmp, dpi=120, format=out.suffix.lstrip(".").lower() or "png")
+        return write_figure(fig, out_png, dpi=120)
     finally:
         plt.close(fig)
-    return out
