@@ -6,6 +6,7 @@ import pytest
 
 from calibration.step_probe import (
     bootstrap_in_step,
+    cap_words,
     fit_in_step,
     measured_targets,
     probe_bucket_mb,
@@ -558,6 +559,8 @@ def test_the_fine_probe_makes_a_call_per_gradient():
         fine = probe_fine_mb(probe_bucket_mb(prof.total_grad_bytes))
         assert len(ddp_buckets(prof, bucket_cap_mb=fine).steady) == n, name
         assert len(ddp_buckets(prof, bucket_cap_mb=1 / 1024).steady) < n or name == "gpt", name
+        assert cap_words(fine) == "1 B"  # as calibrate's progress line says it
+    assert (cap_words(1 / 1024), cap_words(0.959), cap_words(4.0)) == ("1 KiB", "0.959 MiB", "4 MiB")
 
 
 def test_the_recording_comes_off_the_targets_before_the_fit():
