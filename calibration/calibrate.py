@@ -672,7 +672,6 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
         )
         if spec.step_probe_steps > 0:
             from .step_probe import (
-                cap_words,
                 probe_bucket_mb,
                 probe_fine_mb,
                 probe_one_bucket_mb,
@@ -692,7 +691,7 @@ def calibrate_on_pool(pool: Any, spec: CalibrateSpec, say: Callable[[str], None]
             if not spec.step_probe_check:
                 n_c = 0
             say(
-                f"in-step probe: torch DDP at {cap_words(mb)} and at {cap_words(probe_fine_mb(mb))} (a call per "
+                f"in-step probe: torch DDP at {mb:g} MiB and at {probe_fine_mb(mb) * 1024:g} KiB (a call per "
                 f"gradient), {n} and {n_f} steps with per-bucket timelines"
                 + (f"; then at {one_mb:g} MiB (one bucket, a check the fit leaves out), {n_c} steps" if n_c else "")
                 + (

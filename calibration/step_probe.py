@@ -43,10 +43,7 @@ if TYPE_CHECKING:
 
 PROBE_BUCKET_MB = 2.0
 C_MAX = 20.0  # bracket of both factors (x21): a target out of reach within it is not identified
-# one byte: under every gradient, so torch DDP makes a call per gradient tensor, as ``individual`` does (at 1 KiB,
-# used before, a bias under 1 KiB shared a bucket with the next tensor: cnn's 12 gradients made 8 calls, micro-DLRM's
-# 16 made 11, and the per-call work fitted there was carried to ``individual``'s 12 and 16)
-FINE_PROBE_MB = 1 / MIB
+FINE_PROBE_MB = 1 / 1024
 # brackets of the work terms, as shares of forward+backward alone: per call, and all the gradients' bytes
 K_MAX_OF_STEP = 0.05
 KB_MAX_OF_STEP = 1.0
@@ -76,7 +73,8 @@ def measured_targets(record: TimelineRecord | Mapping[str, Any]) -> dict[str, An
         q: statistics.median(t[q] for t in terms)
         for q in ("step_s", "compute_s", "comm_sum_s", "exposed_tail_s", "finalize_s", "optimizer_s")
     }
-    # what recording costs a step: ``fit_step_probe`` takes it off the fitted probes' targets (``less_recording``)
+    # what recording costs a step, said beside the fit, not taken off its targets: taken off the backward ends
+    # (run m38) it moved no micro-DLRM row and put lib's median 1.28 -> 1.65 % (BENCHMARKS.md, "Twelfth session")
     med["recording_s"] = recording_cost(rec)
     # the same configuration's steps without the recorder, beside them: what a user's step is (said; the model's
     # step is checked against the recorded ones its targets came from: ``calibration.params.probe_step_residuals``)
@@ -92,26 +90,6 @@ def measured_targets(record: TimelineRecord | Mapping[str, Any]) -> dict[str, An
     ]
     med["compute_only_step_times_s"] = list(rec.get("compute_step_times_s") or ())
     return med
-
-
-def less_recording(targets: dict[str, Any]) -> dict[str, Any]:
-    """``targets`` with the recording's cost (``recording_s``) taken off the backward end and the step, and off each
-    step's backward end (which the bootstrap resamples): what the plain steps beside them would have had.
-
-    The recorder is a Python comm hook on every bucket and a Python hook on every gradient; a user's steps pay
-    neither. Left on, the work per call was fitted with 0.1-0.3 ms of it a call on this VM, and ``individual`` ran
-    predicted high on loopback (pooled over 46 stored gpt, cnn and lib cells of m45-m68, replayed: signed median
-    +4.6 %). Taken off, +0.2 %, the one-bucket rows unmoved (BENCHMARKS.md, "Thirty-third session";
-    ``benchmarks/results/recording_off_targets_2026-12-07/``). Tried before on one run's micro-DLRM and lib cells
-    (m38) and not kept then."""
-    r = float(targets.get("recording_s") or 0.0)
-    if r <= 0:
-        return targets
-    t = dict(targets)
-    t["compute_s"] = targets["compute_s"] - r
-    t["step_s"] = targets["step_s"] - r
-    t["per_step"] = [dict(s, compute_s=s["compute_s"] - r) for s in targets.get("per_step") or ()]
-    return t
 
 
 def recording_cost(record: Mapping[str, Any]) -> float:
@@ -432,9 +410,9 @@ def _resampled(targets: dict[str, Any], rng: Any) -> dict[str, Any]:
 
 
 def probe_fine_mb(bucket_mb: float) -> float:
-    """The fine probe's cap: one byte, under any gradient, so torch DDP makes one call per gradient tensor (what
-    ``individual`` does, and where a per-call cost shows most): the same bytes in the most calls a bucket cap can
-    give, off the sizes ``validate`` and ``tune`` try."""
+    """The fine probe's cap: 1 KiB, under any gradient worth a call, so torch DDP makes about one call per
+    gradient tensor (what ``individual`` does, and where a per-call cost shows most): the same bytes in
+    the most calls a bucket cap can give, off the sizes ``validate`` and ``tune`` try."""
     return min(FINE_PROBE_MB, bucket_mb / 2)
 
 
@@ -761,7 +739,7 @@ def fit_step_probe(
 
     rec = timeline_mapping(record)
     world_size, bucket_mb = int(rec["world_size"]), float(rec["bucket_mb"])
-    targets = less_recording(measured_targets(rec))
+    targets = measured_targets(rec)
     fine = None
     rec_f = timeline_mapping(fine_record) if fine_record is not None else None
     if rec_f is not None:
@@ -770,7 +748,7 @@ def fit_step_probe(
                 f"the fine in-step probe (p = {rec_f['world_size']}, {rec_f['bucket_mb']} MiB) must be at "
                 f"p = {world_size} and a cap under {bucket_mb:g} MiB"
             )
-        fine = (float(rec_f["bucket_mb"]), less_recording(measured_targets(rec_f)))
+        fine = (float(rec_f["bucket_mb"]), measured_targets(rec_f))
     # the probe's own steps carry the leftover on both sides (its compute-only steps too, half of them after
     # a DDP step): its fit sees none of it; nor the optimizer's extra, fitted after it from the same steps
     # (nor the queued calls' scale, fitted last from the fine probe's plain steps)
@@ -897,7 +875,7 @@ def summary_line(fit: dict[str, Any]) -> str:
     if fine:
         mf, sf = fine["measured"], fine["simulated_at_fit"]
         per_call = (
-            f"; at {cap_words(fine['bucket_mb'])} ({mf['n_buckets']:g} calls): backward end "
+            f"; at {fine['bucket_mb'] * 1024:g} KiB ({mf['n_buckets']:g} calls): backward end "
             f"{mf['compute_s'] * 1e3:.1f} ms measured / {sf['compute_s'] * 1e3:.1f} fitted, all-reduces "
             f"{mf['comm_sum_s'] * 1e3:.1f} / {sf['comm_sum_s'] * 1e3:.1f} ms"
         )
@@ -921,9 +899,7 @@ def summary_line(fit: dict[str, Any]) -> str:
 
 
 def cap_words(mb: float) -> str:
-    """A probe's cap as a person reads it: 1 B, 1 KiB, 0.959 MiB, 4 MiB."""
-    if mb * MIB < 1000:
-        return f"{mb * MIB:.3g} B"
+    """A probe's cap as a person reads it: 1 KiB, 0.959 MiB, 4 MiB."""
     return f"{mb * 1024:.3g} KiB" if mb < 1 / 64 else f"{mb:.3g} MiB"
 
 
@@ -950,7 +926,7 @@ def _recording_phrase(m: Mapping[str, Any], mf: Mapping[str, Any]) -> str:
     costs = [f"{x['recording_s'] * 1e3:.2f}" for x in (m, mf) if x.get("recording_s")]
     if not costs:
         return ""
-    return f"; recording the timelines cost {' and '.join(costs)} ms a step (against plain steps beside; taken off)"
+    return f"; recording the timelines cost {' and '.join(costs)} ms a step (against plain steps beside; not taken off)"
 
 
 def _finalize_phrase(fit: dict[str, Any]) -> str:

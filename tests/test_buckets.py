@@ -107,7 +107,6 @@ def _real_ddp_buckets(module, **kw):
         {"bucket_cap_mb": 25},  # explicit 25: first cap 25 MiB too
         {"bucket_cap_mb": 0.5},
         {"bucket_cap_mb_list": [1, 2, 3]},
-        {"bucket_cap_mb": 1 / (1 << 20)},  # one byte, the in-step fine probe's cap: a bucket per tensor
     ],
 )
 def test_ddp_buckets_match_real_ddp(one_rank_group, kw):

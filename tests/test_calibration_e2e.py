@@ -41,13 +41,7 @@ from calibration.probes import (
     in_step_scale_rate,
 )
 from calibration.refit import refit_from_records  # noqa: E402
-from calibration.step_probe import (  # noqa: E402
-    fit_in_step,
-    less_recording,
-    measured_targets,
-    probe_bucket_mb,
-    simulated_terms,
-)
+from calibration.step_probe import fit_in_step, measured_targets, probe_bucket_mb, simulated_terms  # noqa: E402
 from calibration.validate import (  # noqa: E402
     DEFAULT_BLOCK,
     VALIDATION_SCHEMA,
@@ -373,8 +367,8 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
         params.cost_model(),
         2,
         sp["fit"]["bucket_mb"],
-        less_recording(measured_targets(sp["timeline"])),  # what recording cost the fitted probes is taken off
-        fine=(fine["bucket_mb"], less_recording(measured_targets(fine))),
+        measured_targets(sp["timeline"]),
+        fine=(fine["bucket_mb"], measured_targets(fine)),
         hold_cc=None if sp["fit"]["comm_contention_check"]["identified"] else 0.0,  # as the calibration held it
     )
     assert sp["fit"]["comm_contention_check"] == params.probes["in_step"]["comm_contention_check"]
@@ -404,9 +398,7 @@ def test_records_hold_every_measurement_and_refit_to_the_params(calibrated):
     for part, kind in zip(parts, ("step_probe", "step_probe_fine", "step_probe_check")):
         (tl,) = [r["timeline"] for r in recs if r["kind"] == kind]
         assert part["measured"]["plain_step_s"] == statistics.median(tl["plain_step_times_s"])
-        # the fitted two with what recording cost them taken off (``step_probe.less_recording``), the check as is
-        rec = part["measured"]["recording_s"] if kind != "step_probe_check" else 0.0
-        assert part["measured"]["step_s"] == pytest.approx(statistics.median(tl["step_times_s"]) - rec, abs=1e-12)
+        assert part["measured"]["step_s"] == statistics.median(tl["step_times_s"])
     logs = [math.log((p["simulated_at_fit"]["step_s"] + extra) / p["measured"]["step_s"]) for p in parts]
     assert probe_step_residual(ins) == pytest.approx(math.sqrt(sum(x * x for x in logs) / 3), rel=1e-12)
     # the intervals' model error: the step check's, which ran, not the in-step probe's

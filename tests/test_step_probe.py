@@ -6,7 +6,6 @@ import pytest
 
 from calibration.step_probe import (
     bootstrap_in_step,
-    cap_words,
     fit_in_step,
     measured_targets,
     probe_bucket_mb,
@@ -543,42 +542,3 @@ def test_the_queued_calls_scale_is_read_off_the_fine_probes_plain_steps():
     piped = queued_fit(PROF, cost(pipelined=True), fit, plain(0.5, 40), 2)
     assert piped["pipelined"] and not piped["identified"] and piped["queued_latency_scale"] == 1.0
     assert "the channel is pipelined" in queued_phrase(piped)
-
-
-def test_the_fine_probe_makes_a_call_per_gradient():
-    """The fine probe's cap is under every gradient, so torch DDP gives each its own bucket, as many calls as
-    ``individual`` makes: at 1 KiB (the cap before) cnn's and micro-DLRM's biases under 1 KiB shared buckets (cnn's
-    12 gradients in 8 calls, micro-DLRM's 16 in 11), and the per-call work fitted there was carried to the 12 and 16
-    calls of ``individual``. The simulator's buckets are torch's (``tests/test_buckets.py``)."""
-    from simulator.buckets import ddp_buckets
-
-    for name, n in (("cnn", 12), ("micro-dlrm", 16), ("gpt", 52)):
-        prof = load_profile(name, "cpu-core")
-        trainable = sum(1 for p in prof.params if p.requires_grad)
-        assert trainable == n, name
-        fine = probe_fine_mb(probe_bucket_mb(prof.total_grad_bytes))
-        assert len(ddp_buckets(prof, bucket_cap_mb=fine).steady) == n, name
-        assert len(ddp_buckets(prof, bucket_cap_mb=1 / 1024).steady) < n or name == "gpt", name
-        assert cap_words(fine) == "1 B"  # as calibrate's progress line says it
-    assert (cap_words(1 / 1024), cap_words(0.959), cap_words(4.0)) == ("1 KiB", "0.959 MiB", "4 MiB")
-
-
-def test_the_recording_comes_off_the_targets_before_the_fit():
-    """What recording the timelines cost a probe step (recorded less plain steps beside them) is taken off its
-    backward end, its step and every step's backward end (which the bootstrap resamples): a probe whose recorded
-    steps are a plain step plus the recording fits the plain step's terms."""
-    from calibration.step_probe import less_recording
-
-    bucket = probe_bucket_mb(PROF.total_grad_bytes)
-    plain = _targets(0.3, 1.5, bucket)
-    rec = 0.004
-    steps = [{"compute_s": plain["compute_s"] + rec + d, "comm_sum_s": plain["comm_sum_s"]} for d in (-1e-3, 0, 1e-3)]
-    recorded = {**plain, "compute_s": plain["compute_s"] + rec, "step_s": plain["step_s"] + rec, "per_step": steps}
-    t = less_recording({**recorded, "recording_s": rec})
-    assert t["compute_s"] == pytest.approx(plain["compute_s"]) and t["step_s"] == pytest.approx(plain["step_s"])
-    assert [s["compute_s"] for s in t["per_step"]] == pytest.approx([plain["compute_s"] + d for d in (-1e-3, 0, 1e-3)])
-    assert less_recording({**recorded, "recording_s": 0.0}) == {**recorded, "recording_s": 0.0}
-    fit = fit_in_step(PROF, _cost(), 2, bucket, t)
-    assert fit["contention_c"] == pytest.approx(0.3, abs=2e-3)
-    over = fit_in_step(PROF, _cost(), 2, bucket, recorded)
-    assert over["contention_c"] > 0.3 + 0.01  # left on, the recording is fitted as contention
