@@ -30,9 +30,13 @@ for run in sorted(glob.glob("accuracy_matrix_m*"), key=run_number):
             xs.append(1e3 * ins["call_cpu_s"])
             ys.append(100 * (r["predicted_step_s"] / r["measured_median_s"] - 1))
 rho = spearmanr(xs, ys)
-print(f"{len(xs)} cells (m5-m68): rank correlation of the fitted work per call with individual's error "
-      f"{rho.statistic:.2f} (p {rho.pvalue:.1g})")
+print(
+    f"{len(xs)} cells (m5-m68): rank correlation of the fitted work per call with individual's error "
+    f"{rho.statistic:.2f} (p {rho.pvalue:.1g})"
+)
 hi = [y for x, y in zip(xs, ys) if x >= 1.5]
 lo = [y for x, y in zip(xs, ys) if x < 1.5]
-print(f"work per call >= 1.5 ms: {len(hi)} cells, individual's median error {statistics.median(hi):+.1f} %; "
-      f"under: {len(lo)} cells, {statistics.median(lo):+.1f} %")
+print(
+    f"work per call >= 1.5 ms: {len(hi)} cells, individual's median error {statistics.median(hi):+.1f} %; "
+    f"under: {len(lo)} cells, {statistics.median(lo):+.1f} %"
+)

@@ -1,6 +1,6 @@
 """Base against patch over replayed runs: per cell median / worst |error| and 80 % coverage, the rules' figures.
 
-    python compare.py BASE_DIR PATCH_DIR RUN...   (each DIR/RUN/<cell>/validation.json from replay_matrix.sh)
+python compare.py BASE_DIR PATCH_DIR RUN...   (each DIR/RUN/<cell>/validation.json from replay_matrix.sh)
 """
 
 import json
@@ -48,8 +48,10 @@ def main():
         print("| " + " | ".join(line) + " |")
     print()
     for tag, t in tot.items():
-        print(f"{tag}: {len(cells)} cells, both error goals in {t[0]}, summed medians {t[1]:.1f}, "
-              f"coverage {t[2]} / {t[3]} = {100 * t[2] / t[3]:.1f} %")
+        print(
+            f"{tag}: {len(cells)} cells, both error goals in {t[0]}, summed medians {t[1]:.1f}, "
+            f"coverage {t[2]} / {t[3]} = {100 * t[2] / t[3]:.1f} %"
+        )
     print()
     print("signed median error by configuration, loopback cells of gpt, cnn, lib (base -> patch):")
     for model in ("gpt", "cnn", "lib", "micro-dlrm"):
