@@ -46,7 +46,7 @@ from .contention import fit_contention
 from .fit import ABGFit, LinearFit, fit_abg, fit_bandwidth, fit_linear, with_terms
 from .params import Params
 from .probes import call_modes_line, fit_call_modes
-from .progress import Progress  # noqa: F401  (its home was here: calibration.calibrate.Progress)
+from .progress import Progress
 
 
 @dataclass(frozen=True)

@@ -176,7 +176,7 @@ def params_json(out: Any, params: Any) -> dict[str, Any]:
 
 def _refit(args: argparse.Namespace) -> int:
     """``calibrate --refit RECORDS``: today's fits on a past calibration's records; no rank starts."""
-    from calibration.calibrate import Progress
+    from calibration.progress import Progress
     from calibration.refit import refit_from_records
 
     params = refit_from_records(args.refit, say=Progress(not args.quiet, prefix="refit"))
@@ -234,8 +234,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 # ---- validate -----------------------------------------------------------------------
 def cmd_validate(args: argparse.Namespace) -> int:
-    from calibration.calibrate import CalibrateSpec, Progress, calibrate_on_pool, open_pool
+    from calibration.calibrate import CalibrateSpec, calibrate_on_pool, open_pool
     from calibration.params import Params
+    from calibration.progress import Progress
     from calibration.validate import (
         ValidateSpec,
         check_profile_matches,
