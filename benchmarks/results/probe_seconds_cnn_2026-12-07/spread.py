@@ -14,7 +14,10 @@ from pathlib import Path
 import numpy as np
 
 MEAS = [f"accuracy_matrix_{r}loop" for r in ("m61", "m62", "m64", "m66", "m68")]
-GROUPS = {">= 1 s a cap (old)": ["cal_old1", "cal_old2", "cal_old3"], ">= 4 s a cap (new)": ["cal_new1", "cal_new2", "cal_new3"]}
+GROUPS = {
+    ">= 1 s a cap (old)": ["cal_old1", "cal_old2", "cal_old3"],
+    ">= 4 s a cap (new)": ["cal_new1", "cal_new2", "cal_new3"],
+}
 
 
 def errors(folder: Path, cal: str) -> tuple[list[str], np.ndarray]:
