@@ -1,0 +1,80 @@
+"""torch DDP's default and one bucket stepped in turn, step by step, on the same 2 gloo ranks, each step's
+per-bucket timeline recorded, each after a compute-only step of a bare copy (turns of default, bare, one bucket,
+bare; one bucket first in every other turn), so neither side steps after a DDP step. Drift between minutes hits the two alike, so per-turn differences
+(default - one bucket) of the backward, the exposed tail and the step are paired within seconds.
+Writes one JSON object: per side the step times (slowest rank per step) and each rank's timelines.
+
+    PYTHONPATH=.:benchmarks/results/default_first_bucket_2026-12-07 \
+        python benchmarks/results/default_first_bucket_2026-12-07/paired.py MODEL ONE_MIB STEPS > paired.json
+"""
+
+import json
+import sys
+import time
+from typing import Any
+
+import torch.distributed as dist
+
+from realrun.bench_ddp import N_BATCHES, _loadavg, _sync
+from realrun.ddp import make_ddp, make_optimizer
+from realrun.launch import RankPool
+from realrun.timeline import TimelineRecorder, _perf, recorded_step
+from realrun.workloads import cast_batch, load_workload
+
+
+def paired_task(ctx: Any, spec: str, one_mib: float, steps: int, warmup: int) -> dict[str, Any]:
+    """On one rank: ``warmup`` + ``steps`` turns of (default, bare, one bucket, bare), each DDP step recorded."""
+    w = load_workload(spec)
+    device = ctx.device
+    sides: dict[str, Any] = {}
+    for name, bucket in (("default", None), ("one", one_mib)):
+        net = make_ddp("torch-ddp", w.build().to(device), bucket)
+        sides[name] = (net, make_optimizer("torch-ddp", net, "sgd"), TimelineRecorder(net))
+    bare = w.build().to(device)
+    bare_opt = make_optimizer("naive", bare, "sgd")
+    batches = [
+        cast_batch(w.make_batch(w.default_batch_size, 1000 + k * ctx.world_size + ctx.rank), device=device)
+        for k in range(N_BATCHES)
+    ]
+    out: dict[str, Any] = {s: {"step_times_s": [], "timeline": []} for s in ("default", "one", "bare")}
+    for i in range(warmup + steps):
+        batch = batches[i % N_BATCHES]
+        for side in ("default", "bare", "one", "bare") if i % 2 == 0 else ("one", "bare", "default", "bare"):
+            opt = bare_opt if side == "bare" else sides[side][1]
+            opt.zero_grad(set_to_none=True)
+            dist.barrier()
+            _sync(device)
+            t0 = _perf()
+            if side == "bare":
+                w.loss(bare, batch).backward()
+                bare_opt.step()
+            else:
+                net, opt, rec = sides[side]
+                recorded_step(rec, t0, net, opt, batch, w.loss)
+            _sync(device)
+            t = _perf() - t0
+            tl = sides[side][2].end_step(t) if side != "bare" else None
+            if i >= warmup:
+                out[side]["step_times_s"].append(t)
+                if tl is not None:
+                    out[side]["timeline"].append(tl)
+    for _net, _opt, rec in sides.values():
+        rec.detach()
+    out["loadavg"] = _loadavg()
+    return out
+
+
+def main() -> None:
+    model, one_mib, steps = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+    from paired import paired_task as task  # workers import tasks by module name
+
+    t0 = time.time()
+    with RankPool(2, timeout_s=3600) as pool:
+        per_rank = pool.run(task, model, one_mib, steps, 5)
+    print(
+        json.dumps({"model": model, "one_mib": one_mib, "steps": steps, "wall_s": time.time() - t0, "ranks": per_rank})
+    )
+
+
+if __name__ == "__main__":
+    main()
