@@ -3,9 +3,10 @@ as ``calibration.timeline.across_ranks_timelines`` takes it), and of the step; t
 with a 95 % bootstrap interval of the mean (seed 0), how many turns are positive, and the simulator's difference
 from PARAMS with the profile scaled to the compute-only steps' median (and at their p10 and p90).
 
-    PYTHONPATH=. python benchmarks/results/default_first_bucket_2026-12-07/paired_analyse.py PARAMS paired.json [more.json ...]
+    PYTHONPATH=. python benchmarks/results/default_first_bucket_2026-12-07/paired_analyse.py PARAMS paired.json[.gz] [more ...]
 """
 
+import gzip
 import json
 import random
 import statistics
@@ -35,7 +36,9 @@ def boot_ci(x: list[float], rng: random.Random, stat=statistics.fmean) -> tuple[
 
 def main() -> None:
     params = load_params(sys.argv[1])
-    runs = [json.load(open(path)) for path in sys.argv[2:]]  # several runs of one model: their turns pooled
+    runs = [
+        json.load((gzip.open if path.endswith(".gz") else open)(path, "rt")) for path in sys.argv[2:]
+    ]  # several runs of one model: their turns pooled
     data = runs[0]
     model, one = data["model"], data["one_mib"]
     ranks = [
