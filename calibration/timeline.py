@@ -469,8 +469,11 @@ def timeline_outputs(
 def timeline_name(model: str, strategy: str, bucket_mb: float | None, world_size: int) -> str:
     import re
 
-    b = "default" if bucket_mb is None else f"{bucket_mb:g}MB"
-    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", f"{model}_{strategy}_{b}_p{world_size}").strip("_")[:100]
+    from .validate import bucket_text
+
+    b = bucket_text(strategy, bucket_mb)  # "default" only for a strategy with buckets run with its default
+    part = "" if b == "-" else (f"{b}MB_" if bucket_mb is not None else f"{b}_")
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", f"{model}_{strategy}_{part}p{world_size}").strip("_")[:100]
 
 
 # ---- measure, predict, compare: what ``bench-ddp --timeline`` and ``validate --timeline`` run ----

@@ -104,7 +104,7 @@ def turns_note(block: int) -> str:
 class ValidateSpec:
     model: str = "gpt"
     strategies: tuple[str, ...] = STRATEGIES
-    bucket_mb: tuple[float, ...] = DEFAULT_BUCKETS_MB
+    bucket_mb: tuple[float | None, ...] = DEFAULT_BUCKETS_MB  # None: torch's default (bucket_cap_mb unset)
     world_size: int | None = None  # default: the params' world size
     batch_size: int | None = None
     steps: int = 20
@@ -122,8 +122,8 @@ class ValidateSpec:
     def __post_init__(self) -> None:
         for s in self.strategies:
             strategy(s)  # the registry's ValueError for an unknown name
-        if any(not b > 0 for b in self.bucket_mb):
-            raise ValueError(f"bucket sizes must be > 0 MiB, got {list(self.bucket_mb)}")
+        if any(b is not None and not (math.isfinite(b) and b > 0) for b in self.bucket_mb):
+            raise ValueError(f"bucket sizes must be finite numbers > 0 MiB, got {list(self.bucket_mb)}")
         if self.steps < 3:
             raise ValueError(f"--steps must be >= 3 to report a spread, got {self.steps}")
         if not (math.isfinite(self.min_seconds) and self.min_seconds >= 0):
@@ -134,12 +134,24 @@ class ValidateSpec:
             raise ValueError(f"--block must be >= 1, got {self.block}")
         if self.small_calls < 0:
             raise ValueError(f"--small-calls must be >= 0, got {self.small_calls}")
+        if not self.configs():
+            raise ValueError(
+                f"nothing to run: {', '.join(self.strategies)} need{'s' if len(self.strategies) == 1 else ''} a bucket "
+                "size in MiB ('default' applies to torch-ddp and sharded only)"
+            )
 
     def configs(self) -> list[StrategySpec]:
+        """One configuration per strategy without buckets, one per size for the rest; a size of None (torch's
+        default, ``bucket_cap_mb`` unset) only for the strategies that have a default (torch-ddp, sharded)."""
         out = []
         for s in self.strategies:
-            if strategy(s).bucketed:
-                out += [StrategySpec(s, bucket_mb=b) for b in self.bucket_mb]
+            entry = strategy(s)
+            if entry.bucketed:
+                out += [
+                    StrategySpec(s, bucket_mb=b)
+                    for b in dict.fromkeys(self.bucket_mb)
+                    if b is not None or not entry.needs_bucket_size
+                ]
             else:
                 out.append(StrategySpec(s))
         return out
@@ -399,10 +411,22 @@ def rounds_apart(
 
 
 def config_label(strategy: str, bucket_mb: float | None, caps: Sequence[float] | None = None) -> str:
-    """A configuration in words: "torch-ddp 4 MiB", "individual", "torch-ddp caps 1,4 MiB"."""
+    """A configuration in words: "torch-ddp 4 MiB", "torch-ddp default", "individual", "torch-ddp caps 1,4 MiB"."""
     if caps:
         return f"{strategy} caps {','.join(f'{c:g}' for c in caps)} MiB"
-    return strategy + (f" {bucket_mb:g} MiB" if bucket_mb is not None else "")
+    b = bucket_text(strategy, bucket_mb)
+    return strategy + ("" if b == "-" else f" {b} MiB" if bucket_mb is not None else f" {b}")
+
+
+def bucket_text(strategy_name: str, bucket_mb: float | None) -> str:
+    """A row's bucket column: the size, ``default`` where a strategy with buckets ran with ``bucket_cap_mb`` unset
+    (torch's 25 MiB and 1 MiB first bucket), ``-`` for a strategy without buckets (or a name not registered)."""
+    if bucket_mb is not None:
+        return f"{bucket_mb:g}"
+    try:
+        return "default" if strategy(strategy_name).bucketed else "-"
+    except ValueError:
+        return "-"
 
 
 def rounds_line(ra: Mapping[str, Any], placement: bool = False) -> str:
@@ -1168,7 +1192,7 @@ def format_validation(res: dict[str, Any]) -> str:
         f"{'exp. meas':>10} {'exp. pred':>10} {'error':>8} {'noise':>7}" + (f" {'rounds':>7}" if with_rounds else ""),
     ]
     for r in res["rows"]:
-        b = f"{r.bucket_mb:g}" if r.bucket_mb is not None else "-"
+        b = bucket_text(r.strategy, r.bucket_mb)
         apart = r.rounds_apart_pct
         lines.append(
             f"  {r.strategy:<11} {b:>10} {r.measured_median_s * 1e3:>12.2f} "

@@ -29,7 +29,8 @@ from .cliutil import (
     strategy_names,
     world_sizes,
 )
-from .sim_commands import float_list, positive_float
+from .ddp_commands import bucket_mb_list_arg
+from .sim_commands import positive_float
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -619,9 +620,10 @@ def add_commands(sub: Any) -> None:
     v.add_argument("--strategy", type=_strategies, default=STRATEGIES, help="comma list or 'all' (default all)")
     v.add_argument(
         "--bucket-mb",
-        type=float_list,
+        type=bucket_mb_list_arg,
         default=[0.25, 1, 4, 16, 64, 256],
-        help="bucket sizes in MiB for bucketed strategies",
+        help="bucket sizes in MiB for bucketed strategies; 'default' = torch's own (bucket_cap_mb unset: 25 MiB, "
+        "1 MiB first bucket), for torch-ddp and sharded",
     )
     add_backend_arg(v)
     v.add_argument("--world-size", type=local_world(1), default=None, help="ranks (default: the params' world size)")

@@ -469,6 +469,33 @@ def test_validation_rows_recompute(validated, calibrated):
     assert by[("torch-ddp", 1.0)] == 1 and by[("torch-ddp", 0.0625)] >= 3
 
 
+def test_validate_runs_torch_ddp_at_its_default_beside_sizes(pool, calibrated, tmp_path):
+    """``--bucket-mb default``: torch DDP with ``bucket_cap_mb`` unset (25 MiB, a 1 MiB first bucket) is a row of
+    its own, predicted as ``StrategySpec("torch-ddp")``; the hand-written ``bucketed``, which has no default size,
+    runs only the sizes given."""
+    params = calibrated[0]
+    spec = ValidateSpec(
+        model=TINY,
+        strategies=STRATEGIES,
+        bucket_mb=(None, 1.0),
+        steps=4,
+        warmup=1,
+        rounds=1,
+        out=str(tmp_path / "validation.jsonl"),
+        small_calls=0,
+    )
+    res = validate_on_pool(pool, params, spec, lambda msg: None)
+    rows = res["rows"]
+    assert [(r.strategy, r.bucket_mb) for r in rows] == [("torch-ddp", None), ("torch-ddp", 1.0), ("bucketed", 1.0)]
+    row = rows[0]
+    point = predicted_row(params.profile().scaled(row.compute_scale), params, StrategySpec("torch-ddp"), 2)
+    assert (row.predicted_step_s, row.n_buckets) == (point.predicted_step_s, point.n_buckets)
+    assert row.n_buckets == 1  # 0.76 MiB of gradients fit the 1 MiB first bucket whole
+    table = [line.split() for line in format_validation(res).splitlines()]
+    assert ["torch-ddp", "default"] in [t[:2] for t in table] and ["bucketed", "1"] in [t[:2] for t in table]
+    assert "torch-ddp" not in res["best_bucket"]  # one sized row: no best bucket to name
+
+
 def test_validation_summary_recompute(validated):
     res, path = validated
     rows = res["rows"]

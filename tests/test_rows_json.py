@@ -14,8 +14,10 @@ import pytest
 from calibration.validate import (
     PLACEMENT_HINT,
     RowPrediction,
+    ValidateSpec,
     ValidationRow,
     best_bucket_verdict,
+    bucket_text,
     config_label,
     coverage_band_chance,
     make_row,
@@ -270,6 +272,12 @@ def test_rounds_apart_names_the_row_whose_median_did_not_repeat():
 
 def test_config_labels_and_spreads():
     assert config_label("torch-ddp", 4.0) == "torch-ddp 4 MiB" and config_label("individual", None) == "individual"
+    assert config_label("torch-ddp", None) == "torch-ddp default" and config_label("sharded", None) == "sharded default"
+    assert [bucket_text(s, b) for s, b in (("torch-ddp", 0.25), ("torch-ddp", None), ("flat", None))] == [
+        "0.25",
+        "default",
+        "-",
+    ]
     assert config_label("torch-ddp", None, (1.0, 4.0)) == "torch-ddp caps 1,4 MiB"
     assert spread_pct([2.0, 3.0]) == pytest.approx(50.0) and spread_pct([3.0, 2.0, 2.5]) == pytest.approx(50.0)
     assert spread_pct([2.0]) is None and spread_pct(None) is None and spread_pct([0.0, 1.0]) is None
@@ -287,3 +295,48 @@ def test_rows_of_one_round_or_older_files_have_no_rounds():
     flip = _rounds_row(0.25, [0.08, 0.09, 0.25], [0.09, 0.24, 0.25], 1.0 / 6)
     back = ValidationRow.from_dict(json.loads(dumps_finite(flip.to_dict())))
     assert back == flip and back.round_medians_s == (0.09, 0.24)
+
+
+def test_validate_takes_torch_default_where_a_strategy_has_one():
+    """``--bucket-mb default`` (None): a configuration for torch-ddp and sharded, none for ``bucketed`` (no default
+    size), and a list that leaves nothing to run is refused before any rank starts."""
+    spec = ValidateSpec(strategies=("torch-ddp", "bucketed", "sharded", "flat"), bucket_mb=(None, 4.0, None))
+    assert [(c.name, c.bucket_mb) for c in spec.configs()] == [
+        ("torch-ddp", None),
+        ("torch-ddp", 4.0),
+        ("bucketed", 4.0),
+        ("sharded", None),
+        ("sharded", 4.0),
+        ("flat", None),
+    ]
+    with pytest.raises(ValueError, match="nothing to run: bucketed needs a bucket size"):
+        ValidateSpec(strategies=("bucketed",), bucket_mb=(None,))
+    for bad in (0.0, -1.0, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="bucket sizes must be finite numbers > 0 MiB"):
+            ValidateSpec(bucket_mb=(bad,))
+
+
+def test_timeline_files_say_default_only_for_a_strategy_with_buckets():
+    from calibration.timeline import timeline_name
+
+    assert timeline_name("gpt", "torch-ddp", None, 2) == "gpt_torch-ddp_default_p2"
+    assert timeline_name("gpt", "torch-ddp", 4.0, 2) == "gpt_torch-ddp_4MB_p2"
+    assert timeline_name("gpt", "flat", None, 2) == "gpt_flat_p2"
+
+
+def test_validate_bucket_list_takes_default_and_refuses_bad_sizes(capsys):
+    from ddpsim.cli import build_parser, main
+
+    args = build_parser("validate").parse_args(["validate", "--bucket-mb", "default,0.25,4"])
+    assert args.bucket_mb == [None, 0.25, 4.0]
+    for bad, why in (
+        ("0", "must be > 0"),
+        ("-1", "must be > 0"),
+        ("nan", "finite"),
+        ("inf", "finite"),
+        ("foo", "not a"),
+    ):
+        assert main(["validate", "--bucket-mb", bad]) == 2
+        err = capsys.readouterr().err.strip().splitlines()  # one line, no usage dump, no traceback
+        head = f"ddpsim: error: argument --bucket-mb: bad bucket size (MiB > 0, or 'default') {bad!r}: "
+        assert len(err) == 1 and err[0].startswith(head) and why in err[0], err
