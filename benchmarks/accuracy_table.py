@@ -27,7 +27,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from explain_misses import SUMMARY, cell_params, describe  # noqa: E402
 
-from calibration.validate import ValidationRow  # noqa: E402
+from calibration.validate import ValidationRow, config_label  # noqa: E402
 
 
 def _cell(d: Path) -> dict | None:
@@ -93,7 +93,7 @@ def _labels(folder: str, c: dict | None) -> tuple[str, str]:
 
 
 def _name(r: dict) -> str:
-    return r["strategy"] + ("" if r.get("bucket_mb") is None else f" {r['bucket_mb']:g}")
+    return config_label(r["strategy"], r.get("bucket_mb")).removesuffix(" MiB")
 
 
 def _rounds_words(r: dict) -> str:

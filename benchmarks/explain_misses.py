@@ -49,6 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from calibration.timeline import STEP_TERMS  # noqa: E402
+from calibration.validate import bucket_text  # noqa: E402
 
 SUMMARY = "summary.json"
 ROW = "matrix_row.json"  # which matrix row an explain folder explains
@@ -96,6 +97,13 @@ def label(row: dict[str, Any]) -> str:
     return f"{row['strategy']}_{'default' if b is None else f'{b:g}MB'}"
 
 
+def bucket_args(row: dict[str, Any]) -> list[str]:
+    """``--bucket-mb`` for one row's configuration: its size, ``default`` for torch DDP (or sharded) run with
+    ``bucket_cap_mb`` unset, nothing for a strategy without buckets."""
+    b = bucket_text(row["strategy"], row.get("bucket_mb"))
+    return [] if b == "-" else ["--bucket-mb", b]
+
+
 def _validate_head(cell: Path, ddpsim: str) -> tuple[dict[str, Any], list[str]]:
     """The cell's validate result, and the start of a ``ddpsim validate`` that measures as it did: its model,
     world size, link and params (the calibration it used). ``ddpsim``: a command line (``python -m ddpsim``
@@ -123,9 +131,7 @@ def command(cell: Path, row: dict[str, Any], steps: int, ddpsim: str, min_second
         raise Skip(f"{label(row)} has a list of caps; validate --timeline takes one: not re-run")
     res, cmd = _validate_head(cell, ddpsim)
     out = cell / "explain" / label(row)
-    cmd += ["--strategy", row["strategy"]]
-    if row.get("bucket_mb") is not None:
-        cmd += ["--bucket-mb", f"{row['bucket_mb']:g}"]
+    cmd += ["--strategy", row["strategy"], *bucket_args(row)]
     cmd += ["--steps", str(steps), "--min-seconds", f"{min_seconds:g}", "--block", matrix_block(res)]
     cmd += ["--out", str(out / "validation.json")]
     cmd += ["--records", str(out / "validation.jsonl"), "--timeline", str(out / "timeline")]

@@ -57,6 +57,13 @@ def test_misses_are_the_rows_past_the_threshold_worst_first_and_their_command_re
     assert at["--min-seconds"] == "6"  # timed as long as the matrix times a configuration
     assert at["--block"] == "1"  # and in its order: m31 stepped one step a turn
     assert "--bucket-mb" not in explain.command(cell, rows[0], 16, "ddpsim")  # individual: no cap
+    dflt = explain.command(cell, {**rows[2], "strategy": "torch-ddp", "bucket_mb": None}, 16, "ddpsim")
+    assert dflt[dflt.index("--strategy") : dflt.index("--strategy") + 4] == [
+        "--strategy",
+        "torch-ddp",
+        "--bucket-mb",
+        "default",
+    ]  # torch DDP run with bucket_cap_mb unset is re-run so, not at validate's default sizes
 
 
 def test_the_company_rerun_repeats_the_cells_configurations_and_steps(tmp_path):
