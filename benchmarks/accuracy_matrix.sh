@@ -19,6 +19,9 @@
 # BLOCK (default auto, as validate's: 10 where the predicted step is under 50 ms, else 1): timed steps a configuration
 # takes in a row after one untimed step, a training job's order (validate --block); 1: each timed step follows
 # another configuration's, as runs m18-m33 were measured; 10 for every workload, as runs m34 and m35.
+# BUCKETS (default 0.25,1,4,16,64, the 17 configurations of runs m4-m70): sizes for the bucketed strategies;
+# "default" adds torch's own (bucket_cap_mb unset: 25 MiB, a 1 MiB first bucket) for torch-ddp and sharded, 19 a cell
+# (run m71loop_default: BUCKETS=default,0.25,1,4,16,64).
 # EXPLAIN (default 1): then each cell with a row missing 10 % is measured again as a whole (each miss in its company),
 # and every such row run again alone (6 s beside a baseline, then with per-bucket timelines)
 # (benchmarks/explain_misses.py; OUT/<cell>/explain/), and the table names its largest wrong term.
