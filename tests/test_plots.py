@@ -166,7 +166,7 @@ def test_scaling_rows_name_a_cap_list_apart_from_the_default(tmp_path):
         {"strategy": "torch-ddp", "bucket_cap_mb_list": [1, 4], "predicted_step_s": 0.1, "measured_median_s": 0.1},
     ]
     path.write_text(json.dumps({"world_size": 2, "rows": rows}))
-    assert [r["strategy"] for r in _scaling_rows(str(path))] == ["torch-ddp", "torch-ddp caps 1,4 MiB"]
+    assert [r["strategy"] for r in _scaling_rows(str(path))] == ["torch-ddp default", "torch-ddp caps 1,4 MiB"]
     path.write_text(json.dumps({"world_size": 2, "rows": [{**rows[0], "bucket_mb": "4"}]}))
     with pytest.raises(ValueError, match="not a number or a list"):
         _scaling_rows(str(path))
