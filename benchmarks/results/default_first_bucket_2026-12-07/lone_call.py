@@ -1,7 +1,8 @@
 """What a lone early call takes from gpt's backward, by its size: torch DDP at one bucket (64 MiB) and at cap lists
 whose first cap makes the first bucket 2 KiB (0.001 MiB: ln_f's two tensors), 1 MiB (torch's default) and 4 MiB,
 the rest in one bucket (25 MiB). Stepped in turns on the same 2 gloo ranks, each DDP step after a compute-only step of
-a bare copy, the sides' order rotated every turn; every DDP step's timeline recorded. One JSON object on stdout.
+a bare copy, the sides' order rotated every turn; every DDP step's timeline recorded. One JSON object on stdout. The
+timed step is ``paired.step`` (factored out of both scripts after run 5, the same calls in the same order).
 
     PYTHONPATH=.:benchmarks/results/default_first_bucket_2026-12-07 \
         python benchmarks/results/default_first_bucket_2026-12-07/lone_call.py TURNS > lone.json
@@ -12,12 +13,12 @@ import sys
 import time
 from typing import Any
 
-import torch.distributed as dist
+from paired import step  # the same timed step as runs 3 and 4
 
-from realrun.bench_ddp import N_BATCHES, _loadavg, _sync
+from realrun.bench_ddp import N_BATCHES, _loadavg
 from realrun.ddp import make_ddp, make_optimizer
 from realrun.launch import RankPool
-from realrun.timeline import TimelineRecorder, _perf, recorded_step
+from realrun.timeline import TimelineRecorder
 from realrun.workloads import cast_batch, load_workload
 
 SIDES = {
@@ -48,23 +49,7 @@ def lone_task(ctx: Any, spec: str, steps: int, warmup: int) -> dict[str, Any]:
         k = i % len(names)
         for side in names[k:] + names[:k]:
             for s in ("bare", side):
-                opt = bare_opt if s == "bare" else nets[s][1]
-                opt.zero_grad(set_to_none=True)
-                dist.barrier()
-                _sync(device)
-                t0 = _perf()
-                if s == "bare":
-                    w.loss(bare, batch).backward()
-                    bare_opt.step()
-                else:
-                    recorded_step(nets[s][2], t0, nets[s][0], nets[s][1], batch, w.loss)
-                _sync(device)
-                t = _perf() - t0
-                tl = nets[s][2].end_step(t) if s != "bare" else None
-                if i >= warmup:
-                    out[s]["step_times_s"].append(t)
-                    if tl is not None:
-                        out[s]["timeline"].append(tl)
+                step(s, nets, (bare, bare_opt), batch, w.loss, device, out if i >= warmup else None)
     for _net, _opt, rec in nets.values():
         rec.detach()
     out["loadavg"] = _loadavg()

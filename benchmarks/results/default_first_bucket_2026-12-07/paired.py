@@ -22,6 +22,30 @@ from realrun.timeline import TimelineRecorder, _perf, recorded_step
 from realrun.workloads import cast_batch, load_workload
 
 
+def step(
+    side: str, sides: dict[str, Any], bare: tuple[Any, Any], batch: Any, loss: Any, device: str, out: dict | None
+) -> None:
+    """One timed step of ``side`` ("bare": the compute-only copy; else ``sides[side]`` = (DDP net, optimizer,
+    recorder), its timeline recorded), after a barrier; its time (and timeline) appended to ``out[side]``."""
+    net, opt, rec = bare + (None,) if side == "bare" else sides[side]
+    opt.zero_grad(set_to_none=True)
+    dist.barrier()
+    _sync(device)
+    t0 = _perf()
+    if rec is None:
+        loss(net, batch).backward()
+        opt.step()
+    else:
+        recorded_step(rec, t0, net, opt, batch, loss)
+    _sync(device)
+    t = _perf() - t0
+    tl = rec.end_step(t) if rec is not None else None
+    if out is not None:
+        out[side]["step_times_s"].append(t)
+        if tl is not None:
+            out[side]["timeline"].append(tl)
+
+
 def paired_task(ctx: Any, spec: str, one_mib: float, steps: int, warmup: int) -> dict[str, Any]:
     """On one rank: ``warmup`` + ``steps`` turns of (default, bare, one bucket, bare), each DDP step recorded."""
     w = load_workload(spec)
@@ -40,24 +64,7 @@ def paired_task(ctx: Any, spec: str, one_mib: float, steps: int, warmup: int) ->
     for i in range(warmup + steps):
         batch = batches[i % N_BATCHES]
         for side in ("default", "bare", "one", "bare") if i % 2 == 0 else ("one", "bare", "default", "bare"):
-            opt = bare_opt if side == "bare" else sides[side][1]
-            opt.zero_grad(set_to_none=True)
-            dist.barrier()
-            _sync(device)
-            t0 = _perf()
-            if side == "bare":
-                w.loss(bare, batch).backward()
-                bare_opt.step()
-            else:
-                net, opt, rec = sides[side]
-                recorded_step(rec, t0, net, opt, batch, w.loss)
-            _sync(device)
-            t = _perf() - t0
-            tl = sides[side][2].end_step(t) if side != "bare" else None
-            if i >= warmup:
-                out[side]["step_times_s"].append(t)
-                if tl is not None:
-                    out[side]["timeline"].append(tl)
+            step(side, sides, (bare, bare_opt), batch, w.loss, device, out if i >= warmup else None)
     for _net, _opt, rec in sides.values():
         rec.detach()
     out["loadavg"] = _loadavg()
