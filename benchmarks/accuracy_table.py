@@ -93,7 +93,7 @@ def _labels(folder: str, c: dict | None) -> tuple[str, str]:
 
 
 def _name(r: dict) -> str:
-    return config_label(r["strategy"], r.get("bucket_mb")).removesuffix(" MiB")
+    return config_label(r["strategy"], r.get("bucket_mb"), unit="")
 
 
 def _rounds_words(r: dict) -> str:

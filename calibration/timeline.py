@@ -471,8 +471,8 @@ def timeline_name(model: str, strategy: str, bucket_mb: float | None, world_size
 
     from .validate import bucket_text
 
-    b = bucket_text(strategy, bucket_mb)  # "default" only for a strategy with buckets run with its default
-    part = "" if b == "-" else (f"{b}MB_" if bucket_mb is not None else f"{b}_")
+    b = bucket_text(strategy, bucket_mb, "MB")  # "default" only for a strategy with buckets run with its default
+    part = "" if b == "-" else f"{b}_"
     return re.sub(r"[^A-Za-z0-9_.=-]+", "_", f"{model}_{strategy}_{part}p{world_size}").strip("_")[:100]
 
 

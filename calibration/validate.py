@@ -410,19 +410,23 @@ def rounds_apart(
     }
 
 
-def config_label(strategy: str, bucket_mb: float | None, caps: Sequence[float] | None = None) -> str:
-    """A configuration in words: "torch-ddp 4 MiB", "torch-ddp default", "individual", "torch-ddp caps 1,4 MiB"."""
+def config_label(
+    strategy: str, bucket_mb: float | None, caps: Sequence[float] | None = None, unit: str = " MiB"
+) -> str:
+    """A configuration in words: "torch-ddp 4 MiB", "torch-ddp default", "individual", "torch-ddp caps 1,4 MiB"
+    (``unit`` after the sizes)."""
     if caps:
-        return f"{strategy} caps {','.join(f'{c:g}' for c in caps)} MiB"
-    b = bucket_text(strategy, bucket_mb)
-    return strategy + ("" if b == "-" else f" {b} MiB" if bucket_mb is not None else f" {b}")
+        return f"{strategy} caps {','.join(f'{c:g}' for c in caps)}{unit}"
+    b = bucket_text(strategy, bucket_mb, unit)
+    return strategy if b == "-" else f"{strategy} {b}"
 
 
-def bucket_text(strategy_name: str, bucket_mb: float | None) -> str:
-    """A row's bucket column: the size, ``default`` where a strategy with buckets ran with ``bucket_cap_mb`` unset
-    (torch's 25 MiB and 1 MiB first bucket), ``-`` for a strategy without buckets (or a name not registered)."""
+def bucket_text(strategy_name: str, bucket_mb: float | None, unit: str = "") -> str:
+    """A row's bucket column: the size (``unit`` after it), ``default`` where a strategy with buckets ran with
+    ``bucket_cap_mb`` unset (torch's 25 MiB and 1 MiB first bucket), ``-`` for a strategy without buckets (or a name
+    not registered)."""
     if bucket_mb is not None:
-        return f"{bucket_mb:g}"
+        return f"{bucket_mb:g}{unit}"
     try:
         return "default" if strategy(strategy_name).bucketed else "-"
     except ValueError:
