@@ -46,29 +46,44 @@ def step(
             out[side]["timeline"].append(tl)
 
 
-def paired_task(ctx: Any, spec: str, one_mib: float, steps: int, warmup: int) -> dict[str, Any]:
-    """On one rank: ``warmup`` + ``steps`` turns of (default, bare, one bucket, bare), each DDP step recorded."""
+def run_turns(
+    ctx: Any, spec: str, sides: dict[str, tuple[Any, Any]], order: Any, steps: int, warmup: int
+) -> dict[str, Any]:
+    """On one rank: torch DDP at each of ``sides`` (name -> (bucket_mb, cap list)), each with a timeline recorder,
+    and a bare compute-only copy ("bare"); ``warmup`` + ``steps`` turns, turn ``i`` stepping the names
+    ``order(i)`` gives, in that order (``step``); per name the timed steps' times and timelines, and the load."""
     w = load_workload(spec)
     device = ctx.device
-    sides: dict[str, Any] = {}
-    for name, bucket in (("default", None), ("one", one_mib)):
-        net = make_ddp("torch-ddp", w.build().to(device), bucket)
-        sides[name] = (net, make_optimizer("torch-ddp", net, "sgd"), TimelineRecorder(net))
+    nets: dict[str, Any] = {}
+    for name, (bucket, caps) in sides.items():
+        net = make_ddp("torch-ddp", w.build().to(device), bucket, bucket_cap_mb_list=list(caps) if caps else None)
+        nets[name] = (net, make_optimizer("torch-ddp", net, "sgd"), TimelineRecorder(net))
     bare = w.build().to(device)
     bare_opt = make_optimizer("naive", bare, "sgd")
     batches = [
         cast_batch(w.make_batch(w.default_batch_size, 1000 + k * ctx.world_size + ctx.rank), device=device)
         for k in range(N_BATCHES)
     ]
-    out: dict[str, Any] = {s: {"step_times_s": [], "timeline": []} for s in ("default", "one", "bare")}
+    out: dict[str, Any] = {s: {"step_times_s": [], "timeline": []} for s in [*sides, "bare"]}
     for i in range(warmup + steps):
-        batch = batches[i % N_BATCHES]
-        for side in ("default", "bare", "one", "bare") if i % 2 == 0 else ("one", "bare", "default", "bare"):
-            step(side, sides, (bare, bare_opt), batch, w.loss, device, out if i >= warmup else None)
-    for _net, _opt, rec in sides.values():
+        for side in order(i):
+            step(side, nets, (bare, bare_opt), batches[i % N_BATCHES], w.loss, device, out if i >= warmup else None)
+    for _net, _opt, rec in nets.values():
         rec.detach()
     out["loadavg"] = _loadavg()
     return out
+
+
+def paired_task(ctx: Any, spec: str, one_mib: float, steps: int, warmup: int) -> dict[str, Any]:
+    """On one rank: ``warmup`` + ``steps`` turns of (default, bare, one bucket, bare), each DDP step recorded."""
+    return run_turns(
+        ctx,
+        spec,
+        {"default": (None, None), "one": (one_mib, None)},
+        lambda i: ("default", "bare", "one", "bare") if i % 2 == 0 else ("one", "bare", "default", "bare"),
+        steps,
+        warmup,
+    )
 
 
 def main() -> None:
