@@ -47,10 +47,6 @@ def _progress(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-class _Reason(ValueError):
-    """A list item's conversion failed for a reason worth saying (``parse_list`` adds it to its message)."""
-
-
 def parse_list(text: str, what: str, conv: Any) -> list[Any]:
     out = []
     for item in str(text).split(","):
@@ -59,7 +55,7 @@ def parse_list(text: str, what: str, conv: Any) -> list[Any]:
             raise ValueError(f"an empty item in the comma list {text!r} ({what})")
         try:
             out.append(conv(item))
-        except _Reason as e:
+        except argparse.ArgumentTypeError as e:  # a ``cliutil.number`` type: its reason is worth saying
             raise ValueError(f"bad {what} {item!r}: {e}") from None
         except ValueError:
             raise ValueError(f"bad {what} {item!r}") from None
@@ -85,10 +81,7 @@ def parse_bucket_mbs(text: str | list | None) -> list[float | None]:
     def conv(s: str) -> float | None:
         if s.lower() in ("default", "none"):
             return None
-        try:
-            return bucket_mib(s)
-        except Exception as e:  # noqa: BLE001 - argparse.ArgumentTypeError: its reason in the one message below
-            raise _Reason(str(e)) from None
+        return bucket_mib(s)
 
     return parse_list(text, "bucket size (MiB > 0, or 'default')", conv)
 
