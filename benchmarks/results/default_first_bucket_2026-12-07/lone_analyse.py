@@ -1,6 +1,7 @@
-"""``lone_call.py``'s turns: per side, the backward end, the backward and the step less one bucket's in the same
-turn (every event at its last rank), mean with a 95 % bootstrap interval (seed 0) and median, against the simulator's
-difference from PARAMS (profile scaled to the compute-only steps' median); and the first call's duration.
+"""``lone_call.py``'s turns (or ``call_work.py``'s, whose sides name their strategy): per side, the backward end,
+the backward and the step less one bucket's in the same turn (every event at its last rank), mean with a 95 %
+bootstrap interval (seed 0) and median, against the simulator's difference from PARAMS (profile scaled to the
+compute-only steps' median); the first call's duration; and how many calls launched before backward's end.
 
     PYTHONPATH=. python benchmarks/results/default_first_bucket_2026-12-07/lone_analyse.py PARAMS lone.json[.gz]
 """
@@ -27,7 +28,8 @@ def main() -> None:
     bare = [max(ts) for ts in zip(*(r["bare"]["step_times_s"] for r in ranks))]
     prof, _ = rescaled_profile(prof0, statistics.median(bare), True)
     terms, pred = {}, {}
-    for s, (bucket, caps) in sides.items():
+    for s, side in sides.items():
+        strategy, bucket, caps = side if len(side) == 3 else ("torch-ddp", *side)
         rank_times = [r[s]["step_times_s"] for r in ranks]
         rec = {
             "step_times_s": [max(ts) for ts in zip(*rank_times)],
@@ -35,11 +37,13 @@ def main() -> None:
             "rank_timelines": [r[s]["timeline"] for r in ranks],
         }
         terms[s] = [step_terms(t) for t in across_ranks_timelines(rec)]
-        spec = StrategySpec("torch-ddp", bucket_mb=bucket, bucket_cap_mb_list=tuple(caps) if caps else None)
+        spec = StrategySpec(strategy, bucket_mb=bucket, bucket_cap_mb_list=tuple(caps) if caps else None)
         pred[s] = step_terms(predicted_timeline(prof, cost, spec, 2))
     rng = random.Random(0)
     n = len(terms["one"])
-    print(f"gpt: {n} turns, compute-only median {statistics.median(bare) * 1e3:.1f} ms; each side less one bucket, ms:")
+    print(
+        f"{data['model']}: {n} turns, compute-only median {statistics.median(bare) * 1e3:.1f} ms; each side less one bucket, ms:"
+    )
     print(f"  {'side':<11} {'term':<13} {'mean':>8} {'95 % of mean':>17} {'median':>8} {'predicted':>10}")
     for s in sides:
         if s == "one":
@@ -52,6 +56,12 @@ def main() -> None:
                 f"  {s:<11} {name:<13} {statistics.fmean(d):+8.2f} [{boot[100]:+6.2f}..{boot[3899]:+6.2f}] "
                 f"{statistics.median(d):+8.2f} {p:+10.2f}"
             )
+        early = [sum(b["launch_s"] < t["compute_s"] for b in t["buckets"]) for t in terms[s]]
+        p_early = sum(b["launch_s"] < pred[s]["compute_s"] for b in pred[s]["buckets"])
+        print(
+            f"  {s:<11} calls: {len(terms[s][0]['buckets'])}, launched before backward's end: median "
+            f"{statistics.median(early):g} (predicted {p_early})"
+        )
         first = [min(t["buckets"], key=lambda b: b["launch_s"]) for t in terms[s]]
         pf = min(pred[s]["buckets"], key=lambda b: b["launch_s"])
         print(

@@ -32,8 +32,11 @@ def step(
     dist.barrier()
     _sync(device)
     t0 = _perf()
-    if rec is None:
+    if rec is None:  # the bare copy, or a side stepped without the recorder (a hand-written one syncs here)
         loss(net, batch).backward()
+        finish = getattr(net, "finish_gradient_synchronization", None)
+        if finish is not None:
+            finish()
         opt.step()
     else:
         recorded_step(rec, t0, net, opt, batch, loss)
@@ -47,17 +50,20 @@ def step(
 
 
 def run_turns(
-    ctx: Any, spec: str, sides: dict[str, tuple[Any, Any]], order: Any, steps: int, warmup: int
+    ctx: Any, spec: str, sides: dict[str, tuple[Any, ...]], order: Any, steps: int, warmup: int
 ) -> dict[str, Any]:
-    """On one rank: torch DDP at each of ``sides`` (name -> (bucket_mb, cap list)), each with a timeline recorder,
-    and a bare compute-only copy ("bare"); ``warmup`` + ``steps`` turns, turn ``i`` stepping the names
+    """On one rank: torch DDP at each of ``sides`` (name -> (bucket_mb, cap list), or (strategy, bucket_mb, cap
+    list) for another wrapper, or (strategy, bucket_mb, cap list, "plain") for one stepped without the recorder:
+    its step times only), each with a timeline recorder, and a bare compute-only copy ("bare"); ``warmup`` + ``steps`` turns, turn ``i`` stepping the names
     ``order(i)`` gives, in that order (``step``); per name the timed steps' times and timelines, and the load."""
     w = load_workload(spec)
     device = ctx.device
     nets: dict[str, Any] = {}
-    for name, (bucket, caps) in sides.items():
-        net = make_ddp("torch-ddp", w.build().to(device), bucket, bucket_cap_mb_list=list(caps) if caps else None)
-        nets[name] = (net, make_optimizer("torch-ddp", net, "sgd"), TimelineRecorder(net))
+    for name, side in sides.items():
+        strategy, bucket, caps = side[:3] if len(side) >= 3 else ("torch-ddp", *side)
+        net = make_ddp(strategy, w.build().to(device), bucket, bucket_cap_mb_list=list(caps) if caps else None)
+        plain = len(side) == 4 and side[3] == "plain"
+        nets[name] = (net, make_optimizer(strategy, net, "sgd"), None if plain else TimelineRecorder(net))
     bare = w.build().to(device)
     bare_opt = make_optimizer("naive", bare, "sgd")
     batches = [
@@ -69,7 +75,8 @@ def run_turns(
         for side in order(i):
             step(side, nets, (bare, bare_opt), batches[i % N_BATCHES], w.loss, device, out if i >= warmup else None)
     for _net, _opt, rec in nets.values():
-        rec.detach()
+        if rec is not None:
+            rec.detach()
     out["loadavg"] = _loadavg()
     return out
 
