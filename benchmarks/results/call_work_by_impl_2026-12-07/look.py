@@ -13,8 +13,10 @@ import random
 import statistics
 import sys
 
+from turns import bare_by_turn, side_terms
+
 from calibration.params import load_params
-from calibration.timeline import across_ranks_timelines, predicted_timeline, step_terms
+from calibration.timeline import predicted_timeline, step_terms
 from calibration.validate import check_profile_matches, order_cost, rescaled_profile
 from simulator.strategies import StrategySpec
 
@@ -38,22 +40,15 @@ def look(params, path: str) -> dict[str, list[float]]:
     """Print one run's figures; per side the per-turn backward end + optimizer less the compute-only step (ms)."""
     data = json.load((gzip.open if path.endswith(".gz") else open)(path, "rt"))
     ranks = data["ranks"]
-    bare = [max(ts) for ts in zip(*(r["bare"]["step_times_s"] for r in ranks))]
     n = len(ranks[0]["one"]["step_times_s"])
-    k = len(bare) // n  # compute-only steps a turn
-    bare_turn = [statistics.median(bare[i * k : (i + 1) * k]) for i in range(n)]
+    bare, bare_turn = bare_by_turn(ranks, n)
     prof, _ = rescaled_profile(check_profile_matches(params, data["model"], None), statistics.median(bare), True)
     cost = order_cost(params.cost_model(), True, 1)
     base = statistics.median(bare) * 1e3
     print(f"{path}: {data.get('order', 'after-bare')}, {n} turns, compute-only median {base:.1f} ms")
     out = {}
     for s, (strategy, bucket, _caps) in data["sides"].items():
-        rec = {
-            "step_times_s": [max(ts) for ts in zip(*(r[s]["step_times_s"] for r in ranks))],
-            "rank_step_times_s": [r[s]["step_times_s"] for r in ranks],
-            "rank_timelines": [r[s]["timeline"] for r in ranks],
-        }
-        t = [step_terms(x) for x in across_ranks_timelines(rec)]
+        t = side_terms(ranks, s)
         p = step_terms(predicted_timeline(prof, cost, StrategySpec(strategy, bucket_mb=bucket), 2))
         d = out[s] = [(a["compute_s"] + prof.optimizer_s - b) * 1e3 for a, b in zip(t, bare_turn)]
         st = [(a["step_s"] - b) * 1e3 for a, b in zip(t, bare_turn)]

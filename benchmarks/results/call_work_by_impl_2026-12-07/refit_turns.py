@@ -15,9 +15,11 @@ import statistics
 import sys
 from dataclasses import replace
 
+from turns import bare_by_turn, side_terms
+
 from calibration.params import load_params
 from calibration.step_probe import fit_in_step
-from calibration.timeline import across_ranks_timelines, predicted_timeline, step_terms
+from calibration.timeline import predicted_timeline, step_terms
 from calibration.validate import check_profile_matches, rescaled_profile
 from simulator.strategies import StrategySpec
 
@@ -26,19 +28,12 @@ def main() -> None:
     params = load_params(sys.argv[1])
     data = json.load(gzip.open(sys.argv[2], "rt"))
     ranks, sides = data["ranks"], data["sides"]
-    bare = [max(ts) for ts in zip(*(r["bare"]["step_times_s"] for r in ranks))]
     n = len(ranks[0]["one"]["step_times_s"])
-    k = len(bare) // n
-    bare_turn = [statistics.median(bare[i * k : (i + 1) * k]) for i in range(n)]
+    bare, bare_turn = bare_by_turn(ranks, n)
     prof0 = check_profile_matches(params, data["model"], None)
     terms = {}
     for s in sides:
-        rec = {
-            "step_times_s": [max(ts) for ts in zip(*(r[s]["step_times_s"] for r in ranks))],
-            "rank_step_times_s": [r[s]["step_times_s"] for r in ranks],
-            "rank_timelines": [r[s]["timeline"] for r in ranks],
-        }
-        terms[s] = [step_terms(x) for x in across_ranks_timelines(rec)]
+        terms[s] = side_terms(ranks, s)
     opt = rescaled_profile(prof0, statistics.median(bare), True)[0].optimizer_s
     excess = {s: [(t["compute_s"] + opt - b) * 1e3 for t, b in zip(terms[s], bare_turn)] for s in sides}
 

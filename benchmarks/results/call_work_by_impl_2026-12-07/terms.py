@@ -13,8 +13,10 @@ import random
 import statistics
 import sys
 
+from turns import bare_by_turn, side_terms
+
 from calibration.params import load_params
-from calibration.timeline import across_ranks_timelines, predicted_timeline, step_terms
+from calibration.timeline import predicted_timeline, step_terms
 from calibration.validate import check_profile_matches, order_cost, rescaled_profile
 from simulator.strategies import StrategySpec
 
@@ -25,10 +27,8 @@ def main() -> None:
     params = load_params(sys.argv[1])
     data = json.load(gzip.open(sys.argv[2], "rt"))
     ranks = data["ranks"]
-    bare = [max(ts) for ts in zip(*(r["bare"]["step_times_s"] for r in ranks))]
     n = len(ranks[0][next(iter(data["sides"]))]["step_times_s"])
-    k = len(bare) // n
-    bare_turn = [statistics.median(bare[i * k : (i + 1) * k]) for i in range(n)]
+    bare, bare_turn = bare_by_turn(ranks, n)
     prof, _ = rescaled_profile(check_profile_matches(params, data["model"], None), statistics.median(bare), True)
     cost = order_cost(params.cost_model(), True, 1)
     rng = random.Random(0)
@@ -56,12 +56,7 @@ def main() -> None:
                 rec_t = [max(ts) for ts in zip(*(r[twin]["step_times_s"] for r in ranks))]
                 print(boot_line(f"{twin} - this", [(a - b) * 1e3 for a, b in zip(rec_t, plain)], None))
             continue
-        rec = {
-            "step_times_s": [max(ts) for ts in zip(*(r[s]["step_times_s"] for r in ranks))],
-            "rank_step_times_s": [r[s]["step_times_s"] for r in ranks],
-            "rank_timelines": [r[s]["timeline"] for r in ranks],
-        }
-        t = [step_terms(x) for x in across_ranks_timelines(rec)]
+        t = side_terms(ranks, s)
         p = step_terms(predicted_timeline(prof, cost, StrategySpec(strategy, bucket_mb=bucket), 2))
         rows = [(q, [x[q] * 1e3 for x in t], p[q] * 1e3) for q in TERMS]
         rows.append(

@@ -1,7 +1,7 @@
 """The probe's fine and coarse targets as its 1 s of steps would see them: run 3's or 4's turns cut into windows of
 13, 26 and 52 consecutive turns; the sd over windows of the backward-end median less the compute-only median (the
-probe's target) and of the median of per-turn differences; the same over the whole run (and its median less median); and the fine less coarse
-difference, paired by turn and not. Nothing measured.
+probe's target) and of the median of per-turn differences; the same over the whole run (and its median less
+median); and the fine less coarse difference, paired by turn and not. Nothing measured.
 
     PYTHONPATH=. python benchmarks/results/call_work_by_impl_2026-12-07/windows.py RUN.json.gz
 """
@@ -11,21 +11,14 @@ import json
 import statistics
 import sys
 
-from calibration.timeline import across_ranks_timelines, step_terms
+from turns import bare_by_turn, side_terms
 
 data = json.load(gzip.open(sys.argv[1], "rt"))
 ranks = data["ranks"]
-bare = [max(ts) for ts in zip(*(r["bare"]["step_times_s"] for r in ranks))]
 n = len(ranks[0]["one"]["step_times_s"])
-k = len(bare) // n
-bt = [statistics.median(bare[i * k : (i + 1) * k]) for i in range(n)]
+bare, bt = bare_by_turn(ranks, n)
 for s in ("ddp_coarse", "ddp_fine"):
-    rec = {
-        "step_times_s": [max(ts) for ts in zip(*(r[s]["step_times_s"] for r in ranks))],
-        "rank_step_times_s": [r[s]["step_times_s"] for r in ranks],
-        "rank_timelines": [r[s]["timeline"] for r in ranks],
-    }
-    be = [step_terms(x)["compute_s"] * 1e3 for x in across_ranks_timelines(rec)]
+    be = [x["compute_s"] * 1e3 for x in side_terms(ranks, s)]
     b = [x * 1e3 for x in bt]
     whole = statistics.median(be) - statistics.median(x * 1e3 for x in bare)
     print(s, f"the whole run: backward-end median less compute-only median {whole:.2f} ms")
@@ -48,12 +41,7 @@ for s in ("ddp_coarse", "ddp_fine"):
     )
 recs = {}
 for s in ("ddp_coarse", "ddp_fine"):
-    rec = {
-        "step_times_s": [max(ts) for ts in zip(*(r[s]["step_times_s"] for r in ranks))],
-        "rank_step_times_s": [r[s]["step_times_s"] for r in ranks],
-        "rank_timelines": [r[s]["timeline"] for r in ranks],
-    }
-    recs[s] = [step_terms(x)["compute_s"] * 1e3 for x in across_ranks_timelines(rec)]
+    recs[s] = [x["compute_s"] * 1e3 for x in side_terms(ranks, s)]
 d = [f - c for f, c in zip(recs["ddp_fine"], recs["ddp_coarse"])]
 print(
     "fine - coarse per turn: sd {:.2f}, corr {:.2f}".format(
