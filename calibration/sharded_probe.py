@@ -374,9 +374,18 @@ def step_check_line(fit: Mapping[str, Any]) -> str | None:
         tag = " (fitted, no check)" if r.get("fitted") else ""
         parts.append(f"{r['strategy']} {r['bucket_mb']:g} MiB {err:+.1f} %{tag}")
     sd = step_check_residual(fit)
-    tail = (
-        f": the model's error {(math.exp(sd) - 1) * 100:.1f} % (root mean square), its intervals' model-error term"
-        if sd is not None
-        else ""
-    )
+    tail = ""
+    if sd is not None:
+        res = step_check_residuals(fit)
+        raw = math.sqrt(sum(x * x for x in res) / len(res))
+        spread = any(r.get("inputs_log_sd") for r in _check_rows_counted(fit))
+        tail = f": the model's own error {(math.exp(sd) - 1) * 100:.1f} %"
+        if spread:  # say what was taken off: a 0.0 % beside misses of a few % reads as a contradiction otherwise
+            tail += (
+                f" (the misses' root mean square {(math.exp(raw) - 1) * 100:.1f} %, less what the fitted inputs' "
+                "errors spread the predictions by)"
+            )
+        else:
+            tail += " (the misses' root mean square)"
+        tail += ", its intervals' model-error term"
     return "step check beside compute-only steps, predicted as validate predicts: " + ", ".join(parts) + tail

@@ -359,3 +359,14 @@ def test_the_checks_model_error_is_what_the_inputs_errors_do_not_spread():
     # inputs that spread the predictions more than the check missed by leave no model error
     wide = fit_sharded_probe(probe, PROF, COST, 2, unc=Uncertainty(o_sd_s=2e-3, w_log_sd=0.5))
     assert step_check_residual(wide) == 0.0
+    # and the line says what was taken off, so a 0.0 % beside misses of a few % is not read as a contradiction
+    raw = (math.exp(math.sqrt(sum(x * x for x in res) / 3)) - 1) * 100
+    line = step_check_line(wide)
+    assert line is not None and line.endswith(
+        f": the model's own error 0.0 % (the misses' root mean square {raw:.1f} %, less what the fitted inputs' "
+        "errors spread the predictions by), its intervals' model-error term"
+    )
+    assert step_check_line(plain).endswith(
+        f": the model's own error {(math.exp(step_check_residual(plain)) - 1) * 100:.1f} % (the misses' root mean "
+        "square), its intervals' model-error term"
+    )
