@@ -376,9 +376,9 @@ def step_check_line(fit: Mapping[str, Any]) -> str | None:
     sd = step_check_residual(fit)
     tail = ""
     if sd is not None:
-        res = step_check_residuals(fit)
-        raw = math.sqrt(sum(x * x for x in res) / len(res))
-        spread = any(r.get("inputs_log_sd") for r in _check_rows_counted(fit))
+        counted = _check_rows_counted(fit)  # the rows ``step_check_residual`` counted
+        raw = math.sqrt(sum(float(r["log_residual"]) ** 2 for r in counted) / len(counted))
+        spread = any(r.get("inputs_log_sd") for r in counted)
         tail = f": the model's own error {(math.exp(sd) - 1) * 100:.1f} %"
         if spread:  # say what was taken off: a 0.0 % beside misses of a few % reads as a contradiction otherwise
             tail += (

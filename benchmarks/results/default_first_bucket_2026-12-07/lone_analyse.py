@@ -12,6 +12,8 @@ import random
 import statistics
 import sys
 
+from paired_analyse import record  # the same record of a side's steps as runs 3 and 4 read
+
 from calibration.params import load_params
 from calibration.timeline import across_ranks_timelines, predicted_timeline, step_terms
 from calibration.validate import check_profile_matches, order_cost, rescaled_profile
@@ -30,13 +32,7 @@ def main() -> None:
     terms, pred = {}, {}
     for s, side in sides.items():
         strategy, bucket, caps = side if len(side) == 3 else ("torch-ddp", *side)
-        rank_times = [r[s]["step_times_s"] for r in ranks]
-        rec = {
-            "step_times_s": [max(ts) for ts in zip(*rank_times)],
-            "rank_step_times_s": rank_times,
-            "rank_timelines": [r[s]["timeline"] for r in ranks],
-        }
-        terms[s] = [step_terms(t) for t in across_ranks_timelines(rec)]
+        terms[s] = [step_terms(t) for t in across_ranks_timelines(record(ranks, s))]
         spec = StrategySpec(strategy, bucket_mb=bucket, bucket_cap_mb_list=tuple(caps) if caps else None)
         pred[s] = step_terms(predicted_timeline(prof, cost, spec, 2))
     rng = random.Random(0)
