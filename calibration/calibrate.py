@@ -60,10 +60,11 @@ class CalibrateSpec:
     profile_steps: int = 20
     contention_steps: int = 10
     step_probe_steps: int = 10  # 0: no in-step probe (the contention probe's factors are used)
-    # more probe steps where ``step_probe_steps`` would not fill this (0: exactly). 4 s narrowed cnn's fitted work per
-    # call (sd 0.86 -> 0.31 ms over six calibrations) but its tune --verify run held 6 of 8, so 1 s stays for now
-    # (BENCHMARKS.md, "Thirty-fourth session")
-    step_probe_seconds: float = 1.0
+    # more probe steps where ``step_probe_steps`` would not fill this (0: exactly). 4 s, not 1: over the four loopback
+    # cells of m70loop, each calibration's 1 s windows replayed its rows to a median |error| of 2.05 %, the whole 4 s
+    # probe to 1.36 %; and tune's recommendations from the two were as good against one shared measurement a workload
+    # (mean gap to the best 2.28 and 2.10 %; BENCHMARKS.md, "Thirty-seventh session")
+    step_probe_seconds: float = 4.0
     step_probe_check: bool = True  # the in-step probe at one bucket too: a check of its fit (the model error)
     cold_call_reps: int = 100  # 0: no cold-call probe (calls on idle channels cost what calls in a row do)
     switch_reps: int = 30  # 0: no broadcast-switch probe (a broadcast costs the same whichever rank sent last)

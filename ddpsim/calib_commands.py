@@ -553,10 +553,10 @@ def add_commands(sub: Any) -> None:
     c.add_argument(
         "--step-probe-seconds",
         type=number(float, 0, 600),
-        default=1.0,
+        default=4.0,
         help="more in-step probe steps at a cap where --step-probe-steps steps, as predicted from the network's "
         "fit before the probe, would not fill this many seconds (up to 500); 0 times exactly --step-probe-steps "
-        "(default 1)",
+        "(default 4)",
     )
     c.add_argument(
         "--cold-call-reps",
