@@ -63,7 +63,9 @@ def judge(root: Path, which: str, by_version: dict, hits: dict) -> None:
         for s in sorted(med, key=med.get):
             ci = paired_gap_interval(steps[s], steps[best]) if s != best else None
             ci_txt = "" if ci is None else f" (95 % {ci[0]:+.2f}..{ci[1]:+.2f})"
-            print(f"   {s:<28} {med[s] * 1e3:8.2f} ms  {(med[s] / med[best] - 1) * 100:+6.2f} %{ci_txt}  n={len(steps[s])}")
+            print(
+                f"   {s:<28} {med[s] * 1e3:8.2f} ms  {(med[s] / med[best] - 1) * 100:+6.2f} %{ci_txt}  n={len(steps[s])}"
+            )
         for recs in sorted(wl.glob("cal_*/refits/recs.json")):
             for name, r in json.loads(recs.read_text()).items():
                 cap = "default" if r["keep_default"] else f"{r['recommended_mb']:g}"

@@ -54,7 +54,10 @@ def windows(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     probes = {r["kind"]: r for r in records if r.get("kind") in PROBE_KINDS}
     if not probes:
         raise SystemExit("no in-step probe in these records")
-    lens = {k: (len(r["timeline"]["step_times_s"]), window_len(len(r["timeline"]["step_times_s"]))) for k, r in probes.items()}
+    lens = {
+        k: (len(r["timeline"]["step_times_s"]), window_len(len(r["timeline"]["step_times_s"])))
+        for k, r in probes.items()
+    }
     count = min(n // w for n, w in lens.values())
     out = []
     for i in range(count):
@@ -78,7 +81,11 @@ def recommendation(params: Any) -> dict[str, Any]:
     unc = params.uncertainty(measured_backward_s(prof))
     stated = stated_inputs(prof, cost, flops=None, network=preset_network(None, fitted=True, o_w_given=False))
     res = recommend(prof, cost, params.world_size, uncertainty=unc, stated=stated)
-    return {"bucket_cap_mb": res.bucket_cap_mb, "recommended_mb": res.recommended_bucket_mb, "keep_default": res.keep_default}
+    return {
+        "bucket_cap_mb": res.bucket_cap_mb,
+        "recommended_mb": res.recommended_bucket_mb,
+        "keep_default": res.keep_default,
+    }
 
 
 def predicted(params: Any, grid: list[float]) -> dict[str, float]:
@@ -116,7 +123,12 @@ def main() -> None:
             params = refit_from_records(path)
             params.save(out / f"{name}.params.json")
             steps = {r["kind"]: r["timeline"]["steps"] for r in recs if r.get("kind") in PROBE_KINDS}
-            result[name] = {"probe_steps": steps, **terms(params), **recommendation(params), "predicted_s": predicted(params, grid)}
+            result[name] = {
+                "probe_steps": steps,
+                **terms(params),
+                **recommendation(params),
+                "predicted_s": predicted(params, grid),
+            }
             print(name, json.dumps({k: v for k, v in result[name].items() if k != "predicted_s"}), flush=True)
     (out / "recs.json").write_text(json.dumps(result, indent=1) + "\n")
 
