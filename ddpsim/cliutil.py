@@ -215,14 +215,14 @@ def gbps_both(bytes_per_s: float) -> str:
 BACKEND_CHOICES = ("gloo", "nccl")
 
 
-def add_min_seconds_arg(p: argparse.ArgumentParser) -> None:
+def add_min_seconds_arg(p: argparse.ArgumentParser, default: float = MIN_SECONDS) -> None:
     """``--min-seconds`` of the commands that measure configurations beside a compute-only baseline."""
     p.add_argument(
         "--min-seconds",
         type=number(float, 0, 3600),
-        default=MIN_SECONDS,
+        default=default,
         help=f"timed seconds per configuration at least: where the predicted step is short, more steps than "
-        f"--steps (up to {MAX_STEPS_FOR_TIME}); 0: exactly --steps (default {MIN_SECONDS:g})",
+        f"--steps (up to {MAX_STEPS_FOR_TIME}); 0: exactly --steps (default {default:g})",
     )
 
 

@@ -23,6 +23,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from realrun.stats import VERIFY_MIN_SECONDS
 from simulator.jsonio import dumps_finite, write_whole
 from simulator.network import CostModel
 from simulator.profile import GradProfile
@@ -507,7 +508,7 @@ def add_tune_command(sub: Any, positive_float: Any = None) -> None:
     t.add_argument(
         "--steps", type=number(int, 1, 100_000), default=20, help="timed steps per real setting (default 20)"
     )
-    add_min_seconds_arg(t)
+    add_min_seconds_arg(t, VERIFY_MIN_SECONDS)
     t.add_argument("--warmup", type=number(int, 0, 100_000), default=3, help="untimed steps first")
     add_out_dir(t, "tune", "plots, trace, report and results")
     t.add_argument("--json", action="store_true", help="print the result as JSON")

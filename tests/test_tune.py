@@ -1181,3 +1181,15 @@ def test_bucket_cap_mb_is_none_where_the_default_is_kept():
     assert kept.to_dict()["bucket_cap_mb"] is None
     moved = ddpsim.recommend("gpt2-xl", world_size=64, network="nccl-h100-ib")
     assert not moved.keep_default and moved.bucket_cap_mb == moved.recommended_bucket_mb
+
+
+def test_verify_measures_longer_by_default_than_validate():
+    # tune --verify's 3 % verdict needs the longer measurement (realrun.stats.VERIFY_MIN_SECONDS); validate keeps its own
+    from ddpsim.cli import build_parser
+    from realrun.stats import MIN_SECONDS, VERIFY_MIN_SECONDS
+
+    assert VERIFY_MIN_SECONDS > MIN_SECONDS
+    parser = build_parser()
+    assert parser.parse_args(["tune"]).min_seconds == VERIFY_MIN_SECONDS
+    assert parser.parse_args(["validate"]).min_seconds == MIN_SECONDS
+    assert parser.parse_args(["tune", "--min-seconds", "0"]).min_seconds == 0.0
