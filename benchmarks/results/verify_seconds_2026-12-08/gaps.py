@@ -35,7 +35,9 @@ for run in sorted((p for p in root.glob("run*_s*") if p.is_dir()), key=lambda p:
         + f"; best measured {tune['verify']['best_measured_setting']!r}"
     )
 for s, g in by_s.items():
-    print(f"--min-seconds {s}: {len(g)} rounds, gap mean {statistics.fmean(g):+.2f} %, sd {statistics.stdev(g):.2f} points")
+    print(
+        f"--min-seconds {s}: {len(g)} rounds, gap mean {statistics.fmean(g):+.2f} %, sd {statistics.stdev(g):.2f} points"
+    )
 if {"1", "4"} <= by_s.keys():
     r = statistics.stdev(by_s["4"]) / statistics.stdev(by_s["1"])
     print(f"V1: sd ratio 4 s / 1 s = {r:.2f} (adopt if <= 0.67): {'holds' if r <= 2 / 3 else 'fails'}")
