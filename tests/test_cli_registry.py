@@ -63,3 +63,16 @@ def test_sweep_does_not_import_the_measuring_commands() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "0 []"
+
+
+def test_calibrates_defaults_are_the_specs() -> None:
+    # `ddpsim calibrate` passes these to CalibrateSpec, and `tune` calibrates with CalibrateSpec's own defaults: the two
+    # literals must agree, or the two commands calibrate differently (the in-step probe's 4 s was changed in both)
+    from calibration.calibrate import CalibrateSpec
+
+    args = build_parser().parse_args(["calibrate"])
+    spec = CalibrateSpec(model="gpt")
+    fields = ("profile_steps", "contention_steps", "step_probe_steps", "step_probe_seconds", "step_probe_check")
+    fields += ("cold_call_reps", "switch_reps", "sharded_steps")
+    for f in fields:
+        assert getattr(args, f) == getattr(spec, f), f
